@@ -1,0 +1,148 @@
+"""``kafkalog dump``: DumpLogSegments-compatible output for segments, indexes, snapshots and companion files."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kafkalog_cli.cli.common import EXIT_USAGE, fail, line_writers
+from kafkalog_cli.render.versions import DEFAULT_VERSION, KNOWN_VERSIONS
+
+DECODER_FLAGS = (
+    ("offsets_decoder", "offsets"),
+    ("transaction_log_decoder", "transaction-log"),
+    ("cluster_metadata_decoder", "cluster-metadata"),
+    ("remote_log_metadata_decoder", "remote-log-metadata"),
+    ("share_group_state_decoder", "share-group-state"),
+)
+
+
+@click.command(
+    "dump",
+    epilog="""\b
+Examples:
+  kafkalog dump /var/lib/kafka/orders-0/00000000000000000000.log
+  kafkalog dump --deep-iteration --print-data-log --kafka-version 3.6 orders-0/
+  kafkalog dump --files 00000000000000000000.index,00000000000000000000.timeindex
+  kafkalog dump --format json --print-data-log 00000000000000000000.log | jq .
+
+Exit codes: 0 clean, 1 invalid batches / index mismatches / trailing bytes / corrupt
+input found, 2 usage error or unreadable file.""",
+)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[FILE|DIR]...")
+@click.option("--files", "files_opt", help="Comma-separated list of files (as kafka-dump-log.sh takes them).")
+@click.option("--print-data-log", is_flag=True, help="Print the key and payload of each record (implies --deep-iteration).")
+@click.option("--deep-iteration", is_flag=True, help="Iterate the records inside each batch.")
+@click.option("--verify-index-only", is_flag=True, help="For .index/.timeindex: verify against the log, print no entries.")
+@click.option("--index-sanity-check", is_flag=True, help="For .index/.timeindex: run only the broker's sanity check.")
+@click.option("--max-message-size", type=int, default=5 * 1024 * 1024, show_default=True,
+              help="Byte window read at each indexed position when verifying an .index.")
+@click.option("--max-bytes", type=int, default=None, help="Examine only the first N bytes of each .log/.checkpoint.")
+@click.option("--skip-record-metadata", is_flag=True, help="Print no per-record metadata (and nothing for control records).")
+@click.option("--key-decoder-class", is_flag=False, flag_value="", default=None,
+              help="StringDecoder (default), IntegerDecoder, LongDecoder or DefaultDecoder. Implies --print-data-log.")
+@click.option("--value-decoder-class", is_flag=False, flag_value="", default=None,
+              help="As --key-decoder-class, for values. Implies --print-data-log.")
+@click.option("--offsets-decoder", is_flag=True, help="Decode records as __consumer_offsets records.")
+@click.option("--transaction-log-decoder", is_flag=True, help="Decode records as __transaction_state records.")
+@click.option("--cluster-metadata-decoder", is_flag=True, help="Decode records as KRaft __cluster_metadata records.")
+@click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode records as __remote_log_metadata records.")
+@click.option("--share-group-state-decoder", is_flag=True, help="Decode records as __share_group_state records.")
+@click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, metavar="V",
+              help=f"Reproduce the output of this Kafka release ({', '.join(KNOWN_VERSIONS[::4])}, ... {KNOWN_VERSIONS[-1]}).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text = DumpLogSegments lines; json = one JSON object per line.")
+@click.option("--gap-tracker", type=click.Choice(["scala", "java"]), default="scala", show_default=True,
+              help="Non-consecutive offset check: Scala tool (ignores each file's first record) or Kafka 4.3's Java port.")
+@click.option("--max-decompressed-size", type=int, default=256 * 1024 * 1024, show_default=True,
+              help="Largest decompressed batch accepted; larger ones are reported, never allocated.")
+def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, deep_iteration: bool,
+         verify_index_only: bool, index_sanity_check: bool, max_message_size: int, max_bytes: int | None,
+         skip_record_metadata: bool, key_decoder_class: str | None, value_decoder_class: str | None,
+         offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool,
+         remote_log_metadata_decoder: bool, share_group_state_decoder: bool, kafka_version: str, fmt: str,
+         gap_tracker: str, max_decompressed_size: int) -> None:
+    """Dump log segments, indexes, producer snapshots and companion files, with the exact text
+    DumpLogSegments (kafka-dump-log.sh) prints for the chosen Kafka version.
+
+    FILE can be any file of a partition directory; a DIR dumps every file in it in offset order."""
+    from kafkalog_cli.ops.dump import DumpOptions, Dumper
+    from kafkalog_cli.render.parsers import DecoderParser, resolve_decoder
+    from kafkalog_cli.render.versions import profile_for
+
+    try:
+        profile = profile_for(kafka_version)
+    except ValueError as exc:
+        fail(str(exc), "try --kafka-version 3.6")
+    args = list(paths)
+    if files_opt is not None:
+        items = files_opt.split(",")
+        while items and items[-1] == "":
+            items.pop()  # Java's String.split drops trailing empty strings
+        args += items
+    if not args:
+        fail("no files given", "kafkalog dump FILE... or --files A,B")
+    if max_bytes is not None and max_bytes < 0:
+        fail(f"Invalid size: {max_bytes} for --max-bytes", code=EXIT_USAGE)
+    flags = {
+        "offsets_decoder": offsets_decoder,
+        "transaction_log_decoder": transaction_log_decoder,
+        "cluster_metadata_decoder": cluster_metadata_decoder,
+        "remote_log_metadata_decoder": remote_log_metadata_decoder,
+        "share_group_state_decoder": share_group_state_decoder,
+    }
+    decoder_kinds = [kind for flag, kind in DECODER_FLAGS if flags[flag]]
+    print_data = (
+        print_data_log or bool(decoder_kinds) or key_decoder_class is not None or value_decoder_class is not None
+    )
+    opts = DumpOptions(
+        print_data_log=print_data,
+        deep_iteration=deep_iteration or print_data,
+        verify_index_only=verify_index_only,
+        index_sanity_check=index_sanity_check,
+        max_message_size=max_message_size,
+        max_bytes=2147483647 if max_bytes is None else max_bytes,
+        max_bytes_given=max_bytes is not None and max_bytes != 2147483647,
+        skip_record_metadata=skip_record_metadata,
+        decompress_limit=max_decompressed_size,
+        gap_tracker=gap_tracker,
+    )
+    notices: list[str] = []
+    if decoder_kinds:
+        try:
+            from kafkalog_cli.internal import make_parser
+        except ImportError:
+            fail("internal-topic decoders are not available in this build")
+        opts.parser = make_parser(decoder_kinds[0], profile)
+    else:
+        try:
+            kdec = resolve_decoder(key_decoder_class)
+            vdec = resolve_decoder(value_decoder_class)
+        except ValueError as exc:
+            fail(str(exc))
+        opts.parser = DecoderParser(kdec, vdec, tombstone_key=bool(profile.tombstone_key))
+        if profile.deprecated_decoder_notice:
+            for name in (value_decoder_class, key_decoder_class):
+                if name and name.startswith("kafka.serializer."):
+                    short = name.rsplit(".", 1)[1]
+                    notices.append(f"{name} is deprecated. Please use org.apache.kafka.tools.api.{short} instead")
+
+    out, err = line_writers()
+    if fmt == "json":
+        from kafkalog_cli.render.jsonl import JsonRenderer
+
+        renderer = JsonRenderer(opts, out, err)
+    else:
+        from kafkalog_cli.render.dls import DlsRenderer
+
+        renderer = DlsRenderer(profile, opts, out, err)
+    dumper = Dumper(profile, opts)
+    for ev in dumper.run(args):
+        renderer.handle(ev)
+        if notices and type(ev).__name__ == "FileBegin" and ev.kind in ("log", "checkpoint"):
+            for n in notices:
+                out(n)
+    renderer.summary(dumper.summary)
+    sys.stdout.flush()
+    sys.exit(dumper.summary.exit_code())

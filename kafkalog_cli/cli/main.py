@@ -1,0 +1,78 @@
+"""The ``kafkalog`` command group.
+
+Commands are registered by name in ``COMMANDS`` and imported only when used, so ``kafkalog --help`` and shell
+completion stay fast (rich, codecs and pyspark are never imported for them).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from kafkalog_cli import __version__
+
+# name -> (module, attribute, one-line help). Add a command by adding a row.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "dump": ("kafkalog_cli.cli.dump", "dump", "Dump segments, indexes and snapshots like kafka-dump-log.sh."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        row = COMMANDS.get(name)
+        if row is None:
+            return None
+        module = importlib.import_module(row[0])
+        return getattr(module, row[1])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.",
+)
+@click.version_option(__version__, "--version", prog_name="kafkalog", message="%(prog)s %(version)s")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for unexpected errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """kafkalog: dump, verify and repair Apache Kafka log directories without a JVM.
+
+    \b
+    Example:
+      kafkalog dump --deep-iteration --print-data-log /var/lib/kafka/orders-0
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug or bool(os.environ.get("KAFKALOG_DEBUG"))
+
+
+def main() -> None:
+    debug = "--debug" in sys.argv[1:] or bool(os.environ.get("KAFKALOG_DEBUG"))
+    try:
+        cli.main(prog_name="kafkalog", standalone_mode=True)
+    except SystemExit:
+        raise
+    except BrokenPipeError:
+        # a closed pipe (| head) is not an error of ours; silence the interpreter's flush on exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.stderr.write("kafkalog: interrupted\n")
+        sys.exit(130)
+    except Exception as exc:  # the last line of defence: one readable line, never a traceback
+        if debug:
+            raise
+        sys.stderr.write(f"kafkalog: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write("hint: re-run with --debug for the traceback, and please report it\n")
+        sys.exit(2)

@@ -1,0 +1,89 @@
+"""Typed errors raised by the engine.
+
+Every error carries where it happened (file, byte position), what was expected and what was found, so that the
+CLI can print one clear line instead of a traceback. The engine never prints.
+"""
+
+from __future__ import annotations
+
+
+class KafkalogError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        position: int | None = None,
+        expected: str | None = None,
+        found: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.position = position
+        self.expected = expected
+        self.found = found
+
+    def located(self, file: str | None = None, base_position: int = 0) -> KafkalogError:
+        """Attach a file and shift a position that was relative to a batch, returning self."""
+        if file is not None and self.file is None:
+            self.file = file
+        if self.position is not None:
+            self.position += base_position
+        elif base_position:
+            self.position = base_position
+        return self
+
+    def describe(self) -> str:
+        """One readable line: file, position, message, expected/found."""
+        parts = []
+        if self.file is not None:
+            parts.append(self.file if self.position is None else f"{self.file} at byte {self.position}")
+        elif self.position is not None:
+            parts.append(f"at byte {self.position}")
+        text = self.message
+        if self.expected is not None or self.found is not None:
+            text += f" (expected {self.expected or '?'}, found {self.found or '?'})"
+        parts.append(text)
+        return ": ".join(parts)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+class CorruptRecordError(KafkalogError):
+    """A batch or record whose bytes do not follow the format (Kafka's CorruptRecordException)."""
+
+
+class InvalidRecordError(KafkalogError):
+    """A structurally invalid record inside a batch (Kafka's InvalidRecordException)."""
+
+
+class CompressionError(KafkalogError):
+    """A payload that cannot be decompressed, or whose codec id is unknown."""
+
+
+class SizeLimitError(KafkalogError):
+    """A declared or decompressed size above the configured cap: reported, never allocated."""
+
+
+class UnreadableFileError(KafkalogError):
+    """A path that cannot be opened or read (missing, a directory, permission denied)."""
+
+
+class CorruptIndexError(KafkalogError):
+    """An index file that fails a sanity check."""
+
+
+class CorruptSnapshotError(KafkalogError):
+    """A producer-state snapshot that fails schema or CRC validation."""
+
+
+class CheckpointError(KafkalogError):
+    """A malformed checkpoint-format text file."""
+
+
+class RepairRefused(KafkalogError):
+    """A writing command that refuses to act (broker lock held, unsafe path, ...)."""

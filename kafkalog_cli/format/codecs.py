@@ -1,0 +1,321 @@
+"""Kafka's compression codecs and their framings, both directions.
+
+* gzip (id 1): RFC 1952 stream, concatenated members accepted (Java GZIPInputStream).
+* snappy (id 2): xerial snappy-java stream framing (magic ``\\x82SNAPPY\\x00``, two int32 versions, then
+  length-prefixed raw snappy blocks); like snappy-java, input without that header is read as one raw block.
+* lz4 (id 3): LZ4 frame with Kafka's restrictions: independent blocks only, and for magic v0 the frame's header
+  checksum is skipped (Kafka 0.8/0.9 computed it over the magic too and still writes it that way for v0).
+* zstd (id 4): frames usually lack a content size (Java writes them with a streaming compressor), so we
+  stream-decode across frames.
+
+Every decoder takes ``limit``: the largest decompressed size it may produce. Beyond it a SizeLimitError is raised
+before the memory is allocated, so a forged or corrupt length cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from kafkalog_cli.errors import CompressionError, SizeLimitError
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+CODEC_IDS = {name: cid for cid, name in CODEC_NAMES.items()}
+
+DEFAULT_LIMIT = 256 * 1024 * 1024
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+XERIAL_BLOCK = 32 * 1024
+
+LZ4_MAGIC = 0x184D2204
+LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+
+
+def codec_name(codec_id: int) -> str:
+    """Lower-case name of a codec id; raises CompressionError for ids 5..7 like Kafka."""
+    try:
+        return CODEC_NAMES[codec_id]
+    except KeyError:
+        raise CompressionError(f"Unknown compression type id: {codec_id}") from None
+
+
+# --------------------------------------------------------------------------------------------------- xxHash32
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """xxHash32, used only for the few bytes of an LZ4 frame descriptor (pure Python is fine there)."""
+    n = len(data)
+    i = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        while i + 16 <= n:
+            a, b, c, d = struct.unpack_from("<IIII", data, i)
+            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
+            i += 16
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while i + 4 <= n:
+        (k,) = struct.unpack_from("<I", data, i)
+        h = (_rotl((h + k * _P3) & _M32, 17) * _P4) & _M32
+        i += 4
+    while i < n:
+        h = (_rotl((h + data[i] * _P5) & _M32, 11) * _P1) & _M32
+        i += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
+
+
+# --------------------------------------------------------------------------------------------------- decoders
+def _too_big(codec: str, limit: int) -> SizeLimitError:
+    return SizeLimitError(
+        f"{codec} payload decompresses to more than the {limit}-byte cap",
+        expected=f"at most {limit} bytes",
+        found="more",
+    )
+
+
+def decompress_gzip(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes:
+    out = bytearray()
+    buf = bytes(data)
+    try:
+        while buf:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            chunk = d.decompress(buf, limit - len(out) + 1)
+            out += chunk
+            if len(out) > limit:
+                raise _too_big("gzip", limit)
+            while d.unconsumed_tail:
+                out += d.decompress(d.unconsumed_tail, limit - len(out) + 1)
+                if len(out) > limit:
+                    raise _too_big("gzip", limit)
+            if not d.eof:
+                raise CompressionError("gzip stream ended prematurely (Unexpected end of ZLIB input stream)")
+            buf = d.unused_data
+            # Java's GZIPInputStream stops at trailing bytes that are not another gzip member
+            if buf[:2] != b"\x1f\x8b":
+                break
+    except zlib.error as exc:
+        raise CompressionError(f"gzip decompression failed: {exc}") from None
+    return bytes(out)
+
+
+def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
+    import cramjam
+
+    try:
+        size = cramjam.snappy.decompress_raw_len(bytes(block))
+    except Exception as exc:  # cramjam raises its own error type
+        raise CompressionError(f"snappy block header is corrupt: {exc}") from None
+    if size > limit:
+        raise _too_big("snappy", limit)
+    try:
+        return bytes(cramjam.snappy.decompress_raw(bytes(block)))
+    except Exception as exc:
+        raise CompressionError(f"snappy decompression failed: {exc}") from None
+
+
+def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes:
+    buf = bytes(data)
+    if len(buf) < 16 or buf[:8] != XERIAL_MAGIC:
+        return _snappy_raw(buf, limit)
+    out = bytearray()
+    pos = 16
+    n = len(buf)
+    while pos + 4 <= n:
+        # snappy-java >= 1.1.x skips a repeated stream header (concatenated streams)
+        if buf[pos : pos + 8] == XERIAL_MAGIC and pos + 16 <= n:
+            pos += 16
+            continue
+        (clen,) = struct.unpack_from(">i", buf, pos)
+        pos += 4
+        if clen < 0 or pos + clen > n:
+            raise CompressionError(
+                "snappy chunk runs past the end of the payload",
+                expected=f"{clen} bytes of chunk",
+                found=f"{n - pos} bytes",
+            )
+        out += _snappy_raw(buf[pos : pos + clen], limit - len(out))
+        pos += clen
+    return bytes(out)
+
+
+def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, check_header: bool = True) -> bytes:
+    """Decode one Kafka LZ4 frame; ``check_header=False`` for magic v0 (the broken-HC quirk)."""
+    import lz4.block
+
+    buf = bytes(data)
+    n = len(buf)
+    if n < 6:
+        raise CompressionError("lz4 stream ended prematurely (frame header)")
+    (magic,) = struct.unpack_from("<I", buf, 0)
+    if magic != LZ4_MAGIC:
+        raise CompressionError("lz4 frame magic is wrong", expected=hex(LZ4_MAGIC), found=hex(magic))
+    flg, bd = buf[4], buf[5]
+    if flg & 0x03:
+        raise CompressionError("lz4 frame descriptor: reserved bits must be 0", found=hex(flg))
+    if (flg >> 6) != 1:
+        raise CompressionError("lz4 frame descriptor: version unsupported", expected="1", found=str(flg >> 6))
+    if not flg & 0x20:
+        raise CompressionError("lz4 frame: dependent block stream is unsupported", found=f"FLG {flg:#04x}")
+    if bd & 0x8F:
+        raise CompressionError("lz4 frame descriptor: reserved BD bits must be 0", found=hex(bd))
+    size_id = (bd >> 4) & 0x07
+    if size_id not in LZ4_BLOCK_SIZES:
+        raise CompressionError("lz4 block size id must be between 4 and 7", found=str(size_id))
+    max_block = LZ4_BLOCK_SIZES[size_id]
+    pos = 6
+    if flg & 0x08:
+        pos += 8
+    if pos >= n:
+        raise CompressionError("lz4 stream ended prematurely (frame descriptor)")
+    if check_header:
+        hc = (xxh32(buf[4:pos]) >> 8) & 0xFF
+        if buf[pos] != hc:
+            raise CompressionError("lz4 stream frame descriptor corrupted", expected=hex(hc), found=hex(buf[pos]))
+    pos += 1
+    block_checksum = bool(flg & 0x10)
+    out = bytearray()
+    while True:
+        if pos + 4 > n:
+            raise CompressionError("lz4 stream ended prematurely (no end mark)")
+        (word,) = struct.unpack_from("<I", buf, pos)
+        pos += 4
+        if word == 0:
+            break
+        size = word & 0x7FFFFFFF
+        if size > max_block:
+            raise CompressionError("lz4 block size exceeded max", expected=f"<= {max_block}", found=str(size))
+        if pos + size > n:
+            raise CompressionError("lz4 stream ended prematurely (block)", expected=f"{size} bytes", found=f"{n - pos}")
+        block = buf[pos : pos + size]
+        pos += size
+        if word & 0x80000000:
+            piece = block
+        else:
+            try:
+                piece = lz4.block.decompress(block, uncompressed_size=max_block)
+            except Exception as exc:
+                raise CompressionError(f"lz4 block decompression failed: {exc}") from None
+        if len(out) + len(piece) > limit:
+            raise _too_big("lz4", limit)
+        out += piece
+        if block_checksum:
+            pos += 4
+    return bytes(out)
+
+
+def decompress_zstd(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes:
+    import zstandard
+
+    out = bytearray()
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True)
+        while True:
+            chunk = reader.read(min(1 << 20, limit - len(out) + 1))
+            if not chunk:
+                break
+            out += chunk
+            if len(out) > limit:
+                raise _too_big("zstd", limit)
+    except zstandard.ZstdError as exc:
+        raise CompressionError(f"zstd decompression failed: {exc}") from None
+    return bytes(out)
+
+
+def decompress(codec: int, data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, magic: int = 2) -> bytes:
+    """Decompress a batch payload (v2) or a wrapper message value (v0/v1)."""
+    if codec == GZIP:
+        return decompress_gzip(data, limit)
+    if codec == SNAPPY:
+        return decompress_snappy(data, limit)
+    if codec == LZ4:
+        return decompress_lz4(data, limit, check_header=magic != 0)
+    if codec == ZSTD:
+        return decompress_zstd(data, limit)
+    if codec == NONE:
+        return bytes(data)
+    raise CompressionError(f"Unknown compression type id: {codec}")
+
+
+# --------------------------------------------------------------------------------------------------- encoders
+def compress_gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+def compress_snappy(data: bytes) -> bytes:
+    import cramjam
+
+    out = bytearray(XERIAL_HEADER)
+    for i in range(0, max(len(data), 1), XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(data[i : i + XERIAL_BLOCK]))
+        out += struct.pack(">i", len(block))
+        out += block
+    return bytes(out)
+
+
+def compress_lz4(data: bytes, *, magic: int = 2) -> bytes:
+    """Kafka's LZ4 frame: FLG 0x60 (v1, independent blocks), BD 0x40 (64 KiB), no checksums.
+
+    For magic v0 the header checksum is computed the broken way Kafka does it (over magic + FLG + BD).
+    """
+    import lz4.block
+
+    flg, bd = 0x60, 0x40
+    header = struct.pack("<I", LZ4_MAGIC) + bytes([flg, bd])
+    hc_input = header if magic == 0 else header[4:]
+    out = bytearray(header)
+    out.append((xxh32(hc_input) >> 8) & 0xFF)
+    block_size = 64 * 1024
+    for i in range(0, len(data), block_size):
+        chunk = data[i : i + block_size]
+        comp = lz4.block.compress(chunk, store_size=False)
+        if len(comp) >= len(chunk):
+            out += struct.pack("<I", len(chunk) | 0x80000000) + chunk
+        else:
+            out += struct.pack("<I", len(comp)) + comp
+    out += b"\x00\x00\x00\x00"
+    return bytes(out)
+
+
+def compress_zstd(data: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=3, write_content_size=False).compress(data)
+
+
+def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
+    if codec == NONE:
+        return data
+    if codec == GZIP:
+        return compress_gzip(data)
+    if codec == SNAPPY:
+        return compress_snappy(data)
+    if codec == LZ4:
+        return compress_lz4(data, magic=magic)
+    if codec == ZSTD:
+        if magic < 2:
+            raise CompressionError("zstd is not allowed in message format v0/v1")
+        return compress_zstd(data)
+    raise CompressionError(f"Unknown compression type id: {codec}")

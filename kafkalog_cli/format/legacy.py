@@ -1,0 +1,231 @@
+"""Message format v0/v1 ("legacy") messages, including compressed wrapper messages.
+
+A legacy log entry is ``offset(8) size(4)`` followed by one message ``crc(4) magic(1) attributes(1)
+[timestamp(8), v1 only] keyLength(4) key valueLength(4) value``. A compressed wrapper's value is a codec stream
+of inner entries of the same shape. v1 inner offsets are relative and resolved from the wrapper offset (the absolute
+offset of the last inner message; 0 is special-cased for old librdkafka); v0 inner offsets are absolute.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from kafkalog_cli.format import codecs
+from kafkalog_cli.format.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record
+from kafkalog_cli.format.crc import crc32
+
+LOG_OVERHEAD = 12
+RECORD_OVERHEAD_V0 = 14
+RECORD_OVERHEAD_V1 = 22
+_ENTRY = struct.Struct(">qiIbb")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class LegacyEntry:
+    """One shallow v0/v1 entry (a plain message or a compressed wrapper) at ``position``."""
+
+    __slots__ = ("position", "offset", "message_size", "crc", "magic", "attributes", "_timestamp", "_buf_end")
+
+    is_legacy = True
+
+    def __init__(self, buf: bytes | memoryview, position: int, end: int | None = None) -> None:
+        self.offset, self.message_size, self.crc, self.magic, attrs = _ENTRY.unpack_from(buf, position)
+        self.attributes = attrs & 0xFF
+        self.position = position
+        self._buf_end = len(buf) if end is None else end
+        if self.magic not in (0, 1):
+            raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {self.magic}", position=position + 16)
+        if self.magic == 1:
+            if position + LOG_OVERHEAD + 14 > self._buf_end:
+                raise CorruptRecordError("legacy v1 header runs past the end of the file", position=position)
+            (self._timestamp,) = _I64.unpack_from(buf, position + 18)
+        else:
+            self._timestamp = -1
+
+    @property
+    def size(self) -> int:
+        return self.message_size + LOG_OVERHEAD
+
+    @property
+    def base_offset(self) -> int:
+        return self.offset
+
+    @property
+    def last_offset(self) -> int:
+        return self.offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.offset + 1
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def timestamp_type(self) -> int:
+        if self.magic == 0:
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self.attributes & 0x08 else CREATE_TIME
+
+    @property
+    def timestamp(self) -> int:
+        return self._timestamp
+
+    max_timestamp = timestamp
+
+    @property
+    def is_control(self) -> bool:
+        return False
+
+    @property
+    def is_transactional(self) -> bool:
+        return False
+
+    partition_leader_epoch = -1
+    producer_id = -1
+    producer_epoch = -1
+    base_sequence = -1
+    last_sequence = -1
+
+    def computed_crc(self, buf: bytes | memoryview) -> int:
+        return crc32(buf[self.position + 16 : self.position + self.size])
+
+    def is_valid(self, buf: bytes | memoryview) -> bool:
+        if self.message_size < RECORD_OVERHEAD_V0 or self.position + self.size > len(buf):
+            return False
+        return self.crc == self.computed_crc(buf)
+
+    def __repr__(self) -> str:
+        return f"LegacyEntry(position={self.position}, offset={self.offset}, magic={self.magic}, size={self.size})"
+
+    # ------------------------------------------------------------------------------------------------ records
+    def key_value(self, buf: bytes | memoryview) -> tuple[bytes | None, bytes | None]:
+        return _key_value(buf, self.position, self.magic, self.position + self.size)
+
+    def iter_records(self, buf: bytes | memoryview, limit: int = codecs.DEFAULT_LIMIT) -> Iterator[Record]:
+        """The message itself, or for a compressed wrapper its inner messages with absolute offsets."""
+        key, value = self.key_value(buf)
+        valid = self.is_valid(buf)
+        if self.codec == codecs.NONE:
+            yield Record(
+                offset=self.offset,
+                timestamp=self._timestamp,
+                key=key,
+                value=value,
+                crc=self.crc,
+                is_valid=valid,
+                magic=self.magic,
+                attributes=self.attributes,
+                position=self.position,
+            )
+            return
+        yield from self._deep(value, limit)
+
+    def _deep(self, value: bytes | None, limit: int) -> list[Record]:
+        codec = self.codec
+        pos = self.position
+        if codec == codecs.ZSTD:
+            raise InvalidRecordError(
+                f"Invalid wrapper compressionType found in legacy deep record iterator {self.magic}", position=pos
+            )
+        codecs.codec_name(codec)
+        if value is None:
+            raise InvalidRecordError(
+                f"Found invalid compressed record set with null value (magic = {self.magic})", position=pos
+            )
+        try:
+            data = codecs.decompress(codec, value, limit, magic=self.magic)
+        except KafkalogError as exc:
+            exc.position = pos
+            raise
+        inner: list[tuple[int, bytes | None, bytes | None, LegacyEntry]] = []
+        n = len(data)
+        ipos = 0
+        while n - ipos >= LOG_OVERHEAD:
+            (isize,) = _I32.unpack_from(data, ipos + 8)
+            if isize < RECORD_OVERHEAD_V0:
+                raise CorruptRecordError(
+                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})",
+                    position=pos,
+                    expected=f"inner message size >= {RECORD_OVERHEAD_V0}",
+                    found=f"{isize} at byte {ipos} of the decompressed payload",
+                )
+            if n - ipos < isize + LOG_OVERHEAD:
+                break
+            try:
+                entry = LegacyEntry(data, ipos)
+                ikey, ival = entry.key_value(data)
+            except KafkalogError as exc:
+                exc.message += f" (inner message at byte {ipos} of the decompressed payload)"
+                exc.position = pos
+                raise
+            if entry.codec != codecs.NONE:
+                raise InvalidRecordError("Inner messages must not be compressed", position=pos)
+            inner.append((entry.offset, ikey, ival, entry))
+            ipos += entry.size
+        if not inner:
+            raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
+        if self.magic == 1:
+            if self.offset == 0:
+                abs_base = 0
+            else:
+                last_inner = inner[-1][0]
+                if self.offset < last_inner:
+                    raise InvalidRecordError(
+                        f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{self.offset}' "
+                        f"is less than the last inner message offset '{last_inner}' and it is not zero.",
+                        position=pos,
+                    )
+                abs_base = self.offset - last_inner
+        else:
+            abs_base = -1
+        log_append = self.timestamp_type == LOG_APPEND_TIME
+        out = []
+        for ioff, ikey, ival, entry in inner:
+            if entry.magic == 1:
+                ts = self._timestamp if log_append else entry.timestamp
+            else:
+                ts = -1
+            out.append(
+                Record(
+                    offset=abs_base + ioff if abs_base >= 0 else ioff,
+                    timestamp=ts,
+                    key=ikey,
+                    value=ival,
+                    crc=entry.crc,
+                    is_valid=entry.is_valid(data),
+                    magic=entry.magic,
+                    attributes=entry.attributes,
+                    position=pos,
+                )
+            )
+        return out
+
+
+def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int) -> tuple[bytes | None, bytes | None]:
+    # key length follows: log overhead 12 + crc 4 + magic 1 + attributes 1 (+ timestamp 8 for v1)
+    p = position + LOG_OVERHEAD + 6 + (8 if magic == 1 else 0)
+    if p + 4 > end:
+        raise CorruptRecordError("legacy message is too short for its key length", position=position, found=f"{end - position} bytes")
+    (klen,) = _I32.unpack_from(buf, p)
+    p += 4
+    key = None
+    if klen >= 0:
+        if p + klen > end:
+            raise InvalidRecordError("legacy message key runs past the message", position=p, expected=f"{klen} bytes", found=f"{end - p}")
+        key = bytes(buf[p : p + klen])
+        p += klen
+    if p + 4 > end:
+        raise InvalidRecordError("legacy message is too short for its value length", position=p)
+    (vlen,) = _I32.unpack_from(buf, p)
+    p += 4
+    value = None
+    if vlen >= 0:
+        if p + vlen > end:
+            raise InvalidRecordError("legacy message value runs past the message", position=p, expected=f"{vlen} bytes", found=f"{end - p}")
+        value = bytes(buf[p : p + vlen])
+    return key, value

@@ -1,0 +1,628 @@
+"""What ``kafkalog dump`` does, as data: walk each file the way DumpLogSegments does and yield typed events.
+
+The renderers (``render/dls.py`` for DumpLogSegments text per Kafka version, ``render/jsonl.py`` for JSON lines)
+turn events into output; this module never prints. Where Kafka's tool would abort the whole run (a size field
+below 14, a bad codec id, a corrupt record, an index entry past the log), we yield a ``FileError`` and go on with
+the next file, and the end-of-run summaries are still produced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalog_cli.errors import (
+    CheckpointError,
+    CorruptIndexError,
+    CorruptRecordError,
+    CorruptSnapshotError,
+    InvalidRecordError,
+    KafkalogError,
+    UnreadableFileError,
+)
+from kafkalog_cli.format import control as ctl
+from kafkalog_cli.format.batch import Record
+from kafkalog_cli.format.codecs import DEFAULT_LIMIT, codec_name
+from kafkalog_cli.render.versions import Profile
+from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
+
+INT_MAX = 2147483647
+
+
+# ---------------------------------------------------------------------------------------------------- options
+@dataclass
+class DumpOptions:
+    print_data_log: bool = False
+    deep_iteration: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = 5 * 1024 * 1024
+    max_bytes: int = INT_MAX
+    max_bytes_given: bool = False
+    skip_record_metadata: bool = False
+    decompress_limit: int = DEFAULT_LIMIT
+    gap_tracker: str = "scala"  # or "java" (Kafka 4.3's Java port, which also checks the first record)
+    parser: Any = None  # a RecordParser, used when print_data_log
+
+    @property
+    def deep(self) -> bool:
+        return self.deep_iteration or self.print_data_log
+
+
+# ---------------------------------------------------------------------------------------------------- events
+@dataclass
+class FileBegin:
+    arg: str
+    path: str
+    kind: str
+
+
+@dataclass
+class LogHeader:
+    kind: str  # "log" | "kraft-snapshot" | "bootstrap"
+    base_offset: int | None = None
+    end_offset: int | None = None
+    epoch: int | None = None
+
+
+@dataclass
+class BatchEvent:
+    entry: Entry
+    valid: bool
+    computed_crc: int
+    path: str
+
+
+@dataclass
+class ControlInfo:
+    type: int
+    version: int
+    coordinator_epoch: int | None = None
+    data: dict | None = None
+
+
+@dataclass
+class RecordEvent:
+    entry: Entry
+    record: Record
+    control: ControlInfo | None = None
+    key_text: str | None = None
+    payload_text: str | None = None
+
+
+@dataclass
+class IndexEntryEvent:
+    offset: int
+    position: int
+
+
+@dataclass
+class TimeIndexEntryEvent:
+    timestamp: int
+    offset: int
+
+
+@dataclass
+class IndexEmpty:
+    arg: str
+
+
+@dataclass
+class SanityPassed:
+    arg: str
+
+
+@dataclass
+class SnapshotEntryEvent:
+    entry: comp.ProducerEntry
+
+
+@dataclass
+class SnapshotFailure:
+    error: CorruptSnapshotError
+
+
+@dataclass
+class TxnEntryEvent:
+    entry: comp.AbortedTxn
+
+
+@dataclass
+class CheckpointEvent:
+    """A checkpoint-format text file, leader-epoch-checkpoint, partition.metadata or quorum-state (kafkalog only)."""
+
+    kind: str
+    version: int | None
+    entries: list[dict]
+
+
+@dataclass
+class TrailingBytes:
+    count: int
+    name: str
+    reported: bool  # whether DumpLogSegments prints it (not with --max-bytes from 3.3)
+
+
+@dataclass
+class Ignored:
+    arg: str
+
+
+@dataclass
+class FileError:
+    """The file could not be processed to its end; Kafka's tool would have aborted the whole run here."""
+
+    error: KafkalogError
+    unreadable: bool = False
+
+
+@dataclass
+class DumpSummary:
+    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    ts_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    gaps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    files: int = 0
+    batches: int = 0
+    records: int = 0
+    invalid_batches: int = 0
+    trailing_files: int = 0
+    errors: int = 0
+    unreadable: int = 0
+    snapshot_failures: int = 0
+
+    @property
+    def problems(self) -> int:
+        return (
+            self.invalid_batches
+            + self.trailing_files
+            + self.errors
+            + self.snapshot_failures
+            + sum(len(v) for v in self.index_mismatches.values())
+            + sum(len(v) for v in self.ts_mismatches.values())
+            + sum(len(v) for v in self.out_of_order.values())
+            + sum(len(v) for v in self.not_found.values())
+        )
+
+    def exit_code(self) -> int:
+        if self.unreadable:
+            return 2
+        return 1 if self.problems else 0
+
+
+# ---------------------------------------------------------------------------------------------------- paths
+def java_arg(arg: str) -> str:
+    """The path as java.io.File prints it: duplicate '/' collapsed, trailing '/' removed."""
+    out = []
+    prev = ""
+    for ch in arg:
+        if ch == "/" and prev == "/":
+            continue
+        out.append(ch)
+        prev = ch
+    s = "".join(out)
+    if len(s) > 1 and s.endswith("/"):
+        s = s[:-1]
+    return s
+
+
+def java_abs(arg: str) -> str:
+    """java.io.File.getAbsolutePath: cwd + '/' + path for a relative path, '..' not collapsed."""
+    a = java_arg(arg)
+    if a.startswith("/"):
+        return a
+    cwd = os.getcwd()
+    return a and (cwd.rstrip("/") + "/" + a) or cwd
+
+
+BROKER_CHECKPOINTS = {
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+}
+
+
+def classify(name: str) -> str:
+    """The kind of a file in a Kafka log directory, by name."""
+    if name == "leader-epoch-checkpoint":
+        return "leader-epoch-checkpoint"
+    if name in BROKER_CHECKPOINTS:
+        return "broker-checkpoint"
+    if name == "partition.metadata":
+        return "partition-metadata"
+    if name == "quorum-state":
+        return "quorum-state"
+    if "." not in name:
+        return "nodot"
+    suffix = name[name.rindex(".") :]
+    return {
+        ".log": "log",
+        ".index": "index",
+        ".timeindex": "timeindex",
+        ".snapshot": "snapshot",
+        ".txnindex": "txnindex",
+        ".checkpoint": "checkpoint",
+    }.get(suffix, "unknown")
+
+
+_KIND_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
+
+
+def expand_directory(path: str) -> list[str]:
+    """Files of a partition directory in offset order (then KRaft snapshots, then other files); partition
+    directories of a log directory follow, each in the same order."""
+    names = sorted(os.listdir(path))
+    segs, snaps, others, subdirs = [], [], [], []
+    for n in names:
+        full = os.path.join(path, n)
+        if os.path.isdir(full):
+            subdirs.append(full)
+            continue
+        kind = classify(n)
+        if kind in _KIND_ORDER:
+            try:
+                segs.append((comp.base_offset_of(n), _KIND_ORDER[kind], n))
+            except ValueError:
+                others.append(n)
+        elif kind == "checkpoint":
+            snaps.append(n)
+        elif n in (".lock",):
+            continue
+        else:
+            others.append(n)
+    out = [os.path.join(path, n) for _, _, n in sorted(segs)]
+    out += [os.path.join(path, n) for n in snaps]
+    out += [os.path.join(path, n) for n in others]
+    for d in subdirs:
+        out += expand_directory(d)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- driver
+class Dumper:
+    def __init__(self, profile: Profile, options: DumpOptions) -> None:
+        self.profile = profile
+        self.opts = options
+        self.summary = DumpSummary()
+
+    def run(self, args: list[str]) -> Iterator[Any]:
+        for arg in args:
+            if os.path.isdir(arg):
+                for f in expand_directory(arg):
+                    yield from self.dump_file(f)
+            else:
+                yield from self.dump_file(arg)
+
+    def dump_file(self, arg: str) -> Iterator[Any]:
+        name_arg = java_arg(arg)
+        name = os.path.basename(name_arg)
+        kind = classify(name)
+        if kind == "checkpoint" and not self.profile.dump_checkpoint:
+            kind = "unknown"
+        if kind == "unknown":
+            yield Ignored(name_arg)
+            return
+        self.summary.files += 1
+        yield FileBegin(name_arg, java_abs(arg), kind)
+        handler = {
+            "log": self._log,
+            "checkpoint": self._log,
+            "index": self._index,
+            "timeindex": self._timeindex,
+            "snapshot": self._snapshot,
+            "txnindex": self._txnindex,
+            "leader-epoch-checkpoint": self._text_checkpoint,
+            "broker-checkpoint": self._text_checkpoint,
+            "partition-metadata": self._text_checkpoint,
+            "quorum-state": self._text_checkpoint,
+            "nodot": self._text_checkpoint,
+        }[kind]
+        try:
+            yield from handler(name_arg, kind)
+        except UnreadableFileError as exc:
+            self.summary.unreadable += 1
+            yield FileError(exc, unreadable=True)
+        except KafkalogError as exc:
+            if exc.file is None:
+                exc.file = name_arg
+            self.summary.errors += 1
+            yield FileError(exc)
+
+    # ------------------------------------------------------------------------------------------- .log
+    def _log(self, arg: str, kind: str) -> Iterator[Any]:
+        name = os.path.basename(arg)
+        if kind == "checkpoint":
+            if name == "bootstrap.checkpoint":
+                header = LogHeader("bootstrap")
+            else:
+                parsed = comp.kraft_snapshot_name(name)
+                if parsed is None:
+                    raise CorruptRecordError(
+                        "KRaft snapshot file name does not parse",
+                        file=arg,
+                        expected="<20-digit end offset>-<10-digit epoch>.checkpoint",
+                        found=name,
+                    )
+                header = LogHeader("kraft-snapshot", end_offset=parsed[0], epoch=parsed[1])
+            base = 0
+        else:
+            try:
+                base = comp.base_offset_of(name)
+            except ValueError:
+                raise CorruptRecordError(
+                    "segment file name does not start with a base offset", file=arg, expected="<20-digit offset>.log", found=name
+                ) from None
+            header = LogHeader("log", base_offset=base)
+        with MappedFile(arg) as mf:
+            buf = mf.buf
+            yield header
+            end = min(mf.size, self.opts.max_bytes)
+            valid_bytes = 0
+            opts = self.opts
+            deep = opts.deep
+            abs_path = java_abs(arg)
+            last = -1
+            java_gaps = opts.gap_tracker == "java"
+            gaps: list[tuple[int, int]] = []
+            for pos, size, magic in walk(buf, 0, end, file=arg):
+                entry = read_entry(buf, pos, magic, file=arg)
+                try:
+                    codec_name(entry.codec)  # unknown codec ids abort Kafka's tool
+                except KafkalogError as exc:
+                    raise exc.located(arg, pos) from None
+                if entry.is_legacy:
+                    valid = entry.is_valid(buf)
+                    computed = entry.computed_crc(buf)
+                else:
+                    computed = entry.computed_crc(buf) if entry.size >= 61 else 0
+                    valid = entry.size >= 61 and computed == entry.crc
+                self.summary.batches += 1
+                if not valid:
+                    self.summary.invalid_batches += 1
+                yield BatchEvent(entry, valid, computed, arg)
+                if deep:
+                    for rec in entry.iter_records(buf, opts.decompress_limit):
+                        self.summary.records += 1
+                        if java_gaps or last != -1:
+                            if rec.offset != last + 1:
+                                gaps.append((last, rec.offset))
+                        last = rec.offset
+                        yield self._record_event(entry, rec)
+                valid_bytes += size
+            if gaps:
+                self.summary.gaps.setdefault(abs_path, []).extend(gaps)
+            trailing = end - valid_bytes
+            if trailing > 0:
+                self.summary.trailing_files += 1
+                reported = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
+                yield TrailingBytes(trailing, name, reported)
+
+    def _record_event(self, entry: Entry, rec: Record) -> RecordEvent:
+        ev = RecordEvent(entry, rec)
+        if entry.is_control:
+            if not self.opts.skip_record_metadata:
+                ev.control = self._control(rec)
+            return ev
+        if self.opts.print_data_log and self.opts.parser is not None:
+            try:
+                ev.key_text, ev.payload_text = self.opts.parser.parse(rec, entry)
+            except KafkalogError as exc:
+                exc.position = entry.position
+                if exc.message and "offset" not in exc.message:
+                    exc.message = f"record at offset {rec.offset}: {exc.message}"
+                raise
+        return ev
+
+    def _control(self, rec: Record) -> ControlInfo:
+        try:
+            version, ctype = ctl.parse_control_key(rec.key)
+            info = ControlInfo(ctype, version)
+            if ctype in (ctl.ABORT, ctl.COMMIT):
+                _v, info.coordinator_epoch = ctl.parse_end_txn_marker(rec.value)
+            elif ctype in self.profile.control_json:
+                info.data = ctl.decode_kraft_control(ctype, rec.value)
+            return info
+        except KafkalogError as exc:
+            exc.message = f"control record at offset {rec.offset}: {exc.message}"
+            exc.position = rec.position if rec.position >= 0 else None
+            raise
+
+    # ------------------------------------------------------------------------------------------- .index
+    def _companion_log(self, arg: str) -> str:
+        d = os.path.dirname(arg)
+        prefix = os.path.basename(arg).split(".", 1)[0]
+        return os.path.join(d, prefix + ".log")
+
+    def _index(self, arg: str, kind: str) -> Iterator[Any]:
+        name = os.path.basename(arg)
+        try:
+            base = comp.base_offset_of(name)
+        except ValueError:
+            raise CorruptIndexError("index file name does not start with a base offset", file=arg, found=name) from None
+        log_path = self._companion_log(arg)
+        with MappedFile(log_path) as log, MappedFile(arg) as mf:
+            idx = OffsetIndex(base, mf.buf, java_abs(arg))
+            n = idx.entries
+            if n == 0:
+                yield IndexEmpty(arg)
+                return
+            if self.opts.index_sanity_check:
+                idx.sanity_check()
+                yield SanityPassed(arg)
+                return
+            abs_path = java_abs(arg)
+            first_record = self.profile.index_compare_first_record
+            for i in range(n):
+                off, pos = idx.entry(i)
+                if off == base and i > 0 and not first_record:
+                    return
+                found = self._first_in_window(log.buf, pos, log_path, first_record)
+                if found != off:
+                    self.summary.index_mismatches.setdefault(abs_path, []).append((off, found))
+                if off == base and i > 0:
+                    return
+                if not self.opts.verify_index_only:
+                    yield IndexEntryEvent(off, pos)
+
+    def _first_in_window(self, buf: bytes | memoryview, pos: int, log_path: str, first_record: bool) -> int:
+        size = len(buf)
+        if pos > size or pos < 0:
+            raise CorruptIndexError(
+                f"Slice from position {pos} exceeds end position of the log",
+                file=log_path,
+                position=pos,
+                expected=f"an entry position <= {size}",
+                found=str(pos),
+            )
+        end = min(size, pos + self.opts.max_message_size)
+        for p, _size, magic in walk(buf, pos, end, file=log_path):
+            entry = read_entry(buf, p, magic, file=log_path)
+            if not first_record:
+                return entry.last_offset
+            for rec in entry.iter_records(buf, self.opts.decompress_limit):
+                return rec.offset
+        raise CorruptIndexError(
+            "no complete batch at the indexed position (is --max-message-size smaller than the batch?)",
+            file=log_path,
+            position=pos,
+            expected=f"a batch within {self.opts.max_message_size} bytes",
+            found="none",
+        )
+
+    # ------------------------------------------------------------------------------------------- .timeindex
+    def _timeindex(self, arg: str, kind: str) -> Iterator[Any]:
+        name = os.path.basename(arg)
+        try:
+            base = comp.base_offset_of(name)
+        except ValueError:
+            raise CorruptIndexError("time index file name does not start with a base offset", file=arg, found=name) from None
+        log_path = self._companion_log(arg)
+        index_path = log_path[: -len(".log")] + ".index"
+        with MappedFile(log_path) as log, MappedFile(arg) as mf:
+            try:
+                imf: MappedFile | None = MappedFile(index_path)
+            except UnreadableFileError:
+                imf = None
+            try:
+                oidx = OffsetIndex(base, imf.buf if imf else b"", java_abs(index_path))
+                tidx = TimeIndex(base, mf.buf, java_abs(arg))
+                n = tidx.entries
+                if self.opts.index_sanity_check:
+                    tidx.sanity_check()
+                    yield SanityPassed(arg)
+                    return
+                abs_path = java_abs(arg)
+                prev_ts = -1
+                for i in range(n):
+                    ts, off = tidx.entry(i)
+                    if off == base and i > 0:
+                        return
+                    _o, pos, _s = oidx.lookup(off)
+                    if pos > len(log.buf):
+                        raise CorruptIndexError(
+                            f"Slice from position {pos} exceeds end position of the log",
+                            file=log_path,
+                            position=pos,
+                        )
+                    batch = None
+                    for p, _size, magic in walk(log.buf, pos, len(log.buf), file=log_path):
+                        e = read_entry(log.buf, p, magic, file=log_path)
+                        if e.last_offset >= off:
+                            batch = e
+                            break
+                    if batch is None:
+                        self.summary.not_found.setdefault(abs_path, []).append((off, -1))
+                    elif batch.last_offset != off:
+                        self.summary.not_found.setdefault(abs_path, []).append((off, batch.last_offset))
+                    else:
+                        max_ts = max((r.timestamp for r in batch.iter_records(log.buf, self.opts.decompress_limit)), default=-1)
+                        if max_ts != ts:
+                            self.summary.ts_mismatches.setdefault(abs_path, []).append((ts, max_ts))
+                        if prev_ts >= ts:
+                            self.summary.out_of_order.setdefault(abs_path, []).append((ts, prev_ts))
+                    if not self.opts.verify_index_only:
+                        yield TimeIndexEntryEvent(ts, off)
+                    prev_ts = ts
+            finally:
+                if imf is not None:
+                    imf.close()
+
+    # ------------------------------------------------------------------------------------------- others
+    def _snapshot(self, arg: str, kind: str) -> Iterator[Any]:
+        with MappedFile(arg) as mf:
+            try:
+                snap = comp.parse_producer_snapshot(mf.buf, arg)
+            except CorruptSnapshotError as exc:
+                self.summary.snapshot_failures += 1
+                yield SnapshotFailure(exc)
+                return
+            for e in snap.entries:
+                yield SnapshotEntryEvent(e)
+
+    def _txnindex(self, arg: str, kind: str) -> Iterator[Any]:
+        with MappedFile(arg) as mf:
+            for e in comp.parse_txn_index(mf.buf):
+                v = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16 version
+                if v >= 0x80:
+                    v -= 0x100
+                if v > 0:
+                    raise InvalidRecordError(
+                        f"Unexpected aborted transaction version {v} in transaction index {java_abs(arg)}, current version is 0",
+                        file=arg,
+                    )
+                e.version = v
+                yield TxnEntryEvent(e)
+
+    def _text_checkpoint(self, arg: str, kind: str) -> Iterator[Any]:
+        with MappedFile(arg) as mf:
+            raw = bytes(mf.buf)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckpointError("file is not UTF-8 text", file=arg, position=exc.start) from None
+        if kind == "leader-epoch-checkpoint":
+            entries = comp.parse_leader_epoch_checkpoint(text, arg)
+            prev = (-1, -1)
+            for ep, start in entries:
+                if ep <= prev[0] or start < prev[1]:
+                    raise CheckpointError(
+                        "leader epoch entries are not increasing (the broker silently drops such entries at load)",
+                        file=arg,
+                        expected=f"epoch > {prev[0]} and start offset >= {prev[1]}",
+                        found=f"{ep} {start}",
+                    )
+                prev = (ep, start)
+            yield CheckpointEvent(kind, 0, [{"epoch": e, "startOffset": s} for e, s in entries])
+        elif kind == "broker-checkpoint":
+            cp = comp.parse_checkpoint(text, arg, columns=3)
+            rows = []
+            for parts in cp.entries:
+                try:
+                    rows.append({"topic": parts[0], "partition": int(parts[1]), "offset": int(parts[2])})
+                except ValueError:
+                    raise CheckpointError(f"Malformed line in checkpoint file [{arg}]: {' '.join(parts)}", file=arg) from None
+            yield CheckpointEvent(kind, cp.version, rows)
+        elif kind == "partition-metadata":
+            version, topic_id = comp.parse_partition_metadata(text, arg)
+            yield CheckpointEvent(kind, version, [{"topicId": topic_id}])
+        elif kind == "quorum-state":
+            import json
+
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise CheckpointError(f"quorum-state is not JSON: {exc}", file=arg) from None
+            yield CheckpointEvent(kind, data.get("data_version") if isinstance(data, dict) else None, [data])
+        else:
+            # a name without a dot: try the generic checkpoint format, else report it as unknown
+            try:
+                cp = comp.parse_checkpoint(text, arg)
+            except CheckpointError:
+                raise CheckpointError("unknown file kind (no suffix and not in checkpoint format)", file=arg) from None
+            yield CheckpointEvent("checkpoint-text", cp.version, [{"fields": p} for p in cp.entries])

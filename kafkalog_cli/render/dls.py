@@ -1,0 +1,306 @@
+"""DumpLogSegments text, per Kafka version (spec §3, errata-dump C): events from ``ops.dump`` in, lines out.
+
+Every version difference is looked up in the ``Profile`` (``render/versions.py``); this module holds the line
+templates. Output goes to two streams like the Java tool: ``out`` (stdout) and ``err`` (stderr).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from kafkalog_cli.format.codecs import CODEC_NAMES
+from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
+from kafkalog_cli.format.text import decrement_sequence, int32, java_utf8
+from kafkalog_cli.ops import dump as d
+from kafkalog_cli.render.versions import Profile
+
+Write = Callable[[str], None]
+
+
+def _b(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _compact_json(data: dict) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+class DlsRenderer:
+    def __init__(self, profile: Profile, options: d.DumpOptions, out: Write, err: Write) -> None:
+        self.p = profile
+        self.o = options
+        self.out = out
+        self.err = err
+
+    # ---------------------------------------------------------------------------------------------- helpers
+    def codec(self, cid: int) -> str:
+        name = CODEC_NAMES[cid]
+        return name.upper() if self.p.codec_upper else name
+
+    def handle(self, ev: object) -> None:
+        getattr(self, "on_" + type(ev).__name__)(ev)
+
+    # ---------------------------------------------------------------------------------------------- events
+    def on_Ignored(self, ev: d.Ignored) -> None:
+        self.err(f"Ignoring unknown file {ev.arg}")
+
+    def on_FileBegin(self, ev: d.FileBegin) -> None:
+        self.out(f"Dumping {ev.arg}")
+
+    def on_LogHeader(self, ev: d.LogHeader) -> None:
+        if ev.kind == "log":
+            self.out(self.p.log_header.format(base=ev.base_offset))
+        elif ev.kind == "bootstrap":
+            self.out("KRaft bootstrap snapshot")
+        else:
+            self.out(f"Snapshot end offset: {ev.end_offset}, epoch: {ev.epoch}")
+
+    def on_BatchEvent(self, ev: d.BatchEvent) -> None:
+        e = ev.entry
+        p = self.p
+        deep = self.o.deep
+        if p.batch_shape == "g1":
+            if deep:
+                return  # 2.0-2.1 deep iteration prints record lines only
+            ts_name = TIMESTAMP_TYPE_NAMES[e.timestamp_type]
+            if e.is_legacy:
+                self.out(
+                    f"offset: {e.last_offset} position: {e.position} {ts_name}: {e.timestamp} isvalid: {_b(ev.valid)} "
+                    f"size: {e.size} magic: {e.magic} compresscodec: {self.codec(e.codec)} crc: {e.crc}"
+                )
+            else:
+                ctrl = f" isControl: {_b(e.is_control)}" if p.g1_is_control else ""
+                self.out(
+                    f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
+                    f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
+                    f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
+                    f"isTransactional: {_b(e.is_transactional)}{ctrl} position: {e.position} {ts_name}: {e.max_timestamp} "
+                    f"isvalid: {_b(ev.valid)} size: {e.size} magic: {e.magic} compresscodec: {self.codec(e.codec)} crc: {e.crc}"
+                )
+            return
+        ts_name = TIMESTAMP_TYPE_NAMES[e.timestamp_type]
+        if e.is_legacy:
+            self.out(
+                f"offset: {e.last_offset} position: {e.position} {ts_name}: {e.timestamp} size: {e.size} "
+                f"magic: {e.magic} compresscodec: {self.codec(e.codec)} crc: {e.crc} isvalid: {_b(ev.valid)}"
+            )
+            return
+        horizon = ""
+        if p.delete_horizon:
+            dh = e.delete_horizon_ms
+            horizon = " deleteHorizonMs: " + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]")
+        self.out(
+            f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
+            f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
+            f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
+            f"isTransactional: {_b(e.is_transactional)} isControl: {_b(e.is_control)}{horizon} position: {e.position} "
+            f"{ts_name}: {e.max_timestamp} size: {e.size} magic: {e.magic} compresscodec: {self.codec(e.codec)} "
+            f"crc: {e.crc} isvalid: {_b(ev.valid)}"
+        )
+
+    def control_suffix(self, c: d.ControlInfo | None) -> str:
+        if c is None:
+            return ""
+        if c.type in (0, 1):
+            return f" endTxnMarker: {'ABORT' if c.type == 0 else 'COMMIT'} coordinatorEpoch: {c.coordinator_epoch}"
+        label = self.p.control_json.get(c.type)
+        if label is not None and c.data is not None:
+            return " " + label + _compact_json(c.data)
+        name = self.p.control_names.get(c.type, "UNKNOWN")
+        return f" controlType: {name}({c.type})"
+
+    def on_RecordEvent(self, ev: d.RecordEvent) -> None:
+        e, r, p = ev.entry, ev.record, self.p
+        style = p.record_style
+        ts_name = TIMESTAMP_TYPE_NAMES[e.timestamp_type]
+        is_v2 = not e.is_legacy
+        header_keys = ""
+        if is_v2:
+            header_keys = "[" + ",".join(java_utf8(k) for k, _v in r.headers) + "]"
+        if style == "g1":
+            line = (
+                f"offset: {r.offset} position: {e.position} {ts_name}: {r.timestamp} "
+                f"isvalid: {_b(r.is_valid if r.is_valid is not None else True)} keysize: {r.key_size} "
+                f"valuesize: {r.value_size} magic: {e.magic} compresscodec: {self.codec(e.codec)}"
+            )
+            if is_v2:
+                line += (
+                    f" producerId: {e.producer_id} producerEpoch: {e.producer_epoch} sequence: {r.sequence} "
+                    f"isTransactional: {_b(e.is_transactional)} headerKeys: {header_keys}"
+                )
+            else:
+                line += f" crc: {r.crc}"
+            if e.is_control:
+                line += self.control_suffix(ev.control)
+            else:
+                line += self._key_payload(ev, " ")[0]
+            self.out(line)
+            return
+        if style == "keysize":
+            line = f"| offset: {r.offset} {ts_name}: {r.timestamp} keysize: {r.key_size} valuesize: {r.value_size}"
+            if is_v2:
+                line += f" sequence: {r.sequence} headerKeys: {header_keys}"
+            else:
+                line += f" crc: {r.crc} isvalid: {_b(bool(r.is_valid))}"
+            if e.is_control:
+                line += self.control_suffix(ev.control)
+            else:
+                line += self._key_payload(ev, " ")[0]
+            self.out(line)
+            return
+        # compact (3.0+) and verbose (2.8)
+        prefix = "| "
+        line = ""
+        if not self.o.skip_record_metadata:
+            if style == "verbose":
+                crc = "null" if is_v2 else str(r.crc)
+                valid = "true" if is_v2 else _b(bool(r.is_valid))
+                line = (
+                    f"| offset: {r.offset} isValid: {valid} crc: {crc} keySize: {r.key_size} valueSize: {r.value_size} "
+                    f"{ts_name}: {r.timestamp} baseOffset: {e.base_offset} lastOffset: {e.last_offset} "
+                    f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerEpoch: {e.producer_epoch} "
+                    f"partitionLeaderEpoch: {e.partition_leader_epoch} batchSize: {e.size} magic: {e.magic} "
+                    f"compressType: {CODEC_NAMES[e.codec].upper()} position: {e.position}"
+                )
+                if is_v2:
+                    line += f" sequence: {r.sequence} headerKeys: {header_keys}"
+                else:
+                    line += f" crc: {r.crc} isvalid: {_b(bool(r.is_valid))}"
+            else:
+                line = f"| offset: {r.offset} {ts_name}: {r.timestamp} keySize: {r.key_size} valueSize: {r.value_size}"
+                if is_v2:
+                    line += f" sequence: {r.sequence} headerKeys: {header_keys}"
+                else:
+                    line += f" isValid: {_b(bool(r.is_valid))} crc: {r.crc}" + ("}" if p.legacy_brace else "")
+            if e.is_control:
+                line += self.control_suffix(ev.control)
+            prefix = " "
+        if self.o.print_data_log and not e.is_control:
+            text, prefix = self._key_payload(ev, prefix)
+            line += text
+        self.out(line)
+
+    def _key_payload(self, ev: d.RecordEvent, prefix: str) -> tuple[str, str]:
+        if not self.o.print_data_log:
+            return "", prefix
+        text = ""
+        if ev.key_text is not None:
+            text += prefix + "key: " + ev.key_text
+            prefix = " "
+        if ev.payload_text is not None:
+            text += (prefix if self.p.java_payload_prefix else " ") + "payload: " + ev.payload_text
+        return text, prefix
+
+    def on_IndexEntryEvent(self, ev: d.IndexEntryEvent) -> None:
+        self.out(f"offset: {ev.offset} position: {ev.position}")
+
+    def on_TimeIndexEntryEvent(self, ev: d.TimeIndexEntryEvent) -> None:
+        self.out(f"timestamp: {ev.timestamp} offset: {ev.offset}")
+
+    def on_IndexEmpty(self, ev: d.IndexEmpty) -> None:
+        if self.p.index_is_empty_line:
+            self.out(f"{ev.arg} is empty.")
+        elif self.o.index_sanity_check:
+            self.out(f"{ev.arg} passed sanity check.")
+
+    def on_SanityPassed(self, ev: d.SanityPassed) -> None:
+        self.out(f"{ev.arg} passed sanity check.")
+
+    def on_SnapshotEntryEvent(self, ev: d.SnapshotEntryEvent) -> None:
+        e, p = ev.entry, self.p
+        if p.snapshot_txn_first == "optional-long":
+            txn = "OptionalLong.empty" if e.current_txn_first_offset < 0 else f"OptionalLong[{e.current_txn_first_offset}]"
+        else:
+            txn = "None" if e.current_txn_first_offset < 0 else f"Some({e.current_txn_first_offset})"
+        line = (
+            f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: {e.coordinator_epoch} "
+            f"currentTxnFirstOffset: {txn} "
+        )
+        if p.snapshot_last_timestamp:
+            line += f"lastTimestamp: {e.timestamp} "
+        if p.snapshot_batch_always or e.last_offset >= 0:
+            if p.snapshot_first_seq_wrap:
+                first_seq = decrement_sequence(e.last_sequence, e.offset_delta)
+            else:
+                first_seq = int32(e.last_sequence - e.offset_delta)
+            line += (
+                f"firstSequence: {first_seq} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
+            )
+        elif not p.snapshot_trailing_space:
+            line = line.rstrip(" ")
+        self.out(line)
+
+    def on_SnapshotFailure(self, ev: d.SnapshotFailure) -> None:
+        exc = ev.error
+        kind = getattr(exc, "kind", "")
+        if kind == "crc":
+            self.err(exc.message)
+        elif kind == "version":
+            if self.p.snapshot_error_wrap == "wrapped":
+                self.err(f"Snapshot failed schema validation: {exc.message}")
+            else:
+                self.err(exc.message)
+        else:
+            if self.p.snapshot_error_wrap == "wrapped":
+                self.err("Snapshot failed schema validation: null")
+            else:
+                self.err(f"Snapshot failed schema validation: {exc.message}")
+
+    def on_TxnEntryEvent(self, ev: d.TxnEntryEvent) -> None:
+        e = ev.entry
+        self.out(
+            f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+            f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
+        )
+
+    def on_CheckpointEvent(self, ev: d.CheckpointEvent) -> None:
+        # Kafka's tool has no output for these files (it aborts or ignores them); this is kafkalog's own format.
+        if ev.kind == "leader-epoch-checkpoint":
+            self.out(f"Leader epoch checkpoint version: {ev.version} entries: {len(ev.entries)}")
+            for row in ev.entries:
+                self.out(f"epoch: {row['epoch']} startOffset: {row['startOffset']}")
+        elif ev.kind == "broker-checkpoint":
+            self.out(f"Checkpoint version: {ev.version} entries: {len(ev.entries)}")
+            for row in ev.entries:
+                self.out(f"topic: {row['topic']} partition: {row['partition']} offset: {row['offset']}")
+        elif ev.kind == "partition-metadata":
+            self.out(f"version: {ev.version} topicId: {ev.entries[0]['topicId']}")
+        elif ev.kind == "quorum-state":
+            self.out("quorum-state: " + _compact_json(ev.entries[0]))
+        else:
+            self.out(f"Checkpoint version: {ev.version} entries: {len(ev.entries)}")
+            for row in ev.entries:
+                self.out(" ".join(row["fields"]))
+
+    def on_TrailingBytes(self, ev: d.TrailingBytes) -> None:
+        if ev.reported:
+            self.out(f"Found {ev.count} invalid bytes at the end of {ev.name}")
+
+    def on_FileError(self, ev: d.FileError) -> None:
+        self.err(f"kafkalog: error: {ev.error.describe()}")
+
+    # ---------------------------------------------------------------------------------------------- summary
+    def summary(self, s: d.DumpSummary) -> None:
+        for path, items in s.index_mismatches.items():
+            self.err(f"Mismatches in :{path}")
+            for idx_off, log_off in reversed(items):
+                self.err(f"  Index offset: {idx_off}, log offset: {log_off}")
+        for path, items in s.ts_mismatches.items():
+            self.err(f"Found timestamp mismatch in :{path}")
+            for idx_ts, log_ts in items:
+                self.err(f"  Index timestamp: {idx_ts}, log timestamp: {log_ts}")
+        for path, items in s.out_of_order.items():
+            self.err(f"Found out of order timestamp in :{path}")
+            for idx_ts, prev in items:
+                self.err(f"  Index timestamp: {idx_ts}, Previously indexed timestamp: {prev}")
+        for _path, items in s.not_found.items():
+            self.err("The following indexed offsets are not found in the log.")
+            for idx_off, log_off in items:
+                self.err(f"Indexed offset: {idx_off}, found log offset: {log_off}")
+        for path, items in s.gaps.items():
+            self.err(self.p.gap_header.format(path=path))
+            ordered = sorted(items) if self.o.gap_tracker == "java" else list(reversed(items))
+            for prev, nxt in ordered:
+                self.err(f"  {prev} is followed by {nxt}")

@@ -1,0 +1,184 @@
+"""``--format json`` for dump: one JSON object per line, a stable schema documented in README ("JSON lines").
+
+Every object has ``"type"``: file, header, batch, record, index_entry, timeindex_entry, snapshot_entry,
+txn_entry, checkpoint, trailing_bytes, notice, error, ignored, summary. Bytes that are not text (keys, values,
+header values) are given as base64 in ``*_b64`` fields beside the decoded text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+
+from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
+from kafkalog_cli.format.codecs import CODEC_NAMES
+from kafkalog_cli.format.text import java_utf8
+from kafkalog_cli.ops import dump as d
+
+Write = Callable[[str], None]
+
+
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode()
+
+
+class JsonRenderer:
+    def __init__(self, options: d.DumpOptions, out: Write, err: Write) -> None:
+        self.o = options
+        self.out = out
+        self.err = err
+        self.file: str | None = None
+
+    def emit(self, obj: dict) -> None:
+        self.out(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+
+    def handle(self, ev: object) -> None:
+        getattr(self, "on_" + type(ev).__name__)(ev)
+
+    def on_Ignored(self, ev: d.Ignored) -> None:
+        self.emit({"type": "ignored", "file": ev.arg, "message": f"Ignoring unknown file {ev.arg}"})
+
+    def on_FileBegin(self, ev: d.FileBegin) -> None:
+        self.file = ev.arg
+        self.emit({"type": "file", "file": ev.arg, "absolutePath": ev.path, "kind": ev.kind})
+
+    def on_LogHeader(self, ev: d.LogHeader) -> None:
+        self.emit(
+            {"type": "header", "file": self.file, "kind": ev.kind, "baseOffset": ev.base_offset,
+             "snapshotEndOffset": ev.end_offset, "snapshotEpoch": ev.epoch}
+        )
+
+    def on_BatchEvent(self, ev: d.BatchEvent) -> None:
+        e = ev.entry
+        obj = {
+            "type": "batch",
+            "file": self.file,
+            "position": e.position,
+            "magic": e.magic,
+            "baseOffset": e.base_offset,
+            "lastOffset": e.last_offset,
+            "size": e.size,
+            "compressCodec": CODEC_NAMES[e.codec],
+            "timestampType": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
+            "crc": e.crc,
+            "computedCrc": ev.computed_crc,
+            "isValid": ev.valid,
+        }
+        if e.is_legacy:
+            obj["timestamp"] = e.timestamp
+        else:
+            obj.update(
+                {
+                    "count": e.records_count,
+                    "baseSequence": e.base_sequence,
+                    "lastSequence": e.last_sequence,
+                    "producerId": e.producer_id,
+                    "producerEpoch": e.producer_epoch,
+                    "partitionLeaderEpoch": e.partition_leader_epoch,
+                    "isTransactional": e.is_transactional,
+                    "isControl": e.is_control,
+                    "deleteHorizonMs": e.delete_horizon_ms,
+                    "baseTimestamp": e.base_timestamp,
+                    "maxTimestamp": e.max_timestamp,
+                    "attributes": e.attributes,
+                }
+            )
+        self.emit(obj)
+
+    def on_RecordEvent(self, ev: d.RecordEvent) -> None:
+        e, r = ev.entry, ev.record
+        obj = {
+            "type": "record",
+            "file": self.file,
+            "batchPosition": e.position,
+            "offset": r.offset,
+            "timestampType": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
+            "timestamp": r.timestamp,
+            "keySize": r.key_size,
+            "valueSize": r.value_size,
+        }
+        if e.is_legacy:
+            obj["isValid"] = r.is_valid
+            obj["crc"] = r.crc
+        else:
+            obj["sequence"] = r.sequence
+            obj["headers"] = [
+                {"key": java_utf8(k), "value": None if v is None else java_utf8(v), "value_b64": _b64(v)} for k, v in r.headers
+            ]
+        if ev.control is not None:
+            c = ev.control
+            ctrl = {"type": c.type, "version": c.version}
+            if c.coordinator_epoch is not None:
+                ctrl["endTxnMarker"] = "ABORT" if c.type == 0 else "COMMIT"
+                ctrl["coordinatorEpoch"] = c.coordinator_epoch
+            if c.data is not None:
+                ctrl["data"] = c.data
+            obj["control"] = ctrl
+        if self.o.print_data_log and not e.is_control:
+            obj["key"] = ev.key_text
+            obj["payload"] = ev.payload_text
+            obj["key_b64"] = _b64(r.key)
+            obj["value_b64"] = _b64(r.value)
+        self.emit(obj)
+
+    def on_IndexEntryEvent(self, ev: d.IndexEntryEvent) -> None:
+        self.emit({"type": "index_entry", "file": self.file, "offset": ev.offset, "position": ev.position})
+
+    def on_TimeIndexEntryEvent(self, ev: d.TimeIndexEntryEvent) -> None:
+        self.emit({"type": "timeindex_entry", "file": self.file, "timestamp": ev.timestamp, "offset": ev.offset})
+
+    def on_IndexEmpty(self, ev: d.IndexEmpty) -> None:
+        self.emit({"type": "notice", "file": self.file, "notice": "empty", "message": f"{ev.arg} is empty."})
+
+    def on_SanityPassed(self, ev: d.SanityPassed) -> None:
+        self.emit({"type": "notice", "file": self.file, "notice": "sanity_passed", "message": f"{ev.arg} passed sanity check."})
+
+    def on_SnapshotEntryEvent(self, ev: d.SnapshotEntryEvent) -> None:
+        e = ev.entry
+        self.emit(
+            {"type": "snapshot_entry", "file": self.file, "producerId": e.producer_id, "producerEpoch": e.producer_epoch,
+             "lastSequence": e.last_sequence, "lastOffset": e.last_offset, "offsetDelta": e.offset_delta,
+             "timestamp": e.timestamp, "coordinatorEpoch": e.coordinator_epoch,
+             "currentTxnFirstOffset": e.current_txn_first_offset}
+        )
+
+    def on_SnapshotFailure(self, ev: d.SnapshotFailure) -> None:
+        self.emit({"type": "error", "file": self.file, "kind": "snapshot_" + getattr(ev.error, "kind", "schema"),
+                   "message": ev.error.message})
+
+    def on_TxnEntryEvent(self, ev: d.TxnEntryEvent) -> None:
+        e = ev.entry
+        self.emit({"type": "txn_entry", "file": self.file, "version": e.version, "producerId": e.producer_id,
+                   "firstOffset": e.first_offset, "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
+
+    def on_CheckpointEvent(self, ev: d.CheckpointEvent) -> None:
+        self.emit({"type": "checkpoint", "file": self.file, "kind": ev.kind, "version": ev.version, "entries": ev.entries})
+
+    def on_TrailingBytes(self, ev: d.TrailingBytes) -> None:
+        self.emit({"type": "trailing_bytes", "file": self.file, "count": ev.count})
+
+    def on_FileError(self, ev: d.FileError) -> None:
+        e = ev.error
+        self.emit({"type": "error", "file": e.file or self.file, "position": e.position, "kind": type(e).__name__,
+                   "message": e.message, "expected": e.expected, "found": e.found, "unreadable": ev.unreadable})
+
+    def summary(self, s: d.DumpSummary) -> None:
+        self.emit(
+            {
+                "type": "summary",
+                "files": s.files,
+                "batches": s.batches,
+                "records": s.records,
+                "invalidBatches": s.invalid_batches,
+                "filesWithTrailingBytes": s.trailing_files,
+                "errors": s.errors,
+                "unreadable": s.unreadable,
+                "indexMismatches": {k: [list(x) for x in v] for k, v in s.index_mismatches.items()},
+                "timestampMismatches": {k: [list(x) for x in v] for k, v in s.ts_mismatches.items()},
+                "outOfOrderTimestamps": {k: [list(x) for x in v] for k, v in s.out_of_order.items()},
+                "indexedOffsetsNotFound": {k: [list(x) for x in v] for k, v in s.not_found.items()},
+                "nonConsecutiveOffsets": {k: [list(x) for x in v] for k, v in s.gaps.items()},
+                "exitCode": s.exit_code(),
+            }
+        )

@@ -1,0 +1,233 @@
+"""Companion files of a partition: producer snapshots, transaction indexes, checkpoint-format text files,
+``partition.metadata`` and KRaft snapshot names. Spec §7.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError
+from kafkalog_cli.format.crc import crc32c
+
+# ------------------------------------------------------------------------------------------ producer snapshot
+SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")  # 46 bytes
+SNAPSHOT_HEADER = struct.Struct(">hIi")
+SNAPSHOT_VERSION = 1
+
+
+@dataclass
+class ProducerEntry:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int
+
+
+@dataclass
+class ProducerSnapshot:
+    version: int
+    crc: int
+    entries: list[ProducerEntry]
+
+
+_FIELDS = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp", "coordinator_epoch", "current_txn_first_offset")
+_FIELD_SIZES = (8, 2, 4, 8, 4, 8, 4, 8)
+
+
+def parse_producer_snapshot(buf: bytes | memoryview, path: str = "") -> ProducerSnapshot:
+    """Parse and validate a ``.snapshot`` file (version int16 = 1, crc uint32 = CRC-32C of [6:], entries).
+
+    Raises CorruptSnapshotError with ``.kind`` set to ``version``, ``schema`` (with ``.field``/``.detail`` naming
+    what ran out, the way Kafka's Struct reader words it) or ``crc``.
+    """
+    n = len(buf)
+
+    def schema_error(field: str, detail: str) -> CorruptSnapshotError:
+        err = CorruptSnapshotError(f"Error reading field '{field}': {detail}", file=path)
+        err.kind = "schema"  # type: ignore[attr-defined]
+        err.field = field  # type: ignore[attr-defined]
+        err.detail = detail  # type: ignore[attr-defined]
+        return err
+
+    if n < 2:
+        raise schema_error("version", "java.nio.BufferUnderflowException")
+    if n < 6:
+        raise schema_error("crc", "java.nio.BufferUnderflowException")
+    if n < 10:
+        raise schema_error("producer_entries", "java.nio.BufferUnderflowException")
+    version, crc, count = SNAPSHOT_HEADER.unpack_from(buf, 0)
+    if count < 0:
+        raise schema_error("producer_entries", f"Array size {count} cannot be negative")
+    if count > n - 10:
+        raise schema_error("producer_entries", f"Error reading array of size {count}, only {n - 10} bytes available")
+    entries = []
+    pos = 10
+    for _ in range(count):
+        if pos + 46 > n:
+            # name the field that runs out
+            off = pos
+            for fname, fsize in zip(_FIELDS, _FIELD_SIZES):
+                if off + fsize > n:
+                    raise schema_error("producer_entries", f"Error reading field '{fname}': java.nio.BufferUnderflowException")
+                off += fsize
+        entries.append(ProducerEntry(*SNAPSHOT_ENTRY.unpack_from(buf, pos)))
+        pos += 46
+    if version != SNAPSHOT_VERSION:
+        err = CorruptSnapshotError(f"Snapshot contained an unknown file version {version}", file=path)
+        err.kind = "version"  # type: ignore[attr-defined]
+        raise err
+    computed = crc32c(buf[6:])
+    if computed != crc:
+        err = CorruptSnapshotError(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}", file=path)
+        err.kind = "crc"  # type: ignore[attr-defined]
+        raise err
+    return ProducerSnapshot(version, crc, entries)
+
+
+def encode_producer_snapshot(entries: list[ProducerEntry]) -> bytes:
+    body = struct.pack(">i", len(entries)) + b"".join(
+        SNAPSHOT_ENTRY.pack(
+            e.producer_id, e.producer_epoch, e.last_sequence, e.last_offset, e.offset_delta, e.timestamp,
+            e.coordinator_epoch, e.current_txn_first_offset,
+        )
+        for e in entries
+    )
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + body
+
+
+# ------------------------------------------------------------------------------------------ transaction index
+TXN_ENTRY = struct.Struct(">hqqqq")  # 34 bytes
+
+
+@dataclass
+class AbortedTxn:
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+def parse_txn_index(buf: bytes | memoryview) -> list[AbortedTxn]:
+    """Complete 34-byte entries; a trailing partial entry is ignored (as Kafka's reader does)."""
+    out = []
+    for pos in range(0, len(buf) - len(buf) % 34, 34):
+        out.append(AbortedTxn(*TXN_ENTRY.unpack_from(buf, pos)))
+    return out
+
+
+def encode_txn_index(entries: list[AbortedTxn]) -> bytes:
+    return b"".join(TXN_ENTRY.pack(e.version, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in entries)
+
+
+# ------------------------------------------------------------------------------------------ checkpoint files
+@dataclass
+class Checkpoint:
+    version: int
+    entries: list[list[str]]
+
+
+def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -> Checkpoint:
+    """Kafka's CheckpointFile format: version line, count line, then ``count`` whitespace-separated entry lines."""
+    lines = text.split("\n")
+    if text == "":
+        return Checkpoint(0, [])
+    try:
+        version = int(lines[0].strip())
+    except ValueError:
+        raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {lines[0]}", file=path, position=0) from None
+    if version != 0:
+        raise CheckpointError(f"Unrecognised version:{version}, file:{path}", file=path, position=0)
+    if len(lines) < 2:
+        raise CheckpointError(f"Malformed line in checkpoint file [{path}]: (missing entry count)", file=path)
+    try:
+        count = int(lines[1].strip())
+    except ValueError:
+        raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {lines[1]}", file=path) from None
+    entries = []
+    byte_pos = len(lines[0]) + 1 + len(lines[1]) + 1
+    for line in lines[2:]:
+        if line == "" and len(entries) >= count:
+            byte_pos += 1
+            continue
+        if line.strip() == "":
+            break
+        parts = line.split()
+        if columns is not None and len(parts) != columns:
+            raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {line}", file=path, position=byte_pos)
+        entries.append(parts)
+        byte_pos += len(line) + 1
+    if len(entries) != count:
+        raise CheckpointError(
+            f"Expected [{count}] entries in checkpoint file [{path}], but found only [{len(entries)}]",
+            file=path,
+            expected=str(count),
+            found=str(len(entries)),
+        )
+    return Checkpoint(version, entries)
+
+
+def parse_leader_epoch_checkpoint(text: str, path: str = "") -> list[tuple[int, int]]:
+    cp = parse_checkpoint(text, path, columns=2)
+    out = []
+    for parts in cp.entries:
+        try:
+            epoch, start = int(parts[0]), int(parts[1])
+        except ValueError:
+            raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {' '.join(parts)}", file=path) from None
+        if epoch < 0 or start < 0:
+            raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {' '.join(parts)}", file=path)
+        out.append((epoch, start))
+    return out
+
+
+def encode_leader_epoch_checkpoint(entries: list[tuple[int, int]]) -> str:
+    return "0\n" + f"{len(entries)}\n" + "".join(f"{e} {s}\n" for e, s in entries)
+
+
+def parse_partition_metadata(text: str, path: str = "") -> tuple[int, str]:
+    lines = text.split("\n")
+    if len(lines) < 2:
+        raise CheckpointError(f"partition.metadata must have 2 lines, found {len(lines)}", file=path)
+    first = lines[0].split()
+    second = lines[1].split()
+    if len(first) != 2 or first[0] != "version:":
+        raise CheckpointError(f"Malformed version line in partition.metadata: {lines[0]}", file=path, position=0)
+    try:
+        version = int(first[1])
+    except ValueError:
+        raise CheckpointError(f"Malformed version line in partition.metadata: {lines[0]}", file=path, position=0) from None
+    if version < 0:
+        raise CheckpointError(f"Invalid version {version} in partition.metadata", file=path, position=0)
+    if len(second) != 2 or second[0] != "topic_id:":
+        raise CheckpointError(f"Malformed topic_id line in partition.metadata: {lines[1]}", file=path, position=len(lines[0]) + 1)
+    if second[1] == "AAAAAAAAAAAAAAAAAAAAAA":
+        raise CheckpointError("partition.metadata holds the all-zero topic id", file=path)
+    return version, second[1]
+
+
+# ------------------------------------------------------------------------------------------ names
+SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+def kraft_snapshot_name(name: str) -> tuple[int, int] | None:
+    """(endOffset, epoch) parsed the way Snapshots.parse does (chars 0-19 and 21-30), or None."""
+    if name == "bootstrap.checkpoint" or not name.endswith(".checkpoint") or len(name) < 31:
+        return None
+    try:
+        return int(name[0:20]), int(name[21:31])
+    except ValueError:
+        return None
+
+
+def base_offset_of(name: str) -> int:
+    """Long.parseLong of the name up to the first dot; raises ValueError."""
+    prefix = name.split(".", 1)[0]
+    return int(prefix)

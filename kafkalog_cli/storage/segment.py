@@ -1,0 +1,130 @@
+"""Segment files on disk: read-only mmap and the entry walk of Kafka's FileLogInputStream (spec §3.2).
+
+``open_readonly`` maps a file without copying it; ``walk`` yields (position, size, magic) of each entry exactly as
+Kafka's scanner does (no CRC check, no magic validation, silent stop on a truncated tail), and ``read_entry`` turns
+one into a ``Batch`` (magic >= 2) or a ``LegacyEntry`` (magic 0/1).
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+from typing import Union
+
+from kafkalog_cli.errors import CorruptRecordError, UnreadableFileError
+from kafkalog_cli.format.batch import HEADER_SIZE, Batch
+from kafkalog_cli.format.legacy import LegacyEntry
+
+Entry = Union[Batch, LegacyEntry]
+
+LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+MIN_RECORD_OVERHEAD = 14  # RECORD_OVERHEAD_V0: the scanner's minimum size field
+_PREFIX = struct.Struct(">qiib")
+
+
+class MappedFile:
+    """A read-only memory map of a file (or an empty buffer for an empty file). Use as a context manager."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise UnreadableFileError("no such file", file=path) from None
+        except IsADirectoryError:
+            raise UnreadableFileError("is a directory, expected a file", file=path) from None
+        except PermissionError:
+            raise UnreadableFileError("permission denied", file=path) from None
+        except OSError as exc:
+            raise UnreadableFileError(f"cannot open: {exc.strerror}", file=path) from None
+        try:
+            st = os.fstat(fd)
+            import stat
+
+            if stat.S_ISDIR(st.st_mode):
+                raise UnreadableFileError("is a directory, expected a file", file=path)
+            self.size = st.st_size
+            self._mm: mmap.mmap | None = None
+            if self.size > 0:
+                try:
+                    self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError) as exc:
+                    if getattr(exc, "errno", None) == errno.EACCES:
+                        raise UnreadableFileError("permission denied", file=path) from None
+                    raise UnreadableFileError(f"cannot map: {exc}", file=path) from None
+                self.buf: memoryview | bytes = memoryview(self._mm)
+            else:
+                self.buf = b""
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if isinstance(self.buf, memoryview):
+            self.buf.release()
+        self.buf = b""
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+    def __enter__(self) -> MappedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def walk(buf: bytes | memoryview, start: int = 0, end: int | None = None, *, file: str | None = None) -> Iterator[tuple[int, int, int]]:
+    """Yield (position, size, magic) of each entry between ``start`` and ``end`` (FileLogInputStream.nextBatch).
+
+    Stops silently when 17 or fewer bytes are left or when an entry runs past ``end``; raises CorruptRecordError
+    when a size field is below 14 (this is where a zero-filled tail aborts Kafka's tool).
+    """
+    if end is None:
+        end = len(buf)
+    pos = start
+    unpack = _PREFIX.unpack_from
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
+        _offset, size, _x, magic = unpack(buf, pos)
+        if size < MIN_RECORD_OVERHEAD:
+            raise CorruptRecordError(
+                f"Found record size {size} smaller than minimum record overhead ({MIN_RECORD_OVERHEAD}) in file {file}.",
+                file=file,
+                position=pos,
+                expected=f"size >= {MIN_RECORD_OVERHEAD}",
+                found=str(size),
+            )
+        if pos > end - LOG_OVERHEAD - size:
+            return
+        yield pos, size + LOG_OVERHEAD, magic
+        pos += size + LOG_OVERHEAD
+
+
+def read_entry(buf: bytes | memoryview, pos: int, magic: int, *, file: str | None = None) -> Entry:
+    """Parse the entry at ``pos``: a v2 batch header (61-byte window, as Kafka reads it) or a legacy message."""
+    if magic >= 2:
+        if pos + HEADER_SIZE > len(buf):
+            raise CorruptRecordError(
+                "batch header runs past the end of the file",
+                file=file,
+                position=pos,
+                expected=f"{HEADER_SIZE} header bytes",
+                found=f"{len(buf) - pos}",
+            )
+        return Batch(buf, pos)
+    try:
+        return LegacyEntry(buf, pos)
+    except CorruptRecordError as exc:
+        raise exc.located(file) from None
+
+
+def entries(buf: bytes | memoryview, start: int = 0, end: int | None = None, *, file: str | None = None) -> Iterator[Entry]:
+    """Walk and parse: yields Batch / LegacyEntry objects."""
+    for pos, _size, magic in walk(buf, start, end, file=file):
+        yield read_entry(buf, pos, magic, file=file)
