@@ -67,7 +67,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     DumpLogSegments (kafka-dump-log.sh) prints for the chosen Kafka version.
 
     FILE can be any file of a partition directory; a DIR dumps every file in it in offset order."""
-    from kafkalog_cli.ops.dump import DumpOptions, Dumper
+    from kafkalog_cli.ops.dump import Dumper, DumpOptions
     from kafkalog_cli.render.parsers import DecoderParser, resolve_decoder
     from kafkalog_cli.render.versions import profile_for
 

@@ -195,6 +195,19 @@ class DumpSummary:
         return 1 if self.problems else 0
 
 
+def hint_for(error: KafkalogError) -> str | None:
+    """A next step for the operator, by error kind (shown under the error line)."""
+    if isinstance(error, UnreadableFileError):
+        return "check the path and its permissions"
+    if isinstance(error, CorruptRecordError):
+        return "Kafka's tool stops here too; run 'kafkalog verify-crc' for a map of every corrupt region"
+    if isinstance(error, CorruptIndexError):
+        return "check the index with 'kafkalog rebuild-index' (dry run) and rebuild it with --execute"
+    if isinstance(error, (InvalidRecordError,)):
+        return "the batch's records do not parse; 'kafkalog verify-crc --deep' lists every such batch"
+    return None
+
+
 # ---------------------------------------------------------------------------------------------------- paths
 def java_arg(arg: str) -> str:
     """The path as java.io.File prints it: duplicate '/' collapsed, trailing '/' removed."""

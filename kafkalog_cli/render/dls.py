@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
+from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.text import decrement_sequence, int32, java_utf8
 from kafkalog_cli.ops import dump as d
 from kafkalog_cli.render.versions import Profile
@@ -280,6 +280,9 @@ class DlsRenderer:
 
     def on_FileError(self, ev: d.FileError) -> None:
         self.err(f"kafkalog: error: {ev.error.describe()}")
+        hint = d.hint_for(ev.error)
+        if hint:
+            self.err(f"hint: {hint}")
 
     # ---------------------------------------------------------------------------------------------- summary
     def summary(self, s: d.DumpSummary) -> None:

@@ -12,13 +12,12 @@ import mmap
 import os
 import struct
 from collections.abc import Iterator
-from typing import Union
 
 from kafkalog_cli.errors import CorruptRecordError, UnreadableFileError
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
 from kafkalog_cli.format.legacy import LegacyEntry
 
-Entry = Union[Batch, LegacyEntry]
+Entry = Batch | LegacyEntry
 
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -94,7 +93,7 @@ def walk(buf: bytes | memoryview, start: int = 0, end: int | None = None, *, fil
         _offset, size, _x, magic = unpack(buf, pos)
         if size < MIN_RECORD_OVERHEAD:
             raise CorruptRecordError(
-                f"Found record size {size} smaller than minimum record overhead ({MIN_RECORD_OVERHEAD}) in file {file}.",
+                f"Found record size {size} smaller than minimum record overhead ({MIN_RECORD_OVERHEAD})",
                 file=file,
                 position=pos,
                 expected=f"size >= {MIN_RECORD_OVERHEAD}",

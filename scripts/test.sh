@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up a fresh virtual environment (.venv) with kafkalog and its test dependencies, then run the whole test suite.
+# Usage: bash scripts/test.sh [extra pytest args]      (CI runs exactly: bash scripts/test.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m ruff check kafkalog_cli tests scripts bench
+exec .venv/bin/python -m pytest -q "$@"
