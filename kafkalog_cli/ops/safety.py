@@ -1,0 +1,480 @@
+"""The safety framework every writing command goes through (rebuild-index, compact, truncate-to-epoch).
+
+Why each piece exists:
+
+* ``ensure_unlocked``: a broker holding the log directory's ``.lock`` has every segment mmap'd; changing files under
+  it corrupts data. There is deliberately no ``--force``.
+* ``safe_child``: partition directories are often symlink farms; we refuse to follow a link out of the directory.
+* ``default_backup_dir``: backups never go inside the Kafka log directory, because the broker refuses folder names
+  it does not know there (and treats ``*.deleted``/``*.cleaned``/``*.swap`` files as its own, errata E15).
+* ``Transaction``: new contents are built as ``<final>.cleaned`` (Kafka's suffix for output being built, deleted by
+  the broker's loader), renamed to ``<final>.swap`` (Kafka's suffix for output ready to be installed, finished by the
+  loader) and then renamed over the final name. Every intermediate state is therefore one the broker's own loader
+  resolves the same way we do (spec §8 steps 1-2, errata E12), and ``recover_interrupted`` finishes or discards it.
+
+Commit order (each step durable before the next):
+
+1. staged files are written as ``<final>.cleaned`` and fsync'd (``stage``);
+2. the journal (state ``backing-up``) is written to the backup dir, plus a pointer to it in the journal root, which
+   is derived from the partition dir alone so that recovery can find it;
+3. every file to be replaced or deleted is hard-linked (same filesystem) or copied into the backup dir, fsync'd;
+4. the journal moves to state ``committing``;
+5. ``.cleaned -> .swap`` in descending file-name order (Kafka deletes a ``.swap`` whose base is >= the smallest
+   remaining ``.cleaned`` base, so a crash half-way through this step is rolled back by both kafkalog and Kafka),
+   directory fsync'd. Once the last ``.cleaned`` is gone the transaction is committed;
+6. deleted files are unlinked (their backups exist since step 3);
+7. ``.swap -> final`` (``os.replace``: atomic, the old inode survives in the backup), directory fsync'd;
+8. journal state ``done``, pointer removed (and the backup removed when ``keep_backup`` is false).
+
+The backup is complete before the commit point (step 3 before step 5), so rolling forward never has to copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import BinaryIO
+
+from kafkalog_cli.errors import RepairRefused
+from kafkalog_cli.storage import lock as locks
+
+BUILD_SUFFIX = ".cleaned"
+JOURNAL_NAME = "journal.json"
+BACKUP_ENV = "KAFKALOG_BACKUP_DIR"
+SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between commit steps
+
+
+# ------------------------------------------------------------------------------------------------ lock and paths
+def log_dir_of(partition_dir: str) -> str:
+    return os.path.dirname(os.path.abspath(partition_dir))
+
+
+def ensure_unlocked(partition_dir: str) -> None:
+    """Refuse (RepairRefused) when another process holds ``<logdir>/.lock`` the way a running broker does."""
+    logdir = log_dir_of(partition_dir)
+    lock_path = os.path.join(logdir, ".lock")
+    try:
+        state = locks.probe(lock_path)
+    except OSError as exc:
+        raise RepairRefused(
+            f"cannot check whether log directory {logdir} is locked by a broker: {exc.strerror}",
+            file=lock_path,
+            expected="a readable .lock file",
+            found=exc.strerror or str(exc),
+        ) from None
+    if state.locked:
+        who = f"pid {state.pid}" if state.pid else "pid unknown"
+        raise RepairRefused(
+            f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock on .lock)",
+            file=lock_path,
+            expected="no process holding the lock",
+            found=f"{state.kind} lock held by {who}",
+        )
+
+
+def safe_child(partition_dir: str, name: str) -> str:
+    """Path of ``name`` inside ``partition_dir``; refuses separators, '.', '..', NUL and symlinks leading outside."""
+    if not name or name in (".", "..") or "/" in name or "\0" in name or (os.sep != "/" and os.sep in name):
+        raise RepairRefused(
+            "unsafe file name for a partition directory", file=partition_dir, expected="a plain file name", found=repr(name)
+        )
+    path = os.path.join(partition_dir, name)
+    if os.path.islink(path):
+        real_dir = os.path.realpath(partition_dir)
+        target = os.path.realpath(path)
+        if os.path.dirname(target) != real_dir:
+            raise RepairRefused(
+                "refusing to write through a symlink that leads outside the partition directory",
+                file=path,
+                expected=f"a file inside {real_dir}",
+                found=f"symlink to {target}",
+            )
+    return path
+
+
+def default_backup_dir(partition_dir: str) -> str:
+    """``$KAFKALOG_BACKUP_DIR/<partition>-<UTC>`` or ``<parent of logdir>/kafkalog-backups/<partition>-<UTC>``."""
+    root = backup_root(partition_dir)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    name = os.path.basename(os.path.abspath(partition_dir))
+    path = os.path.join(root, f"{name}-{stamp}")
+    n = 1
+    candidate = path
+    while os.path.exists(candidate):
+        candidate = f"{path}-{n}"
+        n += 1
+    return candidate
+
+
+def backup_root(partition_dir: str) -> str:
+    env = os.environ.get(BACKUP_ENV)
+    if env:
+        return os.path.abspath(env)
+    return os.path.join(os.path.dirname(log_dir_of(partition_dir)), "kafkalog-backups")
+
+
+def _pointer_path(partition_dir: str) -> str:
+    """Where the pointer to an in-flight journal lives: outside the log dir, derived from the partition path only."""
+    real = os.path.realpath(partition_dir)
+    key = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(backup_root(partition_dir), ".journals", f"{os.path.basename(real)}-{key}.json")
+
+
+# ------------------------------------------------------------------------------------------------ plans
+@dataclass
+class FileAction:
+    kind: str  # "create" | "replace" | "delete" | "rename"
+    path: str
+    size: int = 0
+    detail: str = ""
+    source: str | None = None
+
+
+@dataclass
+class Plan:
+    partition_dir: str
+    actions: list[FileAction] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """The human plan text; a dry run prints exactly this."""
+        out = [f"Plan for {self.partition_dir}:"]
+        if not self.actions:
+            out.append("  (no file changes)")
+        for a in self.actions:
+            text = f"  {a.kind:<7} {os.path.basename(a.path)}"
+            if a.kind != "delete":
+                text += f" ({a.size} bytes)"
+            if a.source:
+                text += f" from {os.path.basename(a.source)}"
+            if a.detail:
+                text += f": {a.detail}"
+            out.append(text)
+        for n in self.notes:
+            out.append(f"  note: {n}")
+        if self.summary:
+            out.append("  summary: " + ", ".join(f"{k}={v}" for k, v in self.summary.items()))
+        return out
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------------ fs helpers
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _slow() -> None:
+    delay = os.environ.get(SLOW_ENV)
+    if delay:
+        time.sleep(float(delay))
+
+
+def _write_json_atomic(path: str, data: dict) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path))
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _backup_file(src: str, backup_dir: str) -> None:
+    """Hard-link (same filesystem) or copy ``src`` into ``backup_dir``, durably; idempotent."""
+    dst = os.path.join(backup_dir, os.path.basename(src))
+    st = os.stat(src)
+    if os.path.exists(dst):
+        dst_st = os.stat(dst)
+        if (dst_st.st_ino == st.st_ino and dst_st.st_dev == st.st_dev) or dst_st.st_size == st.st_size:
+            return
+        os.unlink(dst)
+    try:
+        if os.stat(backup_dir).st_dev == st.st_dev:
+            os.link(src, dst)
+            return
+    except OSError:
+        pass
+    tmp = dst + ".partial"
+    with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+        fout.flush()
+        os.fsync(fout.fileno())
+    shutil.copystat(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _name_key(name: str) -> tuple[int, str]:
+    try:
+        return int(name.split(".", 1)[0]), name
+    except ValueError:
+        return -1, name
+
+
+# ------------------------------------------------------------------------------------------------ transaction
+class Transaction:
+    """Stage new file contents beside the old ones, then commit them atomically (see the module docstring)."""
+
+    def __init__(self, partition_dir: str, backup_dir: str | None, *, keep_backup: bool = True, suffix: str = ".swap") -> None:
+        self.partition_dir = os.path.abspath(partition_dir)
+        self.backup_dir = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(partition_dir)
+        real_logdir = os.path.realpath(log_dir_of(self.partition_dir))
+        real_backup = os.path.realpath(self.backup_dir)
+        if real_backup == real_logdir or real_backup.startswith(real_logdir + os.sep):
+            raise RepairRefused(
+                "the backup directory must be outside the Kafka log directory (the broker refuses unknown folders there)",
+                file=self.backup_dir,
+                expected=f"a path outside {real_logdir}",
+                found=real_backup,
+            )
+        self.keep_backup = keep_backup
+        self.suffix = suffix
+        self.staged: dict[str, bool] = {}  # final name -> existed before
+        self.deletes: list[str] = []
+        self.committed = False
+
+    # ------------------------------------------------------------------------------------------ building
+    def stage(self, final_name: str, data: bytes | Callable[[BinaryIO], None], *, mtime: float | None = None) -> None:
+        """Write ``<final>.cleaned``, fsync it, copy the owner/mode of the file it replaces (or of the ``.log``)."""
+        final = safe_child(self.partition_dir, final_name)
+        tmp = safe_child(self.partition_dir, final_name + BUILD_SUFFIX)
+        ref = final if os.path.exists(final) else None
+        if ref is None:
+            log = os.path.join(self.partition_dir, final_name.split(".", 1)[0] + ".log")
+            ref = log if os.path.exists(log) else None
+        with open(tmp, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data)
+            f.flush()
+            if ref is not None:
+                st = os.stat(ref)
+                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+                try:
+                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                except PermissionError:
+                    pass
+            os.fsync(f.fileno())
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
+        self.staged[final_name] = os.path.exists(final)
+
+    def delete(self, name: str) -> None:
+        safe_child(self.partition_dir, name)
+        if name not in self.deletes:
+            self.deletes.append(name)
+
+    def plan_actions(self) -> list[FileAction]:
+        acts = []
+        for name, existed in self.staged.items():
+            p = os.path.join(self.partition_dir, name)
+            acts.append(FileAction("replace" if existed else "create", p, os.path.getsize(p + BUILD_SUFFIX)))
+        for name in self.deletes:
+            acts.append(FileAction("delete", os.path.join(self.partition_dir, name)))
+        return acts
+
+    # ------------------------------------------------------------------------------------------ commit
+    def _journal(self, state: str) -> dict:
+        return {
+            "version": 1,
+            "state": state,
+            "partition_dir": self.partition_dir,
+            "backup_dir": self.backup_dir,
+            "suffix": self.suffix,
+            "keep_backup": self.keep_backup,
+            "replace": sorted(n for n, e in self.staged.items() if e),
+            "create": sorted(n for n, e in self.staged.items() if not e),
+            "delete": list(self.deletes),
+            "written_at": datetime.now(timezone.utc).isoformat(),
+        }
+
+    def _set_state(self, state: str) -> None:
+        data = self._journal(state)
+        _write_json_atomic(os.path.join(self.backup_dir, JOURNAL_NAME), data)
+        if state in ("done", "rolled-back"):
+            try:
+                os.unlink(_pointer_path(self.partition_dir))
+            except FileNotFoundError:
+                pass
+        else:
+            _write_json_atomic(_pointer_path(self.partition_dir), {"backup_dir": self.backup_dir, "state": state})
+
+    def commit(self) -> None:
+        if self.committed:
+            raise RuntimeError("transaction already committed")
+        os.makedirs(self.backup_dir, exist_ok=True)
+        _fsync_dir(os.path.dirname(self.backup_dir))
+        self._set_state("backing-up")
+        _slow()
+        for name in [n for n, e in self.staged.items() if e] + self.deletes:
+            src = os.path.join(self.partition_dir, name)
+            if os.path.exists(src):
+                _backup_file(src, self.backup_dir)
+                _slow()
+        _fsync_dir(self.backup_dir)
+        self._set_state("committing")
+        _slow()
+        _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix)
+        self._set_state("done")
+        if not self.keep_backup:
+            shutil.rmtree(self.backup_dir, ignore_errors=True)
+        self.committed = True
+
+    def abort(self) -> None:
+        """Remove the staged ``.cleaned`` files (nothing else was touched yet)."""
+        for name in self.staged:
+            try:
+                os.unlink(os.path.join(self.partition_dir, name + BUILD_SUFFIX))
+            except FileNotFoundError:
+                pass
+        self.staged.clear()
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if not self.committed:
+            self.abort()
+
+
+def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: list[str], suffix: str) -> None:
+    """Steps 5-7 of the commit; idempotent, so recovery re-runs it to roll forward."""
+    for name in sorted(staged, key=_name_key, reverse=True):
+        cleaned = os.path.join(partition_dir, name + BUILD_SUFFIX)
+        if os.path.exists(cleaned):
+            os.replace(cleaned, os.path.join(partition_dir, name + suffix))
+            _slow()
+    _fsync_dir(partition_dir)
+    for name in deletes:
+        path = os.path.join(partition_dir, name)
+        if os.path.lexists(path):
+            _backup_file(path, backup_dir)  # no-op when the backup is already there
+            os.unlink(path)
+            _slow()
+    for name in sorted(staged, key=_name_key):
+        swap = os.path.join(partition_dir, name + suffix)
+        if os.path.exists(swap):
+            os.replace(swap, os.path.join(partition_dir, name))
+            _slow()
+    _fsync_dir(partition_dir)
+
+
+# ------------------------------------------------------------------------------------------------ recovery
+def recover_interrupted(partition_dir: str) -> list[str]:
+    """Finish or discard an interrupted ``Transaction``; return one line per thing done (empty when clean).
+
+    With a journal: any ``.cleaned`` left (or state ``backing-up``) means the commit point was not reached: delete
+    the ``.cleaned``/``.swap`` files and the backup. Otherwise roll forward. Without a journal, apply Kafka's loader
+    rules (delete ``.cleaned`` and the ``.swap`` files at or above the smallest ``.cleaned`` base; install index
+    ``.swap`` files); a ``.log.swap`` without a journal is a broker clean/split and is left to the broker (refused).
+    """
+    pdir = os.path.abspath(partition_dir)
+    done: list[str] = []
+    pointer = _pointer_path(pdir)
+    ptr = _read_json(pointer)
+    journal = None
+    if ptr and isinstance(ptr.get("backup_dir"), str):
+        journal = _read_json(os.path.join(ptr["backup_dir"], JOURNAL_NAME))
+    if journal and os.path.realpath(journal.get("partition_dir", "")) == os.path.realpath(pdir):
+        done += _recover_with_journal(pdir, journal)
+        try:
+            os.unlink(pointer)
+        except FileNotFoundError:
+            pass
+        return done
+    if ptr is not None:
+        try:
+            os.unlink(pointer)
+        except FileNotFoundError:
+            pass
+    names = os.listdir(pdir)
+    cleaned = [n for n in names if n.endswith(BUILD_SUFFIX)]
+    swaps = [n for n in names if n.endswith(".swap")]
+    if cleaned:
+        bases = [_name_key(n)[0] for n in cleaned]
+        low = min(bases)
+        for n in swaps:
+            if _name_key(n)[0] >= low:
+                os.unlink(os.path.join(pdir, n))
+                done.append(f"deleted {n} (an unfinished write: a .cleaned file at or below its base remained)")
+        swaps = [n for n in swaps if _name_key(n)[0] < low]
+        for n in cleaned:
+            os.unlink(os.path.join(pdir, n))
+            done.append(f"deleted {n} (output that was never committed)")
+    log_swaps = [n for n in swaps if n[: -len(".swap")].endswith(".log")]
+    if log_swaps:
+        raise RepairRefused(
+            "found a segment .swap file with no kafkalog journal: an interrupted broker clean or split",
+            file=os.path.join(pdir, log_swaps[0]),
+            expected="no .log.swap files",
+            found=", ".join(sorted(log_swaps)),
+        )
+    for n in sorted(swaps):
+        os.replace(os.path.join(pdir, n), os.path.join(pdir, n[: -len(".swap")]))
+        done.append(f"installed {n} as {n[: -len('.swap')]} (no journal found: the replaced file was not backed up)")
+    if done:
+        _fsync_dir(pdir)
+    return done
+
+
+def _recover_with_journal(pdir: str, j: dict) -> list[str]:
+    backup_dir = j["backup_dir"]
+    suffix = j.get("suffix", ".swap")
+    staged = list(j.get("replace", [])) + list(j.get("create", []))
+    deletes = list(j.get("delete", []))
+    state = j.get("state")
+    done: list[str] = []
+    if state in ("done", "rolled-back"):
+        return done
+    leftover = [n for n in staged if os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
+    if state == "backing-up" or leftover:
+        for n in staged:
+            for suf in (BUILD_SUFFIX, suffix):
+                p = os.path.join(pdir, n + suf)
+                if os.path.exists(p):
+                    os.unlink(p)
+                    done.append(f"deleted {n + suf} (interrupted before its commit point: rolled back)")
+        _fsync_dir(pdir)
+        j["state"] = "rolled-back"
+        _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
+        for n in staged + deletes:  # the old files are all still in place: these copies back up nothing
+            p = os.path.join(backup_dir, n)
+            for q in (p, p + ".partial"):
+                if os.path.exists(q):
+                    os.unlink(q)
+        done.append(f"rolled back the interrupted change of {len(staged) + len(deletes)} file(s); old files unchanged")
+        return done
+    _finish(pdir, backup_dir, staged, deletes, suffix)
+    j["state"] = "done"
+    _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
+    done.append(
+        f"finished the interrupted change of {len(staged) + len(deletes)} file(s) (rolled forward); "
+        f"old versions are in {backup_dir}"
+    )
+    if not j.get("keep_backup", True):
+        shutil.rmtree(backup_dir, ignore_errors=True)
+    return done
