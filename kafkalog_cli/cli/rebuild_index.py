@@ -1,0 +1,97 @@
+"""``kafkalog rebuild-index``: compare (dry run) or rewrite ``.index``/``.timeindex`` by the broker's recovery rule."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+
+
+@click.command(
+    "rebuild-index",
+    epilog="""\b
+Examples:
+  kafkalog rebuild-index /var/lib/kafka/orders-0
+  kafkalog rebuild-index orders-0/00000000000000004000.log --format json | jq .
+  kafkalog rebuild-index --execute --backup-dir /srv/kafkalog-backups orders-0
+
+\b
+Without --execute nothing is written: each segment's .index/.timeindex is compared
+with the rebuilt one (first difference, and whether the file on disk is still
+valid for lookups). With --execute the broker's log directory must not be locked;
+new files are written beside the old ones, fsync'd and renamed into place, and the
+old ones are kept in the backup directory (outside the log directory).
+
+Exit codes: 0 all indexes match (or were rebuilt), 1 differences found (dry run) or
+a segment has an invalid batch, 2 usage error, unreadable input or refused repair.""",
+)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
+@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
+              help="The topic's index.interval.bytes.")
+@click.option("--segment-index-bytes", type=click.IntRange(min=12), default=10 * 1024 * 1024, show_default=True,
+              help="The topic's segment.index.bytes (bounds the number of entries, errata E16).")
+@click.option("--execute", is_flag=True, help="Write the rebuilt files (default: dry run).")
+@click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the replaced files go (default: <parent of log dir>/kafkalog-backups or $KAFKALOG_BACKUP_DIR).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_index_bytes: int, execute: bool,
+                  backup_dir: str | None, fmt: str) -> None:
+    """Rebuild the offset and time indexes of segments exactly as the broker's recovery does.
+
+    PATH is a partition directory or a segment file (.log, .index or .timeindex)."""
+    from kafkalog_cli.errors import KafkalogError, RepairRefused
+    from kafkalog_cli.ops import rebuild_index as rb
+
+    out, err = line_writers()
+    try:
+        res = rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
+                     segment_index_bytes=segment_index_bytes)
+    except RepairRefused as exc:
+        fail(exc.describe(), "stop the broker (or wait for it to exit) and run again; nothing was changed")
+    except KafkalogError as exc:
+        fail(exc.describe(), "check the path; nothing was changed")
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check permissions and free space; "
+             "an interrupted write is finished or undone by the next --execute run")
+    for line in res.recovered:
+        err(f"kafkalog: recovered an interrupted change: {line}")
+    if fmt == "json":
+        out(json.dumps({
+            "execute": execute,
+            "segments": [s.to_dict() for s in res.segments],
+            "plans": [p.to_dict() for p in res.plans],
+            "backup_dirs": res.backup_dirs,
+            "recovered": res.recovered,
+            "differences": res.differences,
+            "problems": res.problems,
+        }, indent=1))
+    else:
+        for s in res.segments:
+            tag = " (active segment)" if s.active else ""
+            out(f"{s.log_path}{tag}: {s.batches} batches, {s.valid_bytes} of {s.log_size} bytes valid, "
+                f"rebuilt {s.index_entries} offset / {s.time_entries} time entries")
+            out(f"  .index: {s.index.text()}")
+            out(f"  .timeindex: {s.timeindex.text()}")
+            if s.problem is not None:
+                out(f"  problem: {s.problem.describe()}; the broker's recovery would truncate the log here "
+                    "(segment not rewritten)")
+            if s.written:
+                out(f"  written: {', '.join(s.written)}")
+        for plan in res.plans:
+            if not execute:
+                for line in plan.lines():
+                    out(line)
+        for b in res.backup_dirs:
+            out(f"Old files kept in {b}")
+        if not execute and res.differences:
+            out("Dry run: nothing was written; re-run with --execute to write the rebuilt indexes.")
+    sys.stdout.flush()
+    if res.problems:
+        sys.exit(EXIT_PROBLEMS)
+    if not execute and res.differences:
+        sys.exit(EXIT_PROBLEMS)
+    sys.exit(EXIT_CLEAN)
+

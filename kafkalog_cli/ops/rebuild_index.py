@@ -1,0 +1,527 @@
+"""``rebuild-index``: rebuild ``.index``/``.timeindex`` from the ``.log`` exactly as the broker's segment recovery does.
+
+The rule (spec §6.5 "On recovery", errata E4, E10, E11, E16, E18): walk the batch headers; at each batch whose start
+lies *strictly more* than ``index.interval.bytes`` after the last indexed batch's start, append (batch LAST offset,
+batch START position) to the offset index and (running max timestamp, last offset of the batch that first reached
+it) to the time index if that timestamp is larger than the last time entry; the first batch is never indexed; a final
+time entry follows the loop. Timestamps of -1 are never written.
+
+Only headers are read (one ``struct.unpack_from`` and one CRC-32C per batch over the mmap), so memory does not grow
+with the segment, and the index bytes are staged one segment at a time.
+
+Where recovery would stop (a batch that fails its size or CRC check, a partial batch at the end, an offset outside
+the segment's 32-bit range, a non-increasing offset at an index point, an index over capacity), we stop too and
+report a problem: the broker would truncate the log there, so an index built past it would describe data the broker
+deletes. Such segments are never rewritten by ``--execute``.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from kafkalog_cli.errors import CorruptRecordError, KafkalogError, UnreadableFileError
+from kafkalog_cli.format.crc import crc32c
+from kafkalog_cli.format.legacy import LegacyEntry
+from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
+from kafkalog_cli.storage.segment import MappedFile
+
+INT_MAX = 2147483647
+DEFAULT_INTERVAL = 4096
+DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
+_PREFIX = struct.Struct(">qiib")
+_V2 = struct.Struct(">qiibIhiqq")  # baseOffset .. maxTimestamp (45 bytes)
+_OFF = OFFSET_ENTRY.pack
+_TIME = TIME_ENTRY.pack
+
+
+# ------------------------------------------------------------------------------------------------ the rule
+@dataclass
+class Rebuilt:
+    """The indexes recovery would write for one segment, and where (if anywhere) it would stop."""
+
+    base_offset: int
+    log_size: int
+    valid_bytes: int = 0
+    batches: int = 0
+    last_offset: int | None = None
+    index: bytes = b""
+    timeindex: bytes = b""
+    problem: KafkalogError | None = None
+
+    @property
+    def index_entries(self) -> int:
+        return len(self.index) // 8
+
+    @property
+    def time_entries(self) -> int:
+        return len(self.timeindex) // 12
+
+
+def rebuild_segment(
+    buf: bytes | memoryview,
+    base_offset: int,
+    interval: int = DEFAULT_INTERVAL,
+    *,
+    file: str | None = None,
+    segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
+) -> Rebuilt:
+    """Run LogSegment.recover's index rule over ``buf`` (a whole ``.log``)."""
+    end = len(buf)
+    out = Rebuilt(base_offset, end)
+    index = bytearray()
+    tindex = bytearray()
+    max_off_entries = segment_index_bytes // 8
+    max_time_entries = segment_index_bytes // 12 - 1
+    valid = 0
+    last_indexed = 0
+    max_ts = -1
+    max_ts_off = base_offset  # E18: the emptied time index reads back as (-1, baseOffset)
+    last_index_off = -1
+    last_time_ts = -1
+    last_time_off = base_offset
+    unpack_prefix = _PREFIX.unpack_from
+    unpack_v2 = _V2.unpack_from
+    pos = 0
+    batches = 0
+    last = None
+
+    def stop(message: str, expected: str, found: str, cls: type[KafkalogError] = CorruptRecordError) -> None:
+        out.problem = cls(message, file=file, position=pos, expected=expected, found=found)
+
+    while pos < end - 17:
+        _o, length, _e, magic = unpack_prefix(buf, pos)
+        if length < 14:
+            stop("record size below the minimum record overhead", "size >= 14", str(length))
+            break
+        size = length + 12
+        if pos > end - size:
+            stop("partial batch at the end of the log", f"{size} bytes", f"{end - pos} bytes left")
+            break
+        if magic >= 2:
+            if size < 61:
+                stop("v2 batch smaller than its header", "size >= 61", str(size))
+                break
+            b_off, _l, _e, _m, crc, _a, delta, _bts, b_max = unpack_v2(buf, pos)
+            computed = crc32c(buf[pos + 21 : pos + size])
+            if computed != crc:
+                stop("batch CRC mismatch", f"crc {crc}", f"crc {computed}")
+                break
+            b_last = b_off + delta
+        else:
+            try:
+                entry = LegacyEntry(buf, pos)
+            except KafkalogError as exc:
+                stop(f"unreadable legacy message: {exc.message}", "a v0/v1 message", "unparsable")
+                break
+            if not entry.is_valid(buf):
+                stop("legacy message CRC mismatch", f"crc {entry.crc}", f"crc {entry.computed_crc(buf)}")
+                break
+            b_last = entry.last_offset
+            b_max = entry.timestamp
+        rel = b_last - base_offset
+        if rel < 0 or rel > INT_MAX:
+            stop("batch offset outside the segment's 32-bit relative range", f"offset in [{base_offset}, {base_offset + INT_MAX}]", str(b_last))
+            break
+        if b_max > max_ts:
+            max_ts, max_ts_off = b_max, b_last
+        if valid - last_indexed > interval:
+            if index and b_last <= last_index_off:
+                stop("non-increasing offset at an index point (the broker would empty the segment)", f"offset > {last_index_off}", str(b_last))
+                break
+            if len(index) // 8 >= max_off_entries:
+                stop("offset index over capacity (segment.index.bytes)", f"<= {max_off_entries} entries", "more")
+                break
+            index += _OFF(rel, valid)
+            last_index_off = b_last
+            if tindex and max_ts_off < last_time_off:
+                stop("time index offset going backwards", f">= {last_time_off}", str(max_ts_off))
+                break
+            if max_ts > last_time_ts:
+                if len(tindex) // 12 >= max_time_entries:
+                    stop("time index over capacity (segment.index.bytes)", f"<= {max_time_entries} entries", "more")
+                    break
+                tindex += _TIME(max_ts, max_ts_off - base_offset)
+                last_time_ts, last_time_off = max_ts, max_ts_off
+            last_indexed = valid
+        valid += size
+        pos += size
+        batches += 1
+        last = b_last
+    else:
+        if pos < end:
+            stop("trailing bytes after the last batch", "a batch header", f"{end - pos} bytes")
+    if max_ts > last_time_ts and (not tindex or max_ts_off >= last_time_off):
+        tindex += _TIME(max_ts, max_ts_off - base_offset)
+    out.valid_bytes = valid
+    out.batches = batches
+    out.last_offset = last
+    out.index = bytes(index)
+    out.timeindex = bytes(tindex)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ comparison
+@dataclass
+class Comparison:
+    kind: str  # "index" | "timeindex"
+    path: str
+    status: str  # "match" | "match-trimmed" | "missing" | "differs"
+    existing_entries: int = 0
+    rebuilt_entries: int = 0
+    first_difference: dict | None = None  # {"entry": i, "expected": ..., "found": ...}
+    lookup_valid: bool | None = None
+    lookup_note: str = ""
+
+    def text(self) -> str:
+        if self.status == "match":
+            return "matches the rebuilt index byte for byte"
+        if self.status == "match-trimmed":
+            return "matches after trimming the preallocated tail (zero-filled slots)"
+        if self.status == "missing":
+            return "missing (the rebuilt one would be created)"
+        d = self.first_difference or {}
+        text = (
+            f"differs at entry {d.get('entry')}: expected {d.get('expected')}, found {d.get('found')} "
+            f"({self.existing_entries} entries on disk, {self.rebuilt_entries} rebuilt)"
+        )
+        if self.lookup_valid is True:
+            text += f"; existing entries are valid for lookups ({self.lookup_note})"
+        elif self.lookup_valid is False:
+            text += f"; existing index is WRONG for lookups: {self.lookup_note}"
+        return text
+
+
+def _describe(kind: str, base: int, data: bytes | memoryview, i: int) -> str:
+    if kind == "index":
+        if (i + 1) * 8 > len(data):
+            return "end of index"
+        rel, p = OFFSET_ENTRY.unpack_from(data, i * 8)
+        return f"offset {base + rel} position {p}"
+    if (i + 1) * 12 > len(data):
+        return "end of index"
+    ts, rel = TIME_ENTRY.unpack_from(data, i * 12)
+    return f"timestamp {ts} offset {base + rel}"
+
+
+def _all_zero(data: bytes | memoryview, start: int) -> bool:
+    chunk = 1 << 20
+    zeros = bytes(chunk)
+    for p in range(start, len(data), chunk):
+        piece = data[p : p + chunk]
+        if piece != zeros[: len(piece)]:
+            return False
+    return True
+
+
+def compare(kind: str, path: str, base: int, existing: bytes | memoryview | None, rebuilt: bytes) -> Comparison:
+    size = 8 if kind == "index" else 12
+    n_new = len(rebuilt) // size
+    if existing is None:
+        return Comparison(kind, path, "missing", 0, n_new)
+    n_old = len(existing) // size
+    cmp = Comparison(kind, path, "differs", n_old, n_new)
+    if len(existing) == len(rebuilt) and existing == rebuilt:
+        cmp.status = "match"
+        return cmp
+    if len(existing) > len(rebuilt) and existing[: len(rebuilt)] == rebuilt and _all_zero(existing, len(rebuilt)):
+        cmp.status = "match-trimmed"
+        return cmp
+    for i in range(max(n_old, n_new) + 1):
+        a = bytes(existing[i * size : (i + 1) * size])
+        b = rebuilt[i * size : (i + 1) * size]
+        if a != b:
+            cmp.first_difference = {
+                "entry": i,
+                "expected": _describe(kind, base, rebuilt, i),
+                "found": _describe(kind, base, existing, i) if len(a) == size else f"{len(a)} trailing bytes" if a else "end of index",
+            }
+            break
+    return cmp
+
+
+def _valid_count(data: bytes | memoryview, size: int, rel_at: int) -> int:
+    """Slots before the zero-filled tail (first slot i > 0 with relative offset 0)."""
+    n = len(data) // size
+    for i in range(1, n):
+        if struct.unpack_from(">i", data, i * size + rel_at)[0] == 0:
+            return i
+    return n
+
+
+def check_lookup_validity(
+    buf: bytes | memoryview, base: int, valid_bytes: int, index: bytes | memoryview | None, timeindex: bytes | memoryview | None
+) -> tuple[bool, str, bool, str]:
+    """Are an existing index's (trimmed) entries safe for Kafka's lookups, even if not what recovery writes?
+
+    Offset entry (off, pos): pos is a batch start inside the valid data and off is above the last offset of the batch
+    before pos (so the forward scan from pos finds every target >= off). Time entry (ts, off): off lies inside a
+    batch whose maxTimestamp == ts and no earlier batch reached ts (errata E4: accepts the recovery form, the <= 3.6
+    leader form and the per-append-chunk form).
+    """
+    oents = []
+    if index is not None:
+        for i in range(_valid_count(index, 8, 0)):
+            rel, p = OFFSET_ENTRY.unpack_from(index, i * 8)
+            oents.append((base + rel, p))
+    tents = []
+    if timeindex is not None:
+        for i in range(_valid_count(timeindex, 12, 8)):
+            ts, rel = TIME_ENTRY.unpack_from(timeindex, i * 12)
+            tents.append((ts, base + rel))
+    o_ok, o_note = True, ""
+    t_ok, t_note = True, ""
+    for i in range(1, len(oents)):
+        if oents[i][0] <= oents[i - 1][0] or oents[i][1] < oents[i - 1][1]:
+            o_ok, o_note = False, f"entry {i} is not above entry {i - 1}"
+            break
+    for i in range(1, len(tents)):
+        if tents[i][0] <= tents[i - 1][0] or tents[i][1] < tents[i - 1][1]:
+            t_ok, t_note = False, f"entry {i} is not above entry {i - 1}"
+            break
+    oi = ti = 0
+    prev_last = base - 1
+    run_max = -1
+    for pos, b_base, b_last, b_max in _headers(buf, valid_bytes):
+        while o_ok and oi < len(oents) and oents[oi][1] <= pos:
+            off, p = oents[oi]
+            if p != pos:
+                o_ok, o_note = False, f"entry {oi} (offset {off}) points at byte {p}, which is not a batch start"
+            elif off <= prev_last:
+                o_ok, o_note = False, f"entry {oi} (offset {off}) points after the batch that holds it (at byte {p})"
+            oi += 1
+        while t_ok and ti < len(tents) and tents[ti][1] <= b_last:
+            ts, off = tents[ti]
+            if off < b_base or ts != b_max or run_max >= ts:
+                t_ok, t_note = False, f"entry {ti} (timestamp {ts} offset {off}) is not inside the batch that first reached that timestamp"
+            ti += 1
+        run_max = max(run_max, b_max)
+        prev_last = b_last
+    if o_ok and oi < len(oents):
+        o_ok, o_note = False, f"entry {oi} points past the valid data (byte {oents[oi][1]})"
+    if t_ok and ti < len(tents):
+        t_ok, t_note = False, f"entry {ti} (offset {tents[ti][1]}) is past the last batch"
+    return o_ok, o_note, t_ok, t_note
+
+
+def _headers(buf: bytes | memoryview, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(position, base offset, last offset, max timestamp) of each entry in buf[:end] (already validated)."""
+    pos = 0
+    while pos < end - 17:
+        _o, length, _e, magic = _PREFIX.unpack_from(buf, pos)
+        if magic >= 2:
+            b_off, _l, _e, _m, _c, _a, delta, _bts, b_max = _V2.unpack_from(buf, pos)
+            yield pos, b_off, b_off + delta, b_max
+        else:
+            e = LegacyEntry(buf, pos)
+            yield pos, e.base_offset, e.last_offset, e.timestamp
+        pos += length + 12
+
+
+# ------------------------------------------------------------------------------------------------ segments
+@dataclass
+class SegmentReport:
+    log_path: str
+    base_offset: int
+    active: bool
+    log_size: int
+    valid_bytes: int
+    batches: int
+    index_entries: int
+    time_entries: int
+    index: Comparison
+    timeindex: Comparison
+    problem: KafkalogError | None = None
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def differs(self) -> bool:
+        ok = ("match", "match-trimmed")
+        return self.index.status not in ok or self.timeindex.status not in ok
+
+    def to_dict(self) -> dict:
+        return {
+            "log": self.log_path,
+            "base_offset": self.base_offset,
+            "active": self.active,
+            "log_size": self.log_size,
+            "valid_bytes": self.valid_bytes,
+            "batches": self.batches,
+            "rebuilt_index_entries": self.index_entries,
+            "rebuilt_time_entries": self.time_entries,
+            "index": self.index.__dict__,
+            "timeindex": self.timeindex.__dict__,
+            "problem": self.problem.describe() if self.problem else None,
+            "written": self.written,
+        }
+
+
+def segment_logs(partition_dir: str) -> list[tuple[int, str]]:
+    """(base offset, .log path) of every segment, sorted; one directory listing."""
+    out = []
+    for name in os.listdir(partition_dir):
+        m = comp.SEGMENT_NAME.match(name)
+        if m and m.group(2) == "log":
+            out.append((int(m.group(1)), os.path.join(partition_dir, name)))
+    out.sort()
+    return out
+
+
+def _read_optional(path: str) -> MappedFile | None:
+    try:
+        return MappedFile(path)
+    except UnreadableFileError as exc:
+        if exc.message == "no such file":
+            return None
+        raise
+
+
+def examine_segment(
+    log_path: str, active: bool, interval: int, segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
+) -> tuple[SegmentReport, Rebuilt]:
+    """Rebuild one segment's indexes in memory and compare them with the files on disk."""
+    name = os.path.basename(log_path)
+    base = comp.base_offset_of(name)
+    stem = log_path[: -len(".log")]
+    with MappedFile(log_path) as log:
+        rb = rebuild_segment(log.buf, base, interval, file=log_path, segment_index_bytes=segment_index_bytes)
+        idx_mf = _read_optional(stem + ".index")
+        tim_mf = _read_optional(stem + ".timeindex")
+        try:
+            ic = compare("index", stem + ".index", base, idx_mf.buf if idx_mf else None, rb.index)
+            tc = compare("timeindex", stem + ".timeindex", base, tim_mf.buf if tim_mf else None, rb.timeindex)
+            if ic.status == "differs" or tc.status == "differs":
+                o_ok, o_note, t_ok, t_note = check_lookup_validity(
+                    log.buf, base, rb.valid_bytes, idx_mf.buf if idx_mf else None, tim_mf.buf if tim_mf else None
+                )
+                if ic.status == "differs":
+                    ic.lookup_valid = o_ok
+                    ic.lookup_note = o_note or "written per append chunk by a broker <= 4.0 or by the cleaner, spec §6.5, errata E10/E11"
+                if tc.status == "differs":
+                    tc.lookup_valid = t_ok
+                    tc.lookup_note = t_note or "offsets of another append path, e.g. a <= 3.6 leader, errata E4"
+        finally:
+            for mf in (idx_mf, tim_mf):
+                if mf is not None:
+                    mf.close()
+    rep = SegmentReport(
+        log_path, base, active, rb.log_size, rb.valid_bytes, rb.batches, rb.index_entries, rb.time_entries, ic, tc, rb.problem
+    )
+    return rep, rb
+
+
+@dataclass
+class RebuildResult:
+    segments: list[SegmentReport] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    plans: list = field(default_factory=list)  # safety.Plan per partition
+    backup_dirs: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> int:
+        return sum(1 for s in self.segments if s.problem is not None)
+
+    @property
+    def differences(self) -> int:
+        return sum(1 for s in self.segments if s.differs)
+
+
+def _needs_write(rep: SegmentReport, kind: str) -> bool:
+    c = rep.index if kind == "index" else rep.timeindex
+    if c.status == "match":
+        return False
+    if c.status == "match-trimmed" and rep.active:
+        return False  # the broker preallocates the active segment's indexes itself (spec §6.2, §8 step 6)
+    return True
+
+
+def group_targets(paths: list[str]) -> dict[str, list[str] | None]:
+    """partition dir -> selected .log paths (None = every segment). Accepts partition dirs and segment files."""
+    groups: dict[str, list[str] | None] = {}
+    for p in paths:
+        if os.path.isdir(p):
+            groups[os.path.abspath(p)] = None
+            continue
+        if not os.path.exists(p):
+            raise UnreadableFileError("no such file or directory", file=p)
+        d = os.path.dirname(os.path.abspath(p))
+        stem = os.path.basename(p).split(".", 1)[0]
+        log = os.path.join(d, stem + ".log")
+        if not os.path.exists(log):
+            raise UnreadableFileError("no .log segment for this file", file=p, expected=f"{stem}.log beside it", found="none")
+        if d in groups and groups[d] is None:
+            continue
+        sel = groups.setdefault(d, [])
+        if log not in sel:  # type: ignore[operator]
+            sel.append(log)  # type: ignore[union-attr]
+    return groups
+
+
+def run(
+    paths: list[str],
+    *,
+    interval: int = DEFAULT_INTERVAL,
+    execute: bool = False,
+    backup_dir: str | None = None,
+    segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
+) -> RebuildResult:
+    """Dry run (compare) or execute (write through safety.Transaction) for each partition directory in ``paths``."""
+    from kafkalog_cli.ops import safety
+
+    result = RebuildResult()
+    for pdir, selected in group_targets(paths).items():
+        if execute:
+            safety.ensure_unlocked(pdir)
+            result.recovered += [f"{pdir}: {line}" for line in safety.recover_interrupted(pdir)]
+        logs = segment_logs(pdir)
+        if not logs:
+            raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+        active_base = logs[-1][0]
+        chosen = [(b, p) for b, p in logs if selected is None or p in selected]
+        plan = safety.Plan(pdir)
+        txn = None
+        if execute:
+            bdir = None
+            if backup_dir:
+                bdir = os.path.join(os.path.abspath(backup_dir), os.path.basename(pdir))
+            txn = safety.Transaction(pdir, bdir)
+        try:
+            for base, log_path in chosen:
+                rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
+                result.segments.append(rep)
+                if rep.problem is not None:
+                    plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
+                    continue
+                stem = os.path.basename(log_path)[: -len(".log")]
+                for kind, data in (("index", rb.index), ("timeindex", rb.timeindex)):
+                    if not _needs_write(rep, kind):
+                        continue
+                    name = f"{stem}.{kind}"
+                    c = rep.index if kind == "index" else rep.timeindex
+                    plan.actions.append(
+                        safety.FileAction("create" if c.status == "missing" else "replace", os.path.join(pdir, name), len(data), c.status)
+                    )
+                    if txn is not None:
+                        txn.stage(name, data)
+                        rep.written.append(name)
+            if active_base in [b for b, _ in chosen]:
+                plan.notes.append(
+                    "the active segment's indexes are written trimmed to their entries; the broker preallocates them "
+                    "to segment.index.bytes again when it loads the log"
+                )
+            plan.summary = {
+                "segments": len(chosen),
+                "files_to_write": len(plan.actions),
+                "segments_skipped": sum(1 for r in result.segments if r.problem and os.path.dirname(r.log_path) == pdir),
+            }
+            if txn is not None and plan.actions:
+                txn.commit()
+                result.backup_dirs.append(txn.backup_dir)
+        finally:
+            if txn is not None and not txn.committed:
+                txn.abort()
+        result.plans.append(plan)
+    return result
