@@ -1,0 +1,113 @@
+"""``--cluster-metadata-decoder``: KRaft ``__cluster_metadata`` records and ``.checkpoint`` snapshots.
+
+Value framing (``AbstractApiMessageSerde``): uvarint frame version (1; 0 in 2.8, errata E11), uvarint apiKey,
+uvarint record version, then the record in the flexible encoding with no trailing bytes. Output is
+``{"type":"<ENUM_NAME>","version":<v>,"data":{...}}``; every failure is printed inline as
+``Error at <offset>, skipping. <message>`` (the tool never aborts here).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kafkalog_cli.errors import InvalidRecordError, KafkalogError
+from kafkalog_cli.format.varint import read_uvarint
+from kafkalog_cli.internal import coordinator as co
+from kafkalog_cli.internal import schema as sc
+from kafkalog_cli.internal.schemas_metadata import MESSAGES
+
+BY_KEY: dict[int, sc.Message] = {m.api_key: m for m in MESSAGES if m.api_key is not None}
+
+
+def enum_name(msg: sc.Message) -> str:
+    """MetadataRecordType constant: the message name in upper snake case (RegisterBrokerRecord -> REGISTER_BROKER_RECORD)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", msg.name).upper()
+
+
+class MetadataParseError(Exception):
+    pass
+
+
+def _uvarint_short(buf: bytes, pos: int, entity: str) -> tuple[int, int]:
+    try:
+        v, pos = read_uvarint(buf, pos, len(buf))
+    except (KafkalogError, IndexError, ValueError):
+        raise MetadataParseError(f"Error while reading {entity}") from None
+    if v > 0x7FFF:
+        raise MetadataParseError(f"Value for {entity} was too large.")
+    return v, pos
+
+
+def read_frame(value: bytes | None, frame_version: int = 1, by_key: dict[int, sc.Message] = BY_KEY,
+               unknown: str = "Unknown metadata id") -> tuple[sc.Message, int, dict[str, Any]]:
+    """``AbstractApiMessageSerde.read``: (schema, record version, values) or MetadataParseError(Kafka's text)."""
+    if value is None:
+        raise MetadataParseError("Error while reading frame version")
+    frame, pos = _uvarint_short(value, 0, "frame version")
+    if frame != frame_version:
+        if frame == 0:
+            raise MetadataParseError(
+                "Could not deserialize metadata record with frame version 0. Note that upgrades from the preview "
+                "release of KRaft in 2.8 to newer versions are not supported."
+            )
+        raise MetadataParseError(
+            f"Could not deserialize metadata record due to unknown frame version {frame}"
+            f"(only frame version {frame_version} is supported)"
+        )
+    api_key, pos = _uvarint_short(value, pos, "type")
+    version, pos = _uvarint_short(value, pos, "version")
+    msg = by_key.get(api_key)
+    if msg is None:
+        raise MetadataParseError(f"org.apache.kafka.common.errors.UnsupportedVersionException: {unknown} {api_key}")
+    try:
+        values, end = sc.read(value, msg, version, pos=pos)
+        co.check_non_nullable(msg.fields, values, version)
+    except (InvalidRecordError, ValueError):
+        raise MetadataParseError(f"Failed to deserialize record with type {api_key}") from None
+    if end != len(value):
+        raise MetadataParseError(f"Found {len(value) - end} byte(s) of garbage after {api_key}")
+    return msg, version, values
+
+
+class ClusterMetadataParser:
+    """DumpLogSegments' ClusterMetadataLogMessageParser: no key, payload = JSON or the inline error."""
+
+    def __init__(self, version: tuple[int, int, int]) -> None:
+        self.frame_version = 0 if version < (3, 0, 0) else 1
+
+    def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
+        try:
+            msg, ver, values = read_frame(None if record.value is None else bytes(record.value), self.frame_version)
+        except MetadataParseError as exc:
+            return None, f"Error at {record.offset}, skipping. {exc}"
+        return None, sc.java_json({"type": enum_name(msg), "version": ver, "data": sc.to_json(msg.fields, values, ver)})
+
+
+def make(version: tuple[int, int, int]) -> ClusterMetadataParser:
+    return ClusterMetadataParser(version)
+
+
+def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
+    try:
+        msg, ver, values = read_frame(None if record.value is None else bytes(record.value))
+    except MetadataParseError as exc:
+        return {"offset": record.offset, "error": str(exc)}
+    return {
+        "offset": record.offset,
+        "type": enum_name(msg),
+        "apiKey": msg.api_key,
+        "version": ver,
+        "data": sc.plain_json(sc.to_json(msg.fields, values, ver)),
+    }
+
+
+def encode_frame(msg: sc.Message, values: dict[str, Any], version: int, frame_version: int = 1) -> bytes:
+    """Inverse of ``read_frame`` (tests and fixtures)."""
+    from kafkalog_cli.format.varint import write_uvarint
+
+    out = bytearray()
+    write_uvarint(frame_version, out)
+    write_uvarint(msg.api_key or 0, out)
+    write_uvarint(version, out)
+    return bytes(out) + sc.encode(msg, values, version)

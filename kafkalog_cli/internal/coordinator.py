@@ -1,0 +1,179 @@
+"""Coordinator records (``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``).
+
+All three topics share one framing: key = int16 record type + key message (read at version = record type, as
+Kafka's ``CoordinatorRecordSerde`` does), value = int16 value version + value message, null value = tombstone.
+This module decodes that framing with Kafka's error texts and renders the JSON form DumpLogSegments prints from
+3.8 (offsets) / 4.0 (transactions, share state).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.format.flexible import Field
+from kafkalog_cli.internal import schema as sc
+from kafkalog_cli.internal.schema import Message
+
+
+class UnknownRecordType(Exception):
+    """Kafka's ``UnknownRecordTypeException``: a key type the serde has no schema for."""
+
+    def __init__(self, record_type: int) -> None:
+        super().__init__(f"Unknown record type {record_type}")
+        self.record_type = record_type
+
+
+class CoordinatorDecodeError(Exception):
+    """A ``RuntimeException`` from the serde; ``str()`` is Kafka's message."""
+
+
+@dataclass
+class Decoded:
+    record_type: int
+    key_schema: Message
+    key: dict[str, Any]
+    value_version: int | None
+    value_schema: Message | None
+    value: dict[str, Any] | None
+
+
+def java_message(exc: Exception) -> str:
+    """The ``getMessage()`` Java would give for the equivalent failure of a generated ``read``."""
+    if isinstance(exc, sc.UnsupportedVersion):
+        return exc.message
+    if isinstance(exc, InvalidRecordError) and exc.message == "message ends early":
+        return "null"  # BufferUnderflowException carries no message
+    if isinstance(exc, InvalidRecordError):
+        return exc.message
+    return str(exc)
+
+
+def check_non_nullable(fields: list[Field], values: dict[str, Any], version: int) -> None:
+    """Raise Kafka's 'non-nullable field X was serialized as null' where flexible.decode returned None."""
+    for f in fields:
+        if f.name not in values or f.tag is not None:
+            continue
+        v = values[f.name]
+        nullable = f.nullable is not None and f.nullable[0] <= version <= f.nullable[1]
+        if v is None and not nullable and (isinstance(f.type, tuple) or f.type in ("string", "bytes", "records")):
+            raise InvalidRecordError(f"non-nullable field {f.name} was serialized as null")
+        if isinstance(f.type, tuple) and v is not None:
+            kind, sub = f.type
+            if kind == "struct":
+                check_non_nullable(sub, v, version)
+            elif isinstance(sub, tuple) and sub[0] == "struct":
+                for item in v:
+                    check_non_nullable(sub[1], item, version)
+
+
+def read_checked(buf: bytes, msg: Message, version: int, pos: int) -> dict[str, Any]:
+    values, _ = sc.read(buf, msg, version, pos=pos)
+    check_non_nullable(msg.fields, values, version)
+    return values
+
+
+def deserialize(key: bytes, value: bytes | None, keys: dict[int, Message], values: dict[int, Message]) -> Decoded:
+    """``CoordinatorRecordSerde.deserialize`` with its exceptions (UnknownRecordType / CoordinatorDecodeError)."""
+    if len(key) < 2:
+        raise CoordinatorDecodeError("Could not read version from key's buffer.")
+    (rtype,) = struct.unpack_from(">h", key, 0)
+    kmsg = keys.get(rtype)
+    if kmsg is None:
+        raise UnknownRecordType(rtype)
+    try:
+        kvals = read_checked(key, kmsg, rtype, 2)
+    except (InvalidRecordError, ValueError) as exc:
+        raise CoordinatorDecodeError(
+            f"Could not read record with version {rtype} from key's buffer due to: {java_message(exc)}."
+        ) from None
+    if value is None:
+        return Decoded(rtype, kmsg, kvals, None, None, None)
+    vmsg = values.get(rtype)
+    if vmsg is None:
+        raise UnknownRecordType(rtype)
+    if len(value) < 2:
+        raise CoordinatorDecodeError("Could not read version from value's buffer.")
+    (vver,) = struct.unpack_from(">h", value, 0)
+    try:
+        vvals = read_checked(value, vmsg, vver, 2)
+    except (InvalidRecordError, ValueError) as exc:
+        raise CoordinatorDecodeError(
+            f"Could not read record with version {vver} from value's buffer due to: {java_message(exc)}."
+        ) from None
+    return Decoded(rtype, kmsg, kvals, vver, vmsg, vvals)
+
+
+def key_json_text(d: Decoded) -> str:
+    return sc.java_json({"type": str(d.record_type), "data": sc.to_json(d.key_schema.fields, d.key, d.record_type)})
+
+
+def value_json_text(d: Decoded, data: dict[str, Any] | None = None) -> str:
+    assert d.value_schema is not None and d.value_version is not None
+    if data is None:
+        data = sc.to_json(d.value_schema.fields, d.value, d.value_version)
+    return sc.java_json({"version": str(d.value_version), "data": data})
+
+
+def missing_key_message(offset: int, decoder: str, version: tuple[int, int, int]) -> str:
+    """The abort text for a null key (3.8+ JSON parsers)."""
+    if version >= (4, 0, 0):
+        return f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
+    return f"Failed to decode message at offset {offset} using {decoder} decoder (message had a missing key)"
+
+
+class JsonCoordinatorParser:
+    """DumpLogSegments' JSON coordinator parser (offsets 3.8+, transactions and share state 4.0+)."""
+
+    decoder_name = "offset topic"
+
+    def __init__(self, keys: dict[int, Message], values: dict[int, Message], version: tuple[int, int, int]) -> None:
+        self.keys = keys
+        self.values = values
+        self.version = version
+
+    def value_data(self, d: Decoded) -> dict[str, Any] | None:
+        """Hook for per-type rewriting of the value JSON (GroupMetadataValue's embedded protocol)."""
+        return None
+
+    def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
+        if record.key is None:
+            raise InvalidRecordError(missing_key_message(record.offset, self.decoder_name, self.version))
+        try:
+            d = deserialize(bytes(record.key), None if record.value is None else bytes(record.value), self.keys, self.values)
+            key_text = key_json_text(d)
+            if d.value is None:
+                return key_text, "<DELETE>"
+            return key_text, value_json_text(d, self.value_data(d))
+        except UnknownRecordType as exc:
+            return f"Unknown record type {exc.record_type} at offset {record.offset}, skipping.", None
+        except CoordinatorDecodeError as exc:
+            return f"Error at offset {record.offset}, skipping. {exc}", None
+
+
+def structured(d: Decoded) -> dict[str, Any]:
+    """The ``--format json`` view: always the full decoded key and value."""
+    return {
+        "keyType": d.record_type,
+        "keySchema": d.key_schema.name,
+        "key": sc.plain_json(sc.to_json(d.key_schema.fields, d.key, d.record_type)),
+        "valueVersion": d.value_version,
+        "valueSchema": None if d.value_schema is None else d.value_schema.name,
+        "value": None
+        if d.value is None or d.value_schema is None
+        else sc.plain_json(sc.to_json(d.value_schema.fields, d.value, d.value_version or 0)),
+    }
+
+
+def structured_or_error(record, keys: dict[int, Message], values: dict[int, Message]) -> dict[str, Any]:  # noqa: ANN001
+    if record.key is None:
+        return {"offset": record.offset, "error": "missing key"}
+    try:
+        d = deserialize(bytes(record.key), None if record.value is None else bytes(record.value), keys, values)
+    except UnknownRecordType as exc:
+        return {"offset": record.offset, "error": f"unknown record type {exc.record_type}"}
+    except CoordinatorDecodeError as exc:
+        return {"offset": record.offset, "error": str(exc)}
+    return {"offset": record.offset, **structured(d)}

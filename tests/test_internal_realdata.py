@@ -1,0 +1,51 @@
+"""Every record of the real internal-topic files in ../shared/realdata decodes without error or exception."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.internal import decode_json, make_parser
+from kafkalog_cli.render.versions import profile_for
+from kafkalog_cli.storage.segment import MappedFile, entries
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REAL = SHARED / "realdata"
+
+pytestmark = pytest.mark.realdata
+
+
+def _files(pattern: str) -> list[Path]:
+    if not REAL.is_dir():
+        pytest.skip("shared/realdata is absent")
+    return sorted(REAL.glob(pattern))
+
+
+CASES = [
+    ("offsets", "**/__consumer_offsets-*/*.log", ["2.3", "3.6", "3.9", "4.0"]),
+    ("transaction-log", "**/__transaction_state-*/*.log", ["2.3", "3.6", "4.0"]),
+    ("cluster-metadata", "**/__cluster_metadata-0/*.log", ["3.6", "4.0"]),
+    ("cluster-metadata", "**/*.checkpoint", ["3.6", "4.0"]),
+]
+
+
+@pytest.mark.parametrize("kind,pattern,versions", CASES, ids=[c[1] for c in CASES])
+def test_every_record_decodes(kind: str, pattern: str, versions: list[str]) -> None:
+    files = [f for f in _files(pattern) if kind != "cluster-metadata" or "__cluster_metadata" in str(f)]
+    if not files:
+        pytest.skip(f"no {pattern} files")
+    parsers = [make_parser(kind, profile_for(v)) for v in versions]
+    count = 0
+    for f in files:
+        with MappedFile(str(f)) as mf:
+            for entry in entries(mf.buf, file=str(f)):
+                if entry.is_control:
+                    continue
+                for record in entry.iter_records(mf.buf):
+                    count += 1
+                    for p in parsers:
+                        for text in p.parse(record, entry):
+                            assert text is None or ("Error at" not in text and "Unknown record type" not in text), (f, text)
+                    assert "error" not in decode_json(kind, record), f
+    assert count > 0
