@@ -1,0 +1,586 @@
+"""What ``kafkalog verify-crc`` does, as data: map every corrupt byte range of a log directory.
+
+Kafka's own scanner (and DumpLogSegments) stops at the first bad length field and hides every good batch after
+it. Here each segment is walked header by header on a read-only mmap; where an entry fails a check, we resync:
+search forward for the next position whose header is plausible *and* whose CRC verifies, report the bytes in
+between as one region ``[start, end)`` with the last good offset before it and the first good offset after it,
+and go on. Record bytes are decoded only with ``deep=True``.
+
+``verify_segment`` is the reusable per-segment check (``kafkalog scan`` calls it per segment); ``verify_paths``
+expands directories, runs segments (optionally in parallel processes) and adds the cross-file checks (offsets
+across segment boundaries, leader epochs). Nothing here prints; problems are ``Problem`` values.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kafkalog_cli.errors import KafkalogError, UnreadableFileError
+from kafkalog_cli.format.crc import crc32, crc32c
+from kafkalog_cli.ops import verify_companions as companion_checks
+from kafkalog_cli.ops.verify_index import OffsetIndexCheck, TimeIndexCheck
+from kafkalog_cli.ops.verify_model import (
+    DEFAULT_MAX_PROBLEMS,
+    ERROR,
+    INFO,
+    WARNING,
+    FileReport,
+    Problem,
+    SegmentReport,
+    VerifyResult,
+)
+from kafkalog_cli.storage.segment import MappedFile
+
+DEFAULT_MAX_BATCH_SIZE = 256 * 1024 * 1024
+INT32_MAX = 2147483647
+FUTURE_SLACK_MS = 366 * 24 * 3600 * 1000  # a timestamp more than a year ahead of the clock is implausible
+
+
+_PREFIX = struct.Struct(">qiib")  # baseOffset, size, partitionLeaderEpoch | legacy crc, magic
+_V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
+_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+_I64 = struct.Struct(">q")
+V2_HEADER = 61
+V2_MIN_SIZE = V2_HEADER - 12
+LEGACY_MIN_SIZE = {0: 14, 1: 22}
+_MAGIC2 = re.compile(b"\x02")
+_MAGIC_LEGACY = re.compile(b"[\x00\x01]")
+_NONZERO = re.compile(b"[^\x00]")
+_ZEROS = bytes(1 << 20)
+PROGRESS_EVERY = 32 << 20
+
+
+# ---------------------------------------------------------------------------------------------------- segment
+class _Walker:
+    """State of one segment walk; a class only to keep the hot loop's locals together."""
+
+    def __init__(self, buf: Any, report: SegmentReport, *, deep: bool, max_batch_size: int, max_problems: int,
+                 observers: list[Any], progress: Callable[[int], None] | None) -> None:
+        self.buf = buf
+        self.n = len(buf)
+        self.r = report
+        self.file = report.path
+        self.deep = deep
+        self.max_size = max(max_batch_size, V2_MIN_SIZE)
+        self.max_problems = max_problems
+        self.observers = observers
+        self.progress = progress
+        self.base = report.base_offset if report.base_offset is not None else 0
+        self.prev_last: int | None = None  # last offset of the previous good entry
+        self.prev_epoch = -1
+        self.magics: set[int] = set()
+        self.resync_cache: tuple[int, int | None] | None = None  # (start, earliest valid position >= start)
+        self.now_ms = int(time.time() * 1000)
+
+    def problem(self, position: int, end: int, kind: str, message: str, severity: str = ERROR, **kw: Any) -> None:
+        self.r.add(Problem(self.file, position, end, kind, message, severity, **kw), self.max_problems)
+
+    # ------------------------------------------------------------------------------------------- entry checks
+    def valid_at(self, p: int) -> bool:
+        """True when a plausible entry whose CRC verifies starts at ``p`` (the resync criterion)."""
+        buf, n = self.buf, self.n
+        if n - p < 17 + 5:
+            return False
+        off, size, _x, magic = _PREFIX.unpack_from(buf, p)
+        if off < 0 or size > self.max_size or p + 12 + size > n:
+            return False
+        if magic == 2:
+            if size < V2_MIN_SIZE:
+                return False
+            h = _V2.unpack_from(buf, p)
+            if h[5] & 0x07 > 4 or h[6] < 0 or h[12] < 0:
+                return False
+            return h[4] == crc32c(buf[p + 21 : p + 12 + size])
+        if magic == 0 or magic == 1:
+            if size < LEGACY_MIN_SIZE[magic]:
+                return False
+            _o, _s, crc, _m, attrs = _LEGACY.unpack_from(buf, p)
+            if attrs & 0x07 > 3:
+                return False
+            return crc == crc32(buf[p + 16 : p + 12 + size])
+        return False
+
+    def diagnose(self, p: int) -> tuple[str, str, int | None]:
+        """Why the entry at ``p`` is bad: (kind, message, declared end or None). Called only on failures."""
+        buf, n = self.buf, self.n
+        left = n - p
+        if left < 17:
+            return "truncated", f"{left} bytes at the end of the file are too few for an entry header (17 bytes)", None
+        off, size, _x, magic = _PREFIX.unpack_from(buf, p)
+        if magic not in (0, 1, 2):
+            return "bad-magic", f"magic byte is {magic}, expected 0, 1 or 2 (size field {size})", None
+        minimum = V2_MIN_SIZE if magic == 2 else LEGACY_MIN_SIZE[magic]
+        if size < minimum:
+            return "bad-size", f"size field {size} is below the minimum {minimum} for magic v{magic}", None
+        if size > self.max_size:
+            return ("size-too-large",
+                    f"size field {size} is above --max-batch-size {self.max_size} (not read)", None)
+        end = p + 12 + size
+        if end > n:
+            return ("truncated",
+                    f"magic v{magic} entry declares {12 + size} bytes but only {left} remain in the file", None)
+        if magic == 2:
+            h = _V2.unpack_from(buf, p)
+            computed = crc32c(buf[p + 21 : end])
+            if computed != h[4]:
+                return ("crc-mismatch",
+                        f"batch baseOffset {off}: stored CRC-32C {h[4]} != computed {computed}", end)
+            if h[5] & 0x07 > 4:
+                return "bad-codec", f"batch baseOffset {off}: unknown compression codec id {h[5] & 7}", end
+            return "bad-size", f"batch baseOffset {off}: recordsCount {h[12]} / lastOffsetDelta {h[6]} negative", end
+        _o, _s, crc, _m, attrs = _LEGACY.unpack_from(buf, p)
+        computed = crc32(buf[p + 16 : end])
+        if computed != crc:
+            return "crc-mismatch", f"v{magic} message offset {off}: stored CRC-32 {crc} != computed {computed}", end
+        return "bad-codec", f"v{magic} message offset {off}: codec id {attrs & 7} is not allowed", end
+
+    # ------------------------------------------------------------------------------------------- resync
+    def resync(self, start: int) -> int | None:
+        """Earliest position >= start where ``valid_at`` holds, or None. Candidates are found with ``re``
+        searches for magic bytes at offset 16 (C speed); legacy magics are searched only before the next v2
+        candidate and only when the file has legacy entries (or none seen yet), and zero runs are skipped whole.
+        """
+        cache = self.resync_cache
+        if cache is not None and cache[0] <= start and (cache[1] is None or start <= cache[1]):
+            return cache[1]
+        found = self._search(start, _MAGIC2, self.n)
+        legacy_wanted = not self.magics or bool(self.magics & {0, 1})
+        if legacy_wanted:
+            limit = found if found is not None else self.n
+            legacy = self._search(start, _MAGIC_LEGACY, limit)
+            if legacy is not None and (found is None or legacy < found):
+                found = legacy
+        self.resync_cache = (start, found)
+        return found
+
+    def _search(self, start: int, pattern: re.Pattern[bytes], limit: int) -> int | None:
+        buf, n = self.buf, self.n
+        q = start + 16
+        stop = min(limit + 16, n)
+        while q < stop:
+            m = pattern.search(buf, q, stop)
+            if m is None:
+                return None
+            j = m.start()
+            h = j - 16
+            if pattern is _MAGIC_LEGACY and buf[h : h + 16] == _ZEROS[:16]:
+                q = _next_nonzero(buf, j, n)  # skip a zero run in one C-speed sweep
+                if q >= stop:
+                    return None
+                q = max(q, j + 1)
+                continue
+            if self.valid_at(h):
+                return h
+            q = j + 1
+        return None
+
+    # ------------------------------------------------------------------------------------------- main loop
+    def run(self) -> None:
+        buf, n, r = self.buf, self.n, self.r
+        pos = 0
+        next_report = PROGRESS_EVERY
+        reported = 0
+        unpack_prefix = _PREFIX.unpack_from
+        unpack_v2 = _V2.unpack_from
+        max_size = self.max_size
+        while pos < n:
+            if self.progress is not None and pos >= next_report:
+                self.progress(pos - reported)
+                reported = pos
+                next_report = pos + PROGRESS_EVERY
+            # ---- fast path: a v2 batch whose header is sane and whose CRC verifies
+            if n - pos >= V2_HEADER:
+                off, size, _x, magic = unpack_prefix(buf, pos)
+                if magic == 2 and V2_MIN_SIZE <= size <= max_size and pos + 12 + size <= n:
+                    h = unpack_v2(buf, pos)
+                    if h[4] == crc32c(buf[pos + 21 : pos + 12 + size]) and h[5] & 7 <= 4 and h[6] >= 0 and h[12] >= 0:
+                        self.on_v2(pos, size + 12, h)
+                        pos += size + 12
+                        continue
+            if self.valid_at(pos):  # a legacy entry
+                size = self.on_legacy(pos)
+                pos += size
+                continue
+            pos = self.on_bad(pos)
+        r.bytes_checked = n
+        if self.progress is not None and n > reported:
+            self.progress(n - reported)
+
+    def on_bad(self, pos: int) -> int:
+        """Report the corrupt region starting at ``pos``; return where the walk continues."""
+        kind, message, declared_end = self.diagnose(pos)
+        nxt = self.resync(pos + 1)
+        end = nxt if nxt is not None else self.n
+        # a chain of corrupt batches whose own lengths still link up is reported batch by batch
+        if declared_end is not None and declared_end < end and self._plausible_header(declared_end, end):
+            end = declared_end
+        first_good = _PREFIX.unpack_from(self.buf, nxt)[0] if nxt is not None else None
+        if kind == "truncated" and nxt is not None and declared_end is None and self.n - pos >= 17:
+            kind = "bad-size"  # the size field points past EOF, yet valid data follows: the field is corrupt
+            message = message.replace("entry declares", "entry's size field declares")
+        if _all_zero(self.buf, pos, end):
+            if end == self.n:
+                kind, severity = "zero-tail", INFO
+                message = (f"{end - pos} zero bytes at the end of the segment (preallocated or unwritten tail; "
+                           "Kafka's recovery truncates them)")
+            else:
+                kind, severity = "zero-filled", ERROR
+                message = f"{end - pos} zero bytes in the middle of the segment"
+        else:
+            severity = ERROR
+            if nxt is None:
+                message += "; no valid entry follows"
+            elif end == nxt and declared_end is not None and declared_end != nxt:
+                message += f"; the next valid entry starts at byte {nxt}, not at the declared end {declared_end}"
+        self.r.regions += severity != INFO
+        if severity != INFO:
+            self.r.corrupt_bytes += end - pos
+        self.problem(pos, end, kind, message, severity, last_good_offset=self.prev_last, first_good_offset=first_good)
+        for obs in self.observers:
+            obs.on_region(pos, end, severity != INFO)
+        return end
+
+    def _plausible_header(self, p: int, limit: int) -> bool:
+        if self.n - p < 17:
+            return False
+        _o, size, _x, magic = _PREFIX.unpack_from(self.buf, p)
+        if magic == 2:
+            return V2_MIN_SIZE <= size <= self.max_size and p + 12 + size <= limit
+        if magic in (0, 1):
+            return LEGACY_MIN_SIZE[magic] <= size <= self.max_size and p + 12 + size <= limit
+        return False
+
+    # ------------------------------------------------------------------------------------------- good entries
+    def _offsets(self, pos: int, end: int, base: int, last: int) -> None:
+        r = self.r
+        if self.prev_last is None:
+            if base < self.base:
+                self.problem(pos, end, "offset-below-base",
+                             f"first entry's offset {base} is below the segment's base offset {self.base} (file name)",
+                             offset=base)
+            r.first_offset = base
+        elif base <= self.prev_last:
+            self.problem(pos, end, "offset-order",
+                         f"entry offset {base} does not follow the previous entry's last offset {self.prev_last}",
+                         offset=base)
+        if last - self.base > INT32_MAX or last < base:
+            self.problem(pos, end, "offset-overflow",
+                         f"last offset {last} is not within [{base}, base offset {self.base} + 2^31-1]", offset=base)
+        self.prev_last = last
+        r.last_offset = last
+
+    def on_v2(self, pos: int, size: int, h: tuple) -> None:
+        (base, _s, epoch, _m, _crc, attrs, lod, base_ts, max_ts, _pid, _pe, _seq, count) = h
+        end = pos + size
+        r = self.r
+        r.batches += 1
+        r.records += count
+        last = base + lod
+        self.magics.add(2)
+        self._offsets(pos, end, base, last)
+        if count > lod + 1:
+            self.problem(pos, end, "bad-count",
+                         f"batch baseOffset {base}: recordsCount {count} > lastOffsetDelta {lod} + 1", offset=base)
+        if epoch >= 0:
+            if epoch < self.prev_epoch:
+                self.problem(pos, end, "leader-epoch",
+                             f"batch baseOffset {base}: partitionLeaderEpoch {epoch} is below the previous batch's "
+                             f"{self.prev_epoch} (the field is not covered by the CRC)", WARNING, offset=base)
+            if r.first_epoch is None:
+                r.first_epoch = epoch
+            self.prev_epoch = max(self.prev_epoch, epoch)
+            r.last_epoch = self.prev_epoch
+        self._timestamps(pos, end, base, attrs, base_ts, max_ts, count)
+        if self.deep:
+            self._deep(pos, end, base, last)
+        for obs in self.observers:
+            obs.on_entry(pos, size, base, last, max_ts)
+
+    def _timestamps(self, pos: int, end: int, base: int, attrs: int, base_ts: int, max_ts: int, count: int) -> None:
+        horizon = attrs & 0x40
+        limit = self.now_ms + FUTURE_SLACK_MS
+        bad = None
+        if max_ts < -1 or (base_ts < -1 and not horizon):
+            bad = f"negative timestamp (baseTimestamp {base_ts}, maxTimestamp {max_ts})"
+        elif max_ts > limit:
+            bad = f"maxTimestamp {max_ts} is more than a year in the future"
+        elif not horizon and not attrs & 0x08 and count > 0 and base_ts >= 0 and max_ts < base_ts:
+            bad = f"CreateTime maxTimestamp {max_ts} is below baseTimestamp {base_ts}"
+        if bad:
+            self.problem(pos, end, "timestamp", f"batch baseOffset {base}: {bad}", WARNING, offset=base)
+
+    def _deep(self, pos: int, end: int, base: int, last: int) -> None:
+        from kafkalog_cli.format.batch import Batch
+
+        batch = Batch(self.buf, pos)
+        prev = None
+        try:
+            for rec in batch.iter_records(self.buf, self.max_size):
+                if rec.offset < base or rec.offset > last or (prev is not None and rec.offset <= prev):
+                    self.problem(pos, end, "bad-records",
+                                 f"batch baseOffset {base}: record offset {rec.offset} is outside [{base}, {last}] "
+                                 f"or not increasing", offset=base)
+                    return
+                prev = rec.offset
+        except KafkalogError as exc:
+            where = exc.position if exc.position is not None and pos <= exc.position < end else pos
+            self.problem(where, end, "bad-records", f"batch baseOffset {base}: {exc.message}", offset=base)
+
+    def on_legacy(self, pos: int) -> int:
+        off, size, _crc, magic, attrs = _LEGACY.unpack_from(self.buf, pos)
+        size += 12
+        end = pos + size
+        r = self.r
+        r.batches += 1
+        self.magics.add(magic)
+        ts = _I64.unpack_from(self.buf, pos + 18)[0] if magic == 1 else -1
+        first = off
+        if self.deep:
+            first, count = self._deep_legacy(pos, end, off)
+            r.records += count
+        else:
+            r.records += 1
+        self._offsets(pos, end, first, off)
+        if magic == 1 and (ts < -1 or ts > self.now_ms + FUTURE_SLACK_MS):
+            self.problem(pos, end, "timestamp", f"v1 message offset {off}: implausible timestamp {ts}", WARNING,
+                         offset=off)
+        for obs in self.observers:
+            obs.on_entry(pos, size, first, off, ts)
+        return size
+
+    def _deep_legacy(self, pos: int, end: int, off: int) -> tuple[int, int]:
+        from kafkalog_cli.format.legacy import LegacyEntry
+
+        first, count, prev = off, 0, None
+        try:
+            entry = LegacyEntry(self.buf, pos, end)
+            for rec in entry.iter_records(self.buf, self.max_size):
+                if count == 0:
+                    first = rec.offset
+                count += 1
+                if rec.is_valid is False:
+                    self.problem(pos, end, "bad-records", f"v{entry.magic} wrapper offset {off}: inner message "
+                                 f"offset {rec.offset} fails its CRC-32", offset=off)
+                if prev is not None and rec.offset <= prev:
+                    self.problem(pos, end, "bad-records", f"v{entry.magic} wrapper offset {off}: inner offsets "
+                                 f"not increasing ({prev} then {rec.offset})", offset=off)
+                prev = rec.offset
+            if prev is not None and prev != off:
+                self.problem(pos, end, "bad-records", f"wrapper offset {off} differs from its last inner offset {prev}",
+                             WARNING, offset=off)
+        except KafkalogError as exc:
+            self.problem(pos, end, "bad-records", f"v0/v1 entry offset {off}: {exc.message}", offset=off)
+            return off, 1
+        return min(first, off), max(count, 1)
+
+
+def _all_zero(buf: Any, start: int, end: int) -> bool:
+    p = start
+    step = len(_ZEROS)
+    while p < end:
+        q = min(end, p + step)
+        if buf[p:q] != _ZEROS[: q - p]:
+            return False
+        p = q
+    return True
+
+
+def _next_nonzero(buf: Any, p: int, n: int) -> int:
+    """Position of the first non-zero byte at or after ``p`` (``n`` when none): 1 MiB compares, then a regex."""
+    step = 4096
+    while p < n:
+        q = min(n, p + step)
+        if buf[p:q] != _ZEROS[: q - p]:
+            m = _NONZERO.search(buf, p, q)
+            return m.start() if m else q
+        p = q
+        step = min(step * 4, len(_ZEROS))
+    return n
+
+
+def _segment_base(path: str) -> int | None:
+    from kafkalog_cli.storage.companions import base_offset_of
+
+    try:
+        return base_offset_of(os.path.basename(path))
+    except ValueError:
+        return None
+
+
+def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                   indexes: bool = True, max_problems: int = DEFAULT_MAX_PROBLEMS,
+                   progress: Callable[[int], None] | None = None) -> SegmentReport:
+    """Verify one ``.log`` segment (and, with ``indexes``, its ``.index``/``.timeindex`` against it).
+
+    Never raises for corrupt content; an unreadable file gives a report with ``unreadable=True`` and one problem.
+    The walk is read-only (mmap ACCESS_READ) and its memory does not grow with the segment size.
+    """
+    t0 = time.perf_counter()
+    report = SegmentReport(path=path, kind="log", base_offset=_segment_base(path))
+    if report.base_offset is None:
+        report.add(Problem(path, 0, 0, "file-name", "segment file name does not start with a 20-digit base offset",
+                           WARNING))
+    try:
+        mf = MappedFile(path)
+    except UnreadableFileError as exc:
+        report.unreadable = True
+        report.add(Problem(path, 0, 0, "unreadable", exc.describe()))
+        return report
+    observers: list[Any] = []
+    opened: list[MappedFile] = []
+    try:
+        report.size = mf.size
+        if indexes and report.base_offset is not None:
+            stem = path[: -len(".log")] if path.endswith(".log") else path
+            for suffix, cls in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
+                ipath = stem + suffix
+                if not os.path.exists(ipath):
+                    continue
+                try:
+                    imf = MappedFile(ipath)
+                except UnreadableFileError as exc:
+                    report.add(Problem(ipath, 0, 0, "unreadable", exc.describe(), WARNING))
+                    continue
+                opened.append(imf)
+                observers.append(cls(ipath, imf.buf, report.base_offset, mf.size, report, max_problems))
+        walker = _Walker(mf.buf, report, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
+                         observers=observers, progress=progress)
+        walker.run()
+        report.magics = sorted(walker.magics)
+        for obs in observers:
+            obs.finish(report.last_offset)
+    finally:
+        for imf in opened:
+            imf.close()
+        mf.close()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------- paths
+LOG_KINDS = ("log", "index", "timeindex")
+COMPANION_KINDS = ("snapshot", "txnindex", "leader-epoch-checkpoint", "partition-metadata")
+
+
+def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], list[FileReport]]:
+    """Expand arguments into (segment .log paths, [(companion path, kind)], reports for unreadable arguments)."""
+    from kafkalog_cli.ops.dump import classify, expand_directory
+
+    logs: list[str] = []
+    seen: set[str] = set()
+    companions: list[tuple[str, str]] = []
+    bad: list[FileReport] = []
+    for arg in paths:
+        if os.path.isdir(arg):
+            try:
+                files = expand_directory(arg)
+            except OSError as exc:
+                bad.append(_unreadable(arg, f"cannot list directory: {exc.strerror}"))
+                continue
+        elif os.path.exists(arg):
+            files = [arg]
+        else:
+            bad.append(_unreadable(arg, "no such file or directory"))
+            continue
+        for f in files:
+            kind = classify(os.path.basename(f))
+            if kind in LOG_KINDS:
+                log = f if kind == "log" else f[: f.rindex(".")] + ".log"
+                if kind != "log" and not os.path.exists(log):
+                    if f not in seen:
+                        seen.add(f)
+                        companions.append((f, "orphan-index"))
+                    continue
+                if log not in seen:
+                    seen.add(log)
+                    logs.append(log)
+            elif kind in COMPANION_KINDS and f not in seen:
+                seen.add(f)
+                companions.append((f, kind))
+    return logs, companions, bad
+
+
+def _unreadable(path: str, message: str) -> FileReport:
+    rep = FileReport(path=path, kind="unknown", unreadable=True)
+    rep.add(Problem(path, 0, 0, "unreadable", f"{path}: {message}"))
+    return rep
+
+
+def _verify_segment_task(args: tuple[str, bool, int, int, bool]) -> SegmentReport:
+    path, deep, max_batch_size, max_problems, indexes = args
+    return verify_segment(path, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems, indexes=indexes)
+
+
+def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                 jobs: int = 1, max_problems: int = DEFAULT_MAX_PROBLEMS, indexes: bool = True,
+                 progress: Callable[[int], None] | None = None,
+                 on_total: Callable[[int], None] | None = None) -> VerifyResult:
+    """Verify segment files, partition directories or whole log directories.
+
+    ``jobs`` > 1 verifies segments in that many processes. ``on_total`` receives the byte total before work
+    starts and ``progress`` byte increments (per 32 MiB in-process, per file with ``jobs`` > 1).
+    """
+    logs, companions, bad = plan_paths(paths)
+    result = VerifyResult(files=list(bad))
+    if on_total is not None:
+        total = 0
+        for p in logs:
+            try:
+                total += os.path.getsize(p)
+            except OSError:
+                pass
+        on_total(total)
+    reports: list[SegmentReport] = []
+    if jobs > 1 and len(logs) > 1:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_verify_segment_task, (p, deep, max_batch_size, max_problems, indexes)): p for p in logs}
+            done: dict[str, SegmentReport] = {}
+            for fut in as_completed(futures):
+                rep = fut.result()
+                done[futures[fut]] = rep
+                if progress is not None:
+                    progress(rep.size)
+        reports = [done[p] for p in logs]
+    else:
+        for p in logs:
+            reports.append(verify_segment(p, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
+                                          indexes=indexes, progress=progress))
+    result.files.extend(reports)
+    result.problems.extend(cross_segment_problems(reports))
+    for path, kind in companions:
+        result.files.append(companion_checks.verify_companion(path, kind))
+    return result
+
+
+def cross_segment_problems(reports: list[SegmentReport]) -> list[Problem]:
+    """Offsets and leader epochs across consecutive segments of the same partition directory."""
+    by_dir: dict[str, list[SegmentReport]] = {}
+    for r in reports:
+        if r.base_offset is not None and not r.unreadable:
+            by_dir.setdefault(os.path.dirname(os.path.abspath(r.path)), []).append(r)
+    out: list[Problem] = []
+    for segs in by_dir.values():
+        segs.sort(key=lambda r: r.base_offset or 0)
+        prev: SegmentReport | None = None
+        for seg in segs:
+            if prev is not None and prev.last_offset is not None:
+                if seg.base_offset is not None and seg.base_offset <= prev.last_offset:
+                    out.append(Problem(seg.path, 0, 0, "segment-order",
+                                       f"segment base offset {seg.base_offset} is not above the previous segment's "
+                                       f"last offset {prev.last_offset} ({os.path.basename(prev.path)})",
+                                       offset=seg.base_offset))
+                if (seg.first_epoch is not None and prev.last_epoch is not None
+                        and seg.first_epoch < prev.last_epoch):
+                    out.append(Problem(seg.path, 0, 0, "leader-epoch",
+                                       f"first batch's partitionLeaderEpoch {seg.first_epoch} is below the previous "
+                                       f"segment's {prev.last_epoch}", WARNING, offset=seg.first_offset))
+            if seg.last_offset is not None:
+                prev = seg
+    return out

@@ -1,0 +1,242 @@
+"""``.index`` / ``.timeindex`` checks for verify-crc, run as observers of the segment walk.
+
+Both indexes are sorted, so they are checked by merging them with the batch walk (one cursor each): no list of
+batch positions is kept, and memory stays flat whatever the segment size. What counts as valid follows the
+broker, not the recovery rule alone (spec §6.5 and errata-repair E4/E11):
+
+* offset index: an entry must point at a batch start, and the batch just before that position must end below the
+  entry's offset (otherwise a lookup would start after the data it looks for). Brokers <= 3.9 index per append
+  chunk: (last offset of the chunk, start of the chunk), and cleaners the highest retained offset; such entries are
+  safe and only counted in an info note.
+* time index: entry (ts, off) is valid if ``off`` lies inside a batch whose maxTimestamp == ts and no earlier batch
+  reached ts (covers the recovery rule and the <= 3.6 leader form that stores a record offset inside the batch).
+* a zero-filled tail (preallocated index of an active segment or an unclean shutdown) is an info note.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kafkalog_cli.ops import verify_model as v
+
+_OFF = struct.Struct(">ii")
+_TIME = struct.Struct(">qi")
+
+
+def _used_slots(buf: Any, entry_size: int) -> int:
+    """Number of slots before the trailing run of zero bytes (scanning back in 1 MiB chunks, no full copy)."""
+    end = len(buf) - len(buf) % entry_size
+    p = end
+    step = 1 << 20
+    while p > 0:
+        a = max(0, p - step)
+        chunk = bytes(buf[a:p]).rstrip(b"\x00")
+        if chunk:
+            last_byte = a + len(chunk) - 1
+            return last_byte // entry_size + 1
+        p = a
+    return 0
+
+
+class _IndexCheck:
+    entry_size = 8
+    label = "index"
+
+    def __init__(self, path: str, buf: Any, base: int, log_size: int, report: Any, max_problems: int) -> None:
+        self.path = path
+        self.buf = buf
+        self.base = base
+        self.log_size = log_size
+        self.report = report
+        self.max_problems = max_problems
+        es = self.entry_size
+        self.slots = len(buf) // es
+        self.used = _used_slots(buf, es)
+        self.i = 0
+        self.prev: tuple[int, int] | None = None  # last accepted entry (key fields)
+        self.regions: list[tuple[int, int]] = []  # corrupt log regions since the previous good batch
+        report.bytes_checked += len(buf)
+        if len(buf) % es:
+            self.problem(self.slots * es, len(buf), f"{self.label}-size",
+                         f"{len(buf)} bytes is not a multiple of the {es}-byte entry size")
+        if self.used < self.slots:
+            zero = self.slots - self.used
+            self.problem(self.used * es, self.slots * es, f"{self.label}-zero-tail",
+                         f"{zero} zero-filled slots after {self.used} entries (preallocated index of an active "
+                         "segment or an unclean shutdown; the broker rebuilds it)", v.INFO)
+
+    def problem(self, position: int, end: int, kind: str, message: str, severity: str = v.ERROR,
+                offset: int | None = None) -> None:
+        self.report.add(v.Problem(self.path, position, end, kind, message, severity, offset=offset),
+                        self.max_problems)
+
+    def on_region(self, start: int, end: int, is_error: bool) -> None:
+        if is_error:
+            self.regions.append((start, end))
+
+    def _in_region(self, pos: int) -> tuple[int, int] | None:
+        for a, b in self.regions:
+            if a <= pos < b:
+                return a, b
+        return None
+
+
+class OffsetIndexCheck(_IndexCheck):
+    entry_size = 8
+    label = "index"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.prev_batch: tuple[int, int, int] | None = None  # (pos, end, last offset) of the previous good batch
+        self.pending: list[tuple[int, int]] = []  # (offset, slot) of entries whose offset lies in a later batch
+        self.chunk_style = 0
+
+    def _read(self) -> tuple[int, int, int] | None:
+        """Next entry that is ordered after the previous accepted one, as (slot, offset, position)."""
+        while self.i < self.used:
+            i = self.i
+            rel, pos = _OFF.unpack_from(self.buf, i * 8)
+            off = self.base + rel
+            if rel < 0 or pos < 0:
+                self.problem(i * 8, i * 8 + 8, "index-order",
+                             f"slot {i}: negative relative offset {rel} or position {pos}", offset=off)
+            elif self.prev is not None and (off <= self.prev[0] or pos <= self.prev[1]):
+                self.problem(i * 8, i * 8 + 8, "index-order",
+                             f"slot {i}: entry (offset {off}, position {pos}) does not follow slot's predecessor "
+                             f"(offset {self.prev[0]}, position {self.prev[1]})", offset=off)
+            else:
+                return i, off, pos
+            self.i += 1
+        return None
+
+    def _misplaced(self, i: int, off: int, pos: int) -> None:
+        region = self._in_region(pos)
+        if pos >= self.log_size:
+            self.problem(i * 8, i * 8 + 8, "index-position",
+                         f"slot {i}: position {pos} is past the end of the log ({self.log_size} bytes)", offset=off)
+        elif region is not None:
+            self.problem(i * 8, i * 8 + 8, "index-position",
+                         f"slot {i}: position {pos} points into the corrupt log region [{region[0]}, {region[1]})",
+                         v.WARNING, offset=off)
+        else:
+            inside = ""
+            if self.prev_batch is not None and self.prev_batch[0] < pos < self.prev_batch[1]:
+                inside = f" (inside the batch at {self.prev_batch[0]})"
+            self.problem(i * 8, i * 8 + 8, "index-position",
+                         f"slot {i}: position {pos} is not the start of a batch{inside}", offset=off)
+
+    def on_entry(self, pos: int, size: int, first: int, last: int, max_ts: int) -> None:
+        if self.pending:
+            self.pending = [(o, s) for o, s in self.pending if o > last]
+        while True:
+            got = self._read()
+            if got is None:
+                break
+            i, off, ipos = got
+            if ipos > pos:
+                break
+            self.i += 1
+            self.prev = (off, ipos)
+            if ipos < pos:
+                self._misplaced(i, off, ipos)
+                continue
+            prev_last = self.prev_batch[2] if self.prev_batch is not None else None
+            if prev_last is not None and off <= prev_last:
+                self.problem(i * 8, i * 8 + 8, "index-offset",
+                             f"slot {i}: offset {off} lies before the batch at position {pos} (previous batch ends at "
+                             f"offset {prev_last}); lookups would skip it", offset=off)
+            elif off != last:
+                self.chunk_style += 1
+                if off > last and len(self.pending) < self.max_problems:
+                    self.pending.append((off, i))
+        self.prev_batch = (pos, pos + size, last)
+        self.regions.clear()
+
+    def finish(self, last_offset: int | None) -> None:
+        while True:
+            got = self._read()
+            if got is None:
+                break
+            i, off, ipos = got
+            self.i += 1
+            self.prev = (off, ipos)
+            self._misplaced(i, off, ipos)
+        for off, i in self.pending:
+            self.problem(i * 8, i * 8 + 8, "index-offset",
+                         f"slot {i}: offset {off} is beyond the log's last offset {last_offset}", offset=off)
+        if self.chunk_style:
+            self.problem(0, self.used * 8, "index-chunk-entries",
+                         f"{self.chunk_style} entries store the last offset of a later batch of the same append "
+                         "(broker <= 3.9 per-chunk or cleaner indexing): valid for lookups", v.INFO)
+
+
+class TimeIndexCheck(_IndexCheck):
+    entry_size = 12
+    label = "timeindex"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.run_max = -1  # largest batch maxTimestamp seen before the current batch
+        self.prev_last: int | None = None
+
+    def _read(self) -> tuple[int, int, int] | None:
+        while self.i < self.used:
+            i = self.i
+            ts, rel = _TIME.unpack_from(self.buf, i * 12)
+            off = self.base + rel
+            if rel < 0:
+                self.problem(i * 12, i * 12 + 12, "timeindex-order", f"slot {i}: negative relative offset {rel}",
+                             offset=off)
+            elif self.prev is not None and (ts <= self.prev[0] or off < self.prev[1]):
+                self.problem(i * 12, i * 12 + 12, "timeindex-order",
+                             f"slot {i}: entry (timestamp {ts}, offset {off}) does not follow its predecessor "
+                             f"(timestamp {self.prev[0]}, offset {self.prev[1]})", offset=off)
+            else:
+                return i, ts, off
+            self.i += 1
+        return None
+
+    def on_entry(self, pos: int, size: int, first: int, last: int, max_ts: int) -> None:
+        while True:
+            got = self._read()
+            if got is None:
+                break
+            i, ts, off = got
+            if off > last:
+                break
+            self.i += 1
+            self.prev = (ts, off)
+            where = (i * 12, i * 12 + 12)
+            if off >= first:
+                if ts != max_ts:
+                    self.problem(*where, "timeindex-mismatch",
+                                 f"slot {i}: timestamp {ts} differs from maxTimestamp {max_ts} of the batch at "
+                                 f"position {pos} holding offset {off}", v.WARNING, offset=off)
+                elif self.run_max >= ts:
+                    self.problem(*where, "timeindex-mismatch",
+                                 f"slot {i}: an earlier batch already reached timestamp {ts}; offset {off} is not "
+                                 "where it was first reached", v.WARNING, offset=off)
+            elif self.regions:
+                self.problem(*where, "timeindex-offset",
+                             f"slot {i}: offset {off} lies in a corrupt log region before position {pos}", v.WARNING,
+                             offset=off)
+            else:
+                self.problem(*where, "timeindex-offset",
+                             f"slot {i}: offset {off} is in no batch (gap between offset {self.prev_last} and {first})",
+                             v.WARNING, offset=off)
+        if max_ts > self.run_max:
+            self.run_max = max_ts
+        self.prev_last = last
+        self.regions.clear()
+
+    def finish(self, last_offset: int | None) -> None:
+        while True:
+            got = self._read()
+            if got is None:
+                break
+            i, ts, off = got
+            self.i += 1
+            self.prev = (ts, off)
+            self.problem(i * 12, i * 12 + 12, "timeindex-offset",
+                         f"slot {i}: offset {off} is beyond the log's last offset {last_offset}", offset=off)
