@@ -17,6 +17,7 @@ from kafkalog_cli import __version__
 # name -> (module, attribute, one-line help). Add a command by adding a row.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "dump": ("kafkalog_cli.cli.dump", "dump", "Dump segments, indexes and snapshots like kafka-dump-log.sh."),
+    "verify-crc": ("kafkalog_cli.cli.verify", "verify_crc", "Map corrupt byte ranges, lost and intact offsets after damage."),
     "rebuild-index": ("kafkalog_cli.cli.rebuild_index", "rebuild_index", "Rebuild .index/.timeindex files by the broker's recovery rule."),
     "seek-offset": ("kafkalog_cli.cli.seek", "seek_offset", "Find the batch (and record) holding an offset, via the indexes."),
     "seek-time": ("kafkalog_cli.cli.seek", "seek_time", "Find the first offset whose timestamp is >= a time (ListOffsets)."),
