@@ -1,0 +1,105 @@
+"""``kafkalog compact``: run one LogCleaner round offline (dry run by default)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from kafkalog_cli.cli.common import EXIT_CLEAN, fail, line_writers
+
+
+@click.command(
+    "compact",
+    epilog="""\b
+Examples:
+  kafkalog compact /var/lib/kafka/orders-0
+  kafkalog compact --now-ms 1700000000000 --format json orders-0 | jq .totals
+  kafkalog compact --execute --backup-dir /srv/kafkalog-backups orders-0
+
+\b
+Applies the broker's log-cleaner rules (latest value per key, tombstones kept
+until their delete horizon, aborted transactions removed, each producer's last
+batch kept) to every segment below the first uncleanable offset (the active
+segment is left alone unless --include-active). Offsets never change. Refuses
+when the .txnindex files miss an aborted transaction the log holds (compaction
+would then destroy committed data). Without --execute nothing is written.
+
+\b
+Exit codes: 0 done or nothing to do (dry run: plan printed), 2 usage error,
+unreadable input, corrupt batch, or refused repair (locked log dir, E1).""",
+)
+@click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
+@click.option("--execute", is_flag=True, help="Write the compacted segments (default: dry run).")
+@click.option("--delete-retention-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
+              help="The topic's delete.retention.ms: tombstones and markers live this long after their first clean.")
+@click.option("--min-compaction-lag-ms", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The topic's min.compaction.lag.ms: younger segments are not cleaned.")
+@click.option("--now-ms", type=int, default=None, help="Clock for delete horizons and lag (default: now).")
+@click.option("--include-active", is_flag=True, help="Also clean the active (last) segment; the broker never does.")
+@click.option("--segment-bytes", type=click.IntRange(min=1), default=1 << 30, show_default=True,
+              help="The topic's segment.bytes: cleaned segments are merged up to this size.")
+@click.option("--segment-index-bytes", type=click.IntRange(min=12), default=10 * 1024 * 1024, show_default=True,
+              help="The topic's segment.index.bytes (also limits merging).")
+@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
+              help="The topic's index.interval.bytes, for the new indexes.")
+@click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
+              help="Where replaced files go (default: <parent of log dir>/kafkalog-backups or $KAFKALOG_BACKUP_DIR).")
+@click.option("--no-backup", is_flag=True, help="Delete the replaced files once the change is committed.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_compaction_lag_ms: int,
+            now_ms: int | None, include_active: bool, segment_bytes: int, segment_index_bytes: int,
+            index_interval_bytes: int, backup_dir: str | None, no_backup: bool, fmt: str) -> None:
+    """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
+    from kafkalog_cli.errors import KafkalogError, RepairRefused
+    from kafkalog_cli.ops import compact as cp
+
+    out, err = line_writers()
+    opts = cp.CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
+                             now_ms=now_ms, include_active=include_active, segment_bytes=segment_bytes,
+                             segment_index_bytes=segment_index_bytes, index_interval_bytes=index_interval_bytes)
+    try:
+        plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
+                                          keep_backup=not no_backup)
+    except RepairRefused as exc:
+        fail(exc.describe(), "nothing was changed; stop the broker, or repair the .txnindex first "
+             "(e.g. let the broker recover the segment) and run again")
+    except KafkalogError as exc:
+        fail(exc.describe(), "nothing was changed; run 'kafkalog dump' on the file to see the damage")
+    except OSError as exc:
+        fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
+             "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
+    for line in recovered:
+        err(f"kafkalog: recovered an interrupted change: {line}")
+    actions = cp.plan_actions(plan)
+    if fmt == "json":
+        doc = plan.to_dict()
+        doc.update({"execute": execute, "written": written is not None, "backup_dir": written,
+                    "actions": [{"kind": a.kind, "path": a.path, "size": a.size, "detail": a.detail} for a in actions]})
+        out(json.dumps(doc, indent=1))
+    else:
+        out(f"Compaction of {plan.partition_dir}: log {plan.log_start_offset}..{plan.log_end_offset - 1}, "
+            f"cleaning offsets below {plan.first_uncleanable_offset} (now={plan.now_ms})")
+        for s in plan.stats:
+            out(f"  segment {s.base}: records {s.records_before} -> {s.records_after}, batches {s.batches_before} -> "
+                f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.aborted_records_removed} "
+                f"aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
+                f"{s.batches_rewritten} re-encoded, {s.batches_emptied} kept empty, {s.horizons_set} horizons set)")
+        t = plan.totals()
+        out(f"  total: records {t['records_before']} -> {t['records_after']}, bytes {t['bytes_before']} -> "
+            f"{t['bytes_after']}")
+        if not actions:
+            out("  (no file changes: the cleanable range is already compact)")
+        for a in actions:
+            size = "" if a.kind == "delete" or a.size == 0 else f" ({a.size} bytes)"
+            out(f"  {a.kind:<7} {os.path.basename(a.path)}{size}: {a.detail}")
+        for n in plan.notes:
+            out(f"  note: {n}")
+        if written:
+            out(f"Done. Old files kept in {written}" if not no_backup else "Done.")
+        elif not execute and actions:
+            out("Dry run: nothing was written; re-run with --execute to apply.")
+    sys.stdout.flush()
+    sys.exit(EXIT_CLEAN)

@@ -1,0 +1,233 @@
+"""``kafkalog compact``: survivors against a brute-force oracle, decoded independently with kafka-python; E1
+refusal; lock refusal; kill -9 during --execute leaves the old or the new state, never a mix."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+from kafka.record.default_records import DefaultRecordBatch
+from partition_gen import random_partition
+
+from kafkalog_cli.cli.compact import compact as compact_cmd
+
+NOW = 1_800_000_000_000
+RETENTION = 86_400_000
+
+
+def decode_dir(pdir: str) -> tuple[list[tuple[int, bytes | None, bytes | None]], list[DefaultRecordBatch], int]:
+    """(data records, batch headers, log end offset) of every .log, decoded by kafka-python; asserts every CRC."""
+    records, batches, leo = [], [], 0
+    for name in sorted(os.listdir(pdir)):
+        if not name.endswith(".log"):
+            continue
+        with open(os.path.join(pdir, name), "rb") as f:
+            data = f.read()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            batch = DefaultRecordBatch(data[pos : pos + 12 + length])
+            assert batch.validate_crc(), f"{name}@{pos}"
+            batches.append(batch)
+            leo = max(leo, batch.base_offset + batch.last_offset_delta + 1)
+            if not batch.is_control_batch:
+                for rec in batch:
+                    records.append((rec.offset, rec.key, rec.value))
+            pos += 12 + length
+    return records, batches, leo
+
+
+def oracle(pb, upper: int, tombstones_kept: bool) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Latest value per key below ``upper`` (aborted records and keyless records out), tombstones per the flag;
+    everything at or above ``upper`` untouched."""
+    data = [r for r in pb.records if not r.control]
+    latest: dict[bytes, int] = {}
+    for r in data:
+        if r.offset < upper and r.outcome != "abort" and r.key is not None:
+            latest[r.key] = r.offset
+    out = []
+    for r in data:
+        if r.offset >= upper:
+            out.append((r.offset, r.key, r.value))
+        elif r.outcome == "abort" or r.key is None or latest[r.key] != r.offset:
+            continue
+        elif r.value is None and not tombstones_kept:
+            continue
+        else:
+            out.append((r.offset, r.key, r.value))
+    return out
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(compact_cmd, list(args))
+    return res.exit_code, res.output
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 7])
+def test_compact_matches_oracle_and_tombstones_expire(tmp_path, seed):
+    pdir = str(tmp_path / "logs" / "topic-0")
+    pb = random_partition(pdir, seed)
+    active = pb.bases[-1]
+    _, before_batches, leo_before = decode_dir(pdir)
+    with open(os.path.join(pdir, f"{active:020d}.log"), "rb") as f:
+        active_bytes = f.read()
+
+    code, text = run_cli(pdir, "--now-ms", str(NOW))  # dry run changes nothing
+    assert code == 0, text
+    assert "Dry run" in text
+    code, text = run_cli(pdir, "--execute", "--now-ms", str(NOW), "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    recs, batches, leo = decode_dir(pdir)
+    assert sorted(recs) == sorted(oracle(pb, active, tombstones_kept=True))
+    assert leo == leo_before
+    with open(os.path.join(pdir, f"{active:020d}.log"), "rb") as f:
+        assert f.read() == active_bytes
+    # each producer's last batch survives (maybe empty), with its sequence fields
+    last_of: dict[int, tuple[int, int]] = {}
+    for b in before_batches:
+        if b.producer_id >= 0 and not b.is_control_batch:
+            last_of[b.producer_id] = (b.base_offset, b.base_sequence)
+    kept = {(b.producer_id, b.base_offset, b.base_sequence) for b in batches}
+    for pid, (base, seq) in last_of.items():
+        assert (pid, base, seq) in kept
+    # no new tombstone without a horizon
+    for b in batches:
+        if not b.is_control_batch and any(r.value is None for r in b):
+            assert b.attributes & 0x40
+    # a clean before the horizon keeps them; one after the horizon drops them
+    code, text = run_cli(pdir, "--execute", "--now-ms", str(NOW + RETENTION - 1), "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    assert sorted(decode_dir(pdir)[0]) == sorted(oracle(pb, active, tombstones_kept=True))
+    later = NOW + RETENTION + 1
+    code, text = run_cli(pdir, "--execute", "--now-ms", str(later), "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    recs, _, leo = decode_dir(pdir)
+    assert sorted(recs) == sorted(oracle(pb, active, tombstones_kept=False))
+    assert leo == leo_before
+
+
+def test_compact_verifies_with_rebuild_and_dump(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 11)
+    code, text = run_cli(pdir, "--execute", "--now-ms", str(NOW), "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    from kafkalog_cli.ops.rebuild_index import rebuild_segment
+    from kafkalog_cli.storage.segment import MappedFile
+
+    for name in os.listdir(pdir):
+        if name.endswith(".log"):
+            with MappedFile(os.path.join(pdir, name)) as mf:
+                rb = rebuild_segment(mf.buf, int(name[:20]))
+            assert rb.problem is None
+            with open(os.path.join(pdir, name[:-4] + ".index"), "rb") as f:
+                assert f.read() == rb.index
+
+
+def test_compact_include_active_keeps_log_end_offset(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    pb = random_partition(pdir, 5)
+    code, text = run_cli(pdir, "--execute", "--include-active", "--now-ms", str(NOW), "--no-backup",
+                         "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    recs, _, leo = decode_dir(pdir)
+    assert leo == pb.next_offset  # the batch ending the round stays (errata E5)
+    assert sorted(recs) == sorted(oracle(pb, pb.next_offset, tombstones_kept=True))
+
+
+def test_compact_refuses_missing_txnindex_entry(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    pb = random_partition(pdir, 3, drop_txn_entries=1)
+    assert pb.aborted, "the seed must produce an aborted transaction"
+    before = {n: open(os.path.join(pdir, n), "rb").read() for n in os.listdir(pdir)}
+    code, text = run_cli(pdir, "--execute", "--now-ms", str(NOW), "--backup-dir", str(tmp_path / "bk"))
+    assert code == 2
+    assert "do not record" in text and "Traceback" not in text
+    after = {n: open(os.path.join(pdir, n), "rb").read() for n in os.listdir(pdir)}
+    assert after == before
+
+
+def test_compact_refuses_corrupt_batch(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 4)
+    path = os.path.join(pdir, f"{0:020d}.log")
+    with open(path, "r+b") as f:
+        f.seek(70)
+        b = f.read(1)
+        f.seek(70)
+        f.write(bytes([b[0] ^ 0xFF]))
+    code, text = run_cli(pdir, "--now-ms", str(NOW))
+    assert code == 2 and "CRC" in text
+
+
+def _hashes(pdir: str) -> dict[str, str]:
+    return {n: hashlib.sha256(open(os.path.join(pdir, n), "rb").read()).hexdigest() for n in sorted(os.listdir(pdir))}
+
+
+def test_compact_refuses_locked_log_dir(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 2)
+    lock = tmp_path / "logs" / ".lock"
+    lock.touch()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX);"
+         " print('ok', flush=True); time.sleep(60)", str(lock)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        before = _hashes(pdir)
+        proc = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", "--execute", "--now-ms", str(NOW),
+                               "--backup-dir", str(tmp_path / "bk"), pdir], capture_output=True, text=True)
+        assert proc.returncode == 2, proc.stderr
+        assert "locked" in proc.stderr and "Traceback" not in proc.stderr
+        assert _hashes(pdir) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_compact_crash_leaves_old_or_new(tmp_path):
+    from kafkalog_cli.ops.safety import recover_interrupted
+
+    src = str(tmp_path / "src" / "logs" / "t-0")
+    random_partition(src, 9)
+    old = _hashes(src)
+    ref = str(tmp_path / "ref" / "logs" / "t-0")
+    shutil.copytree(src, ref)
+    code, text = run_cli(ref, "--execute", "--now-ms", str(NOW), "--backup-dir", str(tmp_path / "refbk"))
+    assert code == 0, text
+    new = _hashes(ref)
+    assert new != old
+    env = dict(os.environ, KAFKALOG_TEST_SLOW_COMMIT="0.02", KAFKALOG_BACKUP_DIR=str(tmp_path / "journals"))
+    seen = set()
+    for i, delay in enumerate([0.05, 0.15, 0.25, 0.35, 0.45, 0.6, 0.8, 1.0]):
+        work = str(tmp_path / f"w{i}" / "logs" / "t-0")
+        shutil.copytree(src, work)
+        bk = str(tmp_path / f"bk{i}")
+        proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "compact", "--execute", "--now-ms", str(NOW),
+                                 "--backup-dir", bk, work], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        os.environ["KAFKALOG_BACKUP_DIR"] = str(tmp_path / "journals")
+        try:
+            recover_interrupted(work)
+        finally:
+            del os.environ["KAFKALOG_BACKUP_DIR"]
+        state = _hashes(work)
+        assert state in (old, new), f"mixed state after kill at {delay}s"
+        seen.add("old" if state == old else "new")
+        if state == new:  # everything replaced is in the backup
+            backups = [os.path.join(r, f) for r, _, fs in os.walk(bk) for f in fs if not f.endswith(".json")]
+            names = {os.path.basename(p) for p in backups}
+            for n in set(old) - set(new) | {n for n in old if n in new and old[n] != new[n]}:
+                assert n in names, f"{n} missing from the backup"
+    assert seen  # at least one kill landed; usually both outcomes are seen
