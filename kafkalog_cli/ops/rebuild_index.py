@@ -399,10 +399,10 @@ def examine_segment(
                 )
                 if ic.status == "differs":
                     ic.lookup_valid = o_ok
-                    ic.lookup_note = o_note or "written per append chunk by a broker <= 4.0 or by the cleaner, spec §6.5, errata E10/E11"
+                    ic.lookup_note = o_note or "e.g. written per append chunk by a broker <= 4.0 or by the cleaner, spec §6.5, errata E10/E11"
                 if tc.status == "differs":
                     tc.lookup_valid = t_ok
-                    tc.lookup_note = t_note or "offsets of another append path, e.g. a <= 3.6 leader, errata E4"
+                    tc.lookup_note = t_note or "e.g. offsets of another append path, e.g. a <= 3.6 leader, errata E4"
         finally:
             for mf in (idx_mf, tim_mf):
                 if mf is not None:

@@ -1,0 +1,208 @@
+"""The safety framework: broker-lock refusal, safe paths, Transaction, and kill -9 at random moments of a commit."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from index_partition_gen import make_partition
+
+from kafkalog_cli.errors import RepairRefused
+from kafkalog_cli.ops import safety
+from kafkalog_cli.ops.rebuild_index import rebuild_segment
+
+
+def _hashes(d: str) -> dict[str, str]:
+    return {n: hashlib.sha256(open(os.path.join(d, n), "rb").read()).hexdigest() for n in sorted(os.listdir(d))}
+
+
+def _run(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "kafkalog_cli", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})}, **kw)
+
+
+HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+if sys.argv[2] == "fcntl":
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+else:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("kind", ["fcntl", "flock"])
+def test_locked_log_dir_is_refused(tmp_path, kind):
+    pdir = tmp_path / "logs" / "t-0"
+    paths = make_partition(str(pdir), 1, segments=1)
+    os.unlink(paths[0][:-4] + ".index")
+    lock = tmp_path / "logs" / ".lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), kind], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = _hashes(str(pdir))
+        with pytest.raises(RepairRefused) as ei:
+            safety.ensure_unlocked(str(pdir))
+        if kind == "fcntl":
+            assert f"pid {holder.pid}" in ei.value.describe()
+        r = _run("rebuild-index", "--execute", str(pdir), env={"KAFKALOG_BACKUP_DIR": str(tmp_path / "bk")})
+        assert r.returncode == 2
+        assert "locked by a running broker" in r.stderr and "Traceback" not in r.stderr
+        assert len([ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: error")]) == 1
+        assert _hashes(str(pdir)) == before and not (tmp_path / "bk").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    safety.ensure_unlocked(str(pdir))  # released with the process
+    assert lock.stat().st_size == 0  # the probe never truncates or writes
+
+
+def test_unlocked_lock_file_is_fine(tmp_path):
+    (tmp_path / "logs" / "t-0").mkdir(parents=True)
+    safety.ensure_unlocked(str(tmp_path / "logs" / "t-0"))  # no .lock at all
+    (tmp_path / "logs" / ".lock").write_bytes(b"")
+    safety.ensure_unlocked(str(tmp_path / "logs" / "t-0"))
+    assert not (tmp_path / "logs" / "t-0" / ".lock").exists()
+
+
+def test_safe_child(tmp_path):
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    assert safety.safe_child(str(pdir), "00000000000000000000.index") == str(pdir / "00000000000000000000.index")
+    for bad in ("", ".", "..", "../x", "a/b", "x\0"):
+        with pytest.raises(RepairRefused):
+            safety.safe_child(str(pdir), bad)
+    (tmp_path / "outside").write_bytes(b"x")
+    os.symlink(tmp_path / "outside", pdir / "evil.index")
+    with pytest.raises(RepairRefused):
+        safety.safe_child(str(pdir), "evil.index")
+
+
+def test_backup_dir_outside_log_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv(safety.BACKUP_ENV, raising=False)
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    b = safety.default_backup_dir(str(pdir))
+    assert b.startswith(str(tmp_path / "kafkalog-backups" / "t-0-"))
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "elsewhere"))
+    assert safety.default_backup_dir(str(pdir)).startswith(str(tmp_path / "elsewhere" / "t-0-"))
+    with pytest.raises(RepairRefused):
+        safety.Transaction(str(pdir), str(tmp_path / "logs" / "bk"))
+
+
+def test_transaction_commit_abort_and_modes(tmp_path, monkeypatch):
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(b"L")
+    (pdir / "00000000000000000000.index").write_bytes(b"old")
+    os.chmod(pdir / "00000000000000000000.index", 0o640)
+    (pdir / "00000000000000000007.snapshot").write_bytes(b"S")
+    with safety.Transaction(str(pdir), None) as t:
+        t.stage("00000000000000000000.index", b"new")
+        t.stage("00000000000000000000.timeindex", lambda f: f.write(b"tt"))
+        assert (pdir / "00000000000000000000.index.cleaned").exists()
+    assert not (pdir / "00000000000000000000.index.cleaned").exists()  # left without commit: aborted
+    assert (pdir / "00000000000000000000.index").read_bytes() == b"old"
+    with safety.Transaction(str(pdir), None) as t:
+        t.stage("00000000000000000000.index", b"new")
+        t.delete("00000000000000000007.snapshot")
+        t.commit()
+    assert sorted(os.listdir(pdir)) == ["00000000000000000000.index", "00000000000000000000.log"]
+    assert (pdir / "00000000000000000000.index").read_bytes() == b"new"
+    assert oct(os.stat(pdir / "00000000000000000000.index").st_mode & 0o777) == "0o640"
+    assert _hashes(t.backup_dir)["00000000000000000007.snapshot"] == hashlib.sha256(b"S").hexdigest()
+    assert (open(os.path.join(t.backup_dir, "00000000000000000000.index"), "rb").read()) == b"old"
+    assert safety.recover_interrupted(str(pdir)) == []
+
+
+def test_recover_without_journal_follows_kafka_rules(tmp_path, monkeypatch):
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.index").write_bytes(b"old")
+    (pdir / "00000000000000000000.index.swap").write_bytes(b"new")
+    (pdir / "00000000000000000000.timeindex.cleaned").write_bytes(b"half")
+    done = safety.recover_interrupted(str(pdir))
+    assert len(done) == 2 and sorted(os.listdir(pdir)) == ["00000000000000000000.index"]
+    (pdir / "00000000000000000000.index.swap").write_bytes(b"new")
+    safety.recover_interrupted(str(pdir))
+    assert (pdir / "00000000000000000000.index").read_bytes() == b"new"
+    (pdir / "00000000000000000000.log.swap").write_bytes(b"x")
+    with pytest.raises(RepairRefused):
+        safety.recover_interrupted(str(pdir))
+
+
+def _stale_partition(root: str) -> str:
+    """Three segments whose six index files all differ from the rebuilt ones (built with another interval)."""
+    pdir = os.path.join(root, "logs", "t-0")
+    for seed in range(200):
+        shutil.rmtree(os.path.join(root, "logs"), ignore_errors=True)
+        paths = make_partition(pdir, seed, segments=3, max_batches=40, interval=4096, gaps=False)
+        ok = True
+        for p in paths:
+            base = int(os.path.basename(p)[:20])
+            rb = rebuild_segment(open(p, "rb").read(), base, 300)
+            ok &= rb.index != open(p[:-4] + ".index", "rb").read()
+            ok &= rb.timeindex != open(p[:-4] + ".timeindex", "rb").read()
+        if ok:
+            return pdir
+    raise AssertionError("no suitable seed")
+
+
+def test_kill_9_at_random_moments_leaves_old_or_new(tmp_path, monkeypatch):
+    """Run the real command, kill -9 it at random moments of a slowed-down commit, recover, and check that the
+    partition directory holds exactly the old or exactly the new files, and that the backup holds every old file
+    whenever the new state was reached."""
+    pristine = _stale_partition(str(tmp_path / "pristine"))
+    old = _hashes(pristine)
+    args = ["rebuild-index", "--index-interval-bytes", "300", "--execute"]
+    # the new state, from an uninterrupted run on a copy
+    ref = str(tmp_path / "ref")
+    shutil.copytree(os.path.dirname(pristine), os.path.join(ref, "logs"))
+    t0 = time.monotonic()
+    slow = {"KAFKALOG_TEST_SLOW_COMMIT": "0.03", "KAFKALOG_BACKUP_DIR": str(tmp_path / "refbk")}
+    r = _run(*args, os.path.join(ref, "logs", "t-0"), env=slow)
+    duration = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    new = _hashes(os.path.join(ref, "logs", "t-0"))
+    assert new.keys() == old.keys() and all(new[n] != old[n] for n in new if not n.endswith(".log"))
+    rng = random.Random(1234)
+    outcomes = {"old": 0, "new": 0}
+    for i in range(14):
+        work = str(tmp_path / f"run{i}")
+        shutil.copytree(os.path.dirname(pristine), os.path.join(work, "logs"))
+        pdir = os.path.join(work, "logs", "t-0")
+        bk = os.path.join(work, "bk")
+        env = {**os.environ, "KAFKALOG_TEST_SLOW_COMMIT": "0.03", "KAFKALOG_BACKUP_DIR": bk}
+        proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", *args, pdir], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.1, duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        monkeypatch.setenv(safety.BACKUP_ENV, bk)
+        safety.recover_interrupted(pdir)
+        now = _hashes(pdir)
+        assert now in (old, new), f"run {i}: mixed state {now}"
+        state = "old" if now == old else "new"
+        outcomes[state] += 1
+        if state == "new":
+            (bdir,) = [os.path.join(bk, d) for d in os.listdir(bk) if not d.startswith(".")]
+            backed = _hashes(bdir)
+            for name, h in old.items():
+                if old[name] != new[name]:
+                    assert backed.get(name) == h, f"run {i}: {name} missing from the backup"
+        # and the command itself recovers/finishes cleanly afterwards
+        r = _run(*args, pdir, env={"KAFKALOG_BACKUP_DIR": bk})
+        assert r.returncode == 0, r.stderr
+        assert _hashes(pdir) == new
+    assert outcomes["old"] and outcomes["new"], outcomes
