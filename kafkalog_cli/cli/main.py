@@ -9,10 +9,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from kafkalog_cli import __version__
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 # name -> (module, attribute, one-line help). Add a command by adding a row.
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -21,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rebuild-index": ("kafkalog_cli.cli.rebuild_index", "rebuild_index", "Rebuild .index/.timeindex files by the broker's recovery rule."),
     "seek-offset": ("kafkalog_cli.cli.seek", "seek_offset", "Find the batch (and record) holding an offset, via the indexes."),
     "seek-time": ("kafkalog_cli.cli.seek", "seek_time", "Find the first offset whose timestamp is >= a time (ListOffsets)."),
+    "completion": ("kafkalog_cli.cli.completion", "completion", "Print the bash, zsh or fish completion script."),
 }
 
 
@@ -34,6 +39,14 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(row[0])
         return getattr(module, row[1])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Complete command names from the COMMANDS table, so a TAB press imports no command module (and one
+        command whose module fails to import cannot break completion of the others)."""
+        from click.shell_completion import CompletionItem
+
+        items = [CompletionItem(name, help=COMMANDS[name][2]) for name in sorted(COMMANDS) if name.startswith(incomplete)]
+        return items + click.Command.shell_complete(self, ctx, incomplete)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
@@ -62,6 +75,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def main() -> None:
     debug = "--debug" in sys.argv[1:] or bool(os.environ.get("KAFKALOG_DEBUG"))
+    if os.environ.get("_KAFKALOG_COMPLETE"):  # a shell's TAB request: answer in the format our scripts parse
+        from kafkalog_cli.cli.completion import register_completion_classes
+
+        register_completion_classes()
     try:
         cli.main(prog_name="kafkalog", standalone_mode=True)
     except SystemExit:
