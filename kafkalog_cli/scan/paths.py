@@ -1,0 +1,93 @@
+"""Which segment files a scan reads, and where each one sits (log dir, topic, partition), spec §7.6.
+
+Why here and not in the engines: the driver lists files once and hands plain path strings to either engine, so the
+local process pool and the Spark executors see exactly the same work list and label rows the same way.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+
+SEGMENT_RE = re.compile(r"^\d{20}\.log$")
+# <topic>-<partition>[.<32 hex>-(delete|future|stray)]
+_SUFFIXED = re.compile(r"^(?P<tp>.+)\.[0-9a-fA-F]{32}-(?:delete|future|stray)$")
+
+
+@dataclass(frozen=True)
+class Location:
+    log_dir: str
+    topic: str
+    partition: int | None
+    partition_dir: str
+    segment: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "log_dir": self.log_dir,
+            "topic": self.topic,
+            "partition": self.partition,
+            "partition_dir": self.partition_dir,
+            "segment": self.segment,
+        }
+
+
+def parse_partition_dir(name: str) -> tuple[str, int | None]:
+    """(topic, partition) of a partition directory name; the partition is None when the name has no ``-<n>``."""
+    m = _SUFFIXED.match(name)
+    tp = m.group("tp") if m else name
+    topic, dash, num = tp.rpartition("-")
+    if dash and num.isdigit() and topic:
+        return topic, int(num)
+    return name, None
+
+
+def locate(path: str) -> Location:
+    """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike."""
+    path = os.path.abspath(path)
+    part_dir = os.path.dirname(path)
+    topic, partition = parse_partition_dir(os.path.basename(part_dir))
+    return Location(os.path.dirname(part_dir), topic, partition, os.path.basename(part_dir), os.path.basename(path))
+
+
+def segment_sort_key(path: str) -> tuple[str, int, str]:
+    name = os.path.basename(path)
+    base = int(name[:20]) if SEGMENT_RE.match(name) else -1
+    return os.path.dirname(os.path.abspath(path)), base, name
+
+
+def _segments_in(directory: str) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        out.extend(os.path.join(root, f) for f in files if SEGMENT_RE.match(f))
+    return out
+
+
+def expand(args: list[str]) -> tuple[list[str], list[str]]:
+    """Expand PATH arguments (log dirs, partition dirs, segment files or globs, quoted or not) into absolute
+    segment paths in (directory, base offset) order, and the arguments that matched nothing.
+
+    Every directory below an argument that holds ``<20 digits>.log`` files counts as a partition directory, so a
+    fleet mount (``/mnt/brokers/*/kafka-logs``) works as well as one log dir. Transient files (``.log.deleted``,
+    ``.cleaned``, ``.swap``) are not segments and are skipped.
+    """
+    found: set[str] = set()
+    missing: list[str] = []
+    for arg in args:
+        matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else ([arg] if os.path.exists(arg) else [])
+        hits = 0
+        for m in matches:
+            if os.path.isdir(m):
+                segs = _segments_in(m)
+            elif os.path.isfile(m):
+                segs = [m]
+            else:
+                segs = []
+            hits += len(segs)
+            found.update(os.path.abspath(s) for s in segs)
+        if hits == 0:
+            missing.append(arg)
+    return sorted(found, key=segment_sort_key), missing

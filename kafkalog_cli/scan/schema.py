@@ -1,0 +1,85 @@
+"""The three Parquet datasets ``kafkalog scan`` writes, defined once.
+
+Why one module: the local engine writes these schemas with pyarrow, the Spark engine derives its ``StructType``
+from them (``spark_engine.spark_schema``), and the row extractors fill dicts keyed by these names, so the two engines
+cannot drift apart. Timestamps stay int64 milliseconds (Kafka's own unit; -1 = none) rather than Parquet
+timestamps, so no engine applies a time-zone conversion. docs/scan.md documents every column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+# Columns that say where a row comes from; first in every dataset.
+LOCATION_FIELDS = [
+    pa.field("log_dir", pa.string(), nullable=False),  # absolute path of the log directory (parent of partition_dir)
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32()),  # null when the directory name is not <topic>-<n>
+    pa.field("partition_dir", pa.string(), nullable=False),  # directory name, e.g. orders-0 or orders-0.<uuid>-future
+    pa.field("segment", pa.string(), nullable=False),  # segment file name, e.g. 00000000000000000000.log
+]
+
+BATCHES = pa.schema(
+    LOCATION_FIELDS
+    + [
+        pa.field("position", pa.int64(), nullable=False),
+        pa.field("size", pa.int64(), nullable=False),
+        pa.field("base_offset", pa.int64(), nullable=False),
+        pa.field("last_offset", pa.int64(), nullable=False),
+        pa.field("count", pa.int32(), nullable=False),  # v2 recordsCount; 1 for a v0/v1 entry
+        pa.field("magic", pa.int8(), nullable=False),
+        pa.field("codec", pa.string(), nullable=False),  # none, gzip, snappy, lz4, zstd, or unknown-<id>
+        pa.field("timestamp_type", pa.string(), nullable=False),  # CreateTime, LogAppendTime, NoTimestampType
+        pa.field("first_timestamp", pa.int64(), nullable=False),  # v2 baseTimestamp; v0/v1 the message timestamp
+        pa.field("max_timestamp", pa.int64(), nullable=False),
+        pa.field("producer_id", pa.int64(), nullable=False),
+        pa.field("producer_epoch", pa.int16(), nullable=False),
+        pa.field("base_sequence", pa.int32(), nullable=False),
+        pa.field("last_sequence", pa.int32(), nullable=False),
+        pa.field("partition_leader_epoch", pa.int32(), nullable=False),
+        pa.field("transactional", pa.bool_(), nullable=False),
+        pa.field("control", pa.bool_(), nullable=False),
+        pa.field("crc_ok", pa.bool_(), nullable=False),
+    ]
+)
+
+PROBLEMS = pa.schema(
+    LOCATION_FIELDS
+    + [
+        pa.field("file", pa.string(), nullable=False),  # the file concerned: the segment, or its .index/.timeindex
+        pa.field("position", pa.int64(), nullable=False),
+        pa.field("end", pa.int64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("severity", pa.string(), nullable=False),  # error or warning
+        pa.field("message", pa.string(), nullable=False),
+        pa.field("offset", pa.int64()),  # base offset of the batch concerned, when known
+    ]
+)
+
+RECORDS = pa.schema(
+    LOCATION_FIELDS
+    + [
+        pa.field("batch_position", pa.int64(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("key_size", pa.int32(), nullable=False),  # -1 for a null key
+        pa.field("value_size", pa.int32(), nullable=False),  # -1 for a null value (tombstone)
+        pa.field("key", pa.binary()),
+        pa.field("header_keys", pa.list_(pa.string()), nullable=False),
+    ]
+)
+
+DATASETS: dict[str, pa.Schema] = {"batches": BATCHES, "problems": PROBLEMS, "records": RECORDS}
+
+
+def to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows (dicts keyed by column name) -> a table of dataset ``name``'s schema."""
+    return pa.Table.from_pylist(rows, schema=DATASETS[name])
+
+
+def as_tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple]:
+    """Rows as tuples in schema order (what Spark's ``createDataFrame`` takes with an explicit schema)."""
+    names = DATASETS[name].names
+    return [tuple(r[n] for n in names) for r in rows]
