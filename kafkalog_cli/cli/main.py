@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "seek-offset": ("kafkalog_cli.cli.seek", "seek_offset", "Find the batch (and record) holding an offset, via the indexes."),
     "seek-time": ("kafkalog_cli.cli.seek", "seek_time", "Find the first offset whose timestamp is >= a time (ListOffsets)."),
     "completion": ("kafkalog_cli.cli.completion", "completion", "Print the bash, zsh or fish completion script."),
+    "scan": ("kafkalog_cli.cli.scan", "scan", "Scan log dirs into Parquet datasets (batches, problems, records) and report."),
 }
 
 
