@@ -75,6 +75,8 @@ class Batch:
         "producer_epoch",
         "base_sequence",
         "records_count",
+        "size",
+        "last_offset",
     )
 
     def __init__(self, buf: bytes | memoryview, position: int) -> None:
@@ -95,17 +97,12 @@ class Batch:
         ) = HEADER.unpack_from(buf, position)
         self.attributes = attributes & 0xFF  # Kafka reads only the low byte
         self.position = position
+        # derived once: these are read several times per batch on every hot path
+        self.size = self.batch_length + LOG_OVERHEAD
+        self.last_offset = self.base_offset + self.last_offset_delta
 
     # ----------------------------------------------------------------------------------------- derived fields
     is_legacy = False
-
-    @property
-    def size(self) -> int:
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:

@@ -47,6 +47,7 @@ class DumpOptions:
     decompress_limit: int = DEFAULT_LIMIT
     gap_tracker: str = "scala"  # or "java" (Kafka 4.3's Java port, which also checks the first record)
     parser: Any = None  # a RecordParser, used when print_data_log
+    fast: Any = None  # optional compiled formatter of whole v2 batches (render/accel.py), set by the text renderer
 
     @property
     def deep(self) -> bool:
@@ -92,6 +93,15 @@ class RecordEvent:
     control: ControlInfo | None = None
     key_text: str | None = None
     payload_text: str | None = None
+
+
+@dataclass
+class FormattedBatch:
+    """A batch line and (deep) its record lines, already formatted by the compiled accelerator (render/accel.py)."""
+
+    entry: Entry
+    valid: bool
+    text: str
 
 
 @dataclass
@@ -382,6 +392,7 @@ class Dumper:
             abs_path = java_abs(arg)
             last = -1
             java_gaps = opts.gap_tracker == "java"
+            fast = opts.fast
             gaps: list[tuple[int, int]] = []
             for pos, size, magic in walk(buf, 0, end, file=arg):
                 entry = read_entry(buf, pos, magic, file=arg)
@@ -398,6 +409,17 @@ class Dumper:
                 self.summary.batches += 1
                 if not valid:
                     self.summary.invalid_batches += 1
+                if fast is not None and not entry.is_legacy:
+                    res = fast(entry, buf, valid, deep, last, java_gaps, opts.decompress_limit)
+                    if res is not None:
+                        text, last, new_gaps = res
+                        if new_gaps:
+                            gaps.extend(new_gaps)
+                        if deep:
+                            self.summary.records += entry.records_count
+                        yield FormattedBatch(entry, valid, text)
+                        valid_bytes += size
+                        continue
                 yield BatchEvent(entry, valid, computed, arg)
                 if deep:
                     for rec in entry.iter_records(buf, opts.decompress_limit):
@@ -537,7 +559,7 @@ class Dumper:
                     if off == base and i > 0:
                         return
                     _o, pos, _s = oidx.lookup(off)
-                    if pos > len(log.buf):
+                    if pos < 0 or pos > len(log.buf):
                         raise CorruptIndexError(
                             f"Slice from position {pos} exceeds end position of the log",
                             file=log_path,

@@ -181,6 +181,32 @@ class DlsRenderer:
             line += text
         self.out(line)
 
+    def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
+        self.out(ev.text[:-1])
+
+    def fast_formatter(self):  # noqa: ANN201
+        """The compiled batch formatter where it reproduces this renderer's lines exactly, else None."""
+        from kafkalog_cli.render import accel
+        from kafkalog_cli.render.parsers import DecoderParser, string_decoder
+
+        o, p = self.o, self.p
+        if p.batch_shape != "modern":
+            return None
+        records = p.record_style == "compact" and not o.skip_record_metadata
+        if o.print_data_log:
+            parser = o.parser
+            records = records and (
+                isinstance(parser, DecoderParser)
+                and parser.key_decoder is string_decoder
+                and parser.value_decoder is string_decoder
+                and bool(parser.tombstone_key)
+            )
+        if o.deep and not records:
+            return None
+        return accel.make_formatter(
+            records=records, print_data=o.print_data_log, codec_upper=bool(p.codec_upper), print_horizon=bool(p.delete_horizon)
+        )
+
     def _key_payload(self, ev: d.RecordEvent, prefix: str) -> tuple[str, str]:
         if not self.o.print_data_log:
             return "", prefix

@@ -62,12 +62,18 @@ class MappedFile:
             os.close(fd)
 
     def close(self) -> None:
-        if isinstance(self.buf, memoryview):
-            self.buf.release()
+        """Unmap now when nothing else holds a slice of the map; otherwise (e.g. a slice kept alive by an exception's
+        traceback) leave the unmapping to the garbage collector instead of failing."""
+        buf, mm = self.buf, self._mm
         self.buf = b""
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        self._mm = None
+        try:
+            if isinstance(buf, memoryview):
+                buf.release()
+            if mm is not None:
+                mm.close()
+        except BufferError:
+            pass
 
     def __enter__(self) -> MappedFile:
         return self

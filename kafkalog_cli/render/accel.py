@@ -1,0 +1,62 @@
+"""The optional compiled fast path of ``dump`` for v2 batches (``kafkalog_cli/_accel.c``).
+
+``make_formatter`` returns a callable that formats one v2 batch's DumpLogSegments batch line (2.2+ form) and, for a
+deep dump, its record lines (compact 3.0+ form) in one C call, or None where the accelerator does not apply (not
+built, or disabled with ``KAFKALOG_NO_ACCEL=1``). The renderer decides whether its version and options match what
+the C code prints (``DlsRenderer.fast_formatter``). The callable returns None for any batch it cannot format exactly
+(control batches in a deep dump, malformed records, keys that are not strictly valid UTF-8, ...); the caller then
+takes the pure-Python reference path, which also produces the exact error text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES, Batch
+from kafkalog_cli.format.codecs import CODEC_NAMES
+
+try:  # pragma: no cover - depends on the build
+    from kafkalog_cli import _accel
+except ImportError:  # pragma: no cover
+    _accel = None
+
+FastFormatter = Callable[..., "tuple[str, int, list[tuple[int, int]]] | None"]
+
+_LABELS = {k: v.encode() for k, v in TIMESTAMP_TYPE_NAMES.items()}
+
+
+def available() -> bool:
+    return _accel is not None and not os.environ.get("KAFKALOG_NO_ACCEL")
+
+
+def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_horizon: bool) -> FastFormatter | None:
+    """A batch formatter; ``records`` says whether it may format record lines (the compact 3.0+ form)."""
+    if not available():
+        return None
+    dump_batch = _accel.dump_batch
+    codec_names = {k: (v.upper() if codec_upper else v).encode() for k, v in CODEC_NAMES.items()}
+
+    def format_batch(batch: Batch, buf, valid: bool, deep: bool, last: int, java_gaps: bool, limit: int):  # noqa: ANN001
+        if deep:
+            if not records or batch.is_control or batch.records_count < 0 or batch.size < 61:
+                return None
+            try:
+                data, start = batch.payload(buf, limit)
+            except KafkalogError:
+                return None
+            end = batch.position + batch.size if data is buf else len(data)
+        else:
+            data, start, end = b"", 0, 0
+        hdr = (
+            batch.position, batch.size, batch.base_offset, batch.last_offset_delta, batch.records_count,
+            batch.base_sequence, batch.producer_id, batch.producer_epoch, batch.partition_leader_epoch,
+            batch.attributes, batch.base_timestamp, batch.max_timestamp, batch.magic, batch.crc, valid,
+        )
+        return dump_batch(
+            data, start, end, hdr, _LABELS[batch.timestamp_type], codec_names[batch.codec], print_horizon, deep,
+            print_data, last, java_gaps,
+        )
+
+    return format_batch
