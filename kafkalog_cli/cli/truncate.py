@@ -1,0 +1,88 @@
+"""``kafkalog truncate-to-epoch``: cut a partition back to the end of a leader epoch (dry run by default)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kafkalog_cli.cli.common import EXIT_CLEAN, fail, line_writers
+
+
+@click.command(
+    "truncate-to-epoch",
+    epilog="""\b
+Examples:
+  kafkalog truncate-to-epoch /var/lib/kafka/orders-0 7
+  kafkalog truncate-to-epoch --to-offset 123456 orders-0
+  kafkalog truncate-to-epoch --execute --backup-dir /srv/kafkalog-backups orders-0 7
+
+\b
+The end offset of EPOCH is what the leader-epoch cache answers (endOffsetFor:
+the latest epoch ends at the log end offset; an unknown epoch ends where the
+next higher epoch starts). Truncation is batch aligned: the whole batch holding
+the target goes. The plan lists every offset that would be lost, per segment.
+Without --execute nothing is written; removed files go to the backup directory.
+
+\b
+Exit codes: 0 done or nothing to do (dry run: plan printed), 2 usage error,
+unreadable input, unknown epoch, or refused repair (locked log dir).""",
+)
+@click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
+@click.argument("epoch", type=int, required=False, metavar="EPOCH")
+@click.option("--to-offset", type=click.IntRange(min=0), default=None,
+              help="Truncate to this offset directly instead of an epoch's end.")
+@click.option("--execute", is_flag=True, help="Truncate (default: dry run).")
+@click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
+              help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
+@click.option("--no-backup", is_flag=True, help="Delete removed files once the change is committed.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | None, execute: bool,
+                      backup_dir: str | None, no_backup: bool, fmt: str) -> None:
+    """Truncate a partition to the end offset of leader epoch EPOCH, as a follower would."""
+    from kafkalog_cli.errors import KafkalogError, RepairRefused
+    from kafkalog_cli.ops import truncate as tr
+
+    out, err = line_writers()
+    if (epoch is None) == (to_offset is None):
+        fail("give exactly one of EPOCH or --to-offset", "e.g. kafkalog truncate-to-epoch orders-0 7")
+    try:
+        plan, recovered, written = tr.run(partition_dir, epoch, to_offset, execute=execute, backup_dir=backup_dir,
+                                          keep_backup=not no_backup)
+    except RepairRefused as exc:
+        fail(exc.describe(), "nothing was changed; stop the broker or pick another epoch / --to-offset")
+    except KafkalogError as exc:
+        fail(exc.describe(), "nothing was changed; run 'kafkalog dump' on the file to see the damage")
+    except OSError as exc:
+        fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
+             "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
+    for line in recovered:
+        err(f"kafkalog: recovered an interrupted change: {line}")
+    if fmt == "json":
+        doc = plan.to_dict()
+        doc.update({"execute": execute, "written": written is not None, "backup_dir": written})
+        out(json.dumps(doc, indent=1))
+    else:
+        what = f"epoch {epoch}" if epoch is not None else "--to-offset"
+        out(f"Truncation of {plan.partition_dir} ({what}): target offset {plan.target_offset}, log end offset "
+            f"{plan.old_log_end_offset} -> {plan.new_log_end_offset}")
+        for r in plan.lost:
+            how = "segment removed" if r.whole_segment else "segment cut"
+            out(f"  lose offsets {r.first_offset}..{r.last_offset} in {r.segment}: {r.records} records, {r.batches} "
+                f"batches, {r.bytes} bytes ({how})")
+        if plan.checkpoint_after != plan.checkpoint_before:
+            out("  leader-epoch-checkpoint: " + " ".join(f"{e}@{s}" for e, s in plan.checkpoint_before) + " -> "
+                + (" ".join(f"{e}@{s}" for e, s in plan.checkpoint_after) or "(empty)"))
+        for name in plan.snapshot_deletes:
+            out(f"  delete  {name}: producer snapshot above the new log end offset")
+        for n in plan.notes:
+            out(f"  note: {n}")
+        if not plan.has_changes:
+            out("  (no file changes)")
+        elif written:
+            out(f"Done. Removed and replaced files kept in {written}" if not no_backup else "Done.")
+        elif not execute:
+            out("Dry run: nothing was written; re-run with --execute to apply.")
+    sys.stdout.flush()
+    sys.exit(EXIT_CLEAN)

@@ -1,0 +1,346 @@
+"""``truncate-to-epoch``: cut a partition back to the end of a leader epoch, as a follower's ``truncateTo`` does
+(spec §10.1, §10.2, errata E7, E9), offline.
+
+Why it is built this way:
+
+* The target comes from the leader-epoch cache's own ``endOffsetFor`` (same branches as the broker), so the cut is
+  the one a follower would make; ``--to-offset`` skips the lookup.
+* Truncation is batch aligned: the whole batch holding the target goes, so the plan names the new log end offset
+  and every offset lost, per segment, before anything is written.
+* Files are changed through ``safety.Transaction`` (later segments removed into the backup, the cut segment and
+  its indexes rewritten, ``leader-epoch-checkpoint`` rewritten), so a crash leaves the old or the new state.
+* Producer snapshots above the new end are deleted as the broker does. If that would leave no snapshot while the
+  log directory carries ``.kafka_cleanshutdown``, the broker would skip rebuilding producer state (spec §7.2
+  danger), so the marker is removed (kept in the backup) before the commit: the broker then recovers as after an
+  unclean shutdown and replays producer state from the log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+
+from kafkalog_cli.errors import RepairRefused, UnreadableFileError
+from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.storage.companions import (
+    SEGMENT_NAME,
+    encode_leader_epoch_checkpoint,
+    encode_txn_index,
+    parse_leader_epoch_checkpoint,
+)
+from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, encode_offset_index, encode_time_index
+from kafkalog_cli.storage.segment import MappedFile, entries
+
+CHECKPOINT = "leader-epoch-checkpoint"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+
+
+def end_offset_for(cache: list[tuple[int, int]], requested: int, log_end_offset: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor (spec §10.1): (epoch, end offset), (-1, -1) when undefined."""
+    if requested < 0 or not cache:
+        return -1, -1
+    if requested == cache[-1][0]:
+        return requested, log_end_offset
+    higher = next(((e, s) for e, s in cache if e > requested), None)
+    if higher is None:
+        return -1, -1
+    floor = [(e, s) for e, s in cache if e <= requested]
+    if not floor:
+        return requested, higher[1]
+    return floor[-1][0], higher[1]
+
+
+def truncate_from_end(cache: list[tuple[int, int]], end_offset: int) -> list[tuple[int, int]]:
+    """LeaderEpochFileCache.truncateFromEnd: drop entries starting at or after ``end_offset``."""
+    if end_offset >= 0 and cache and cache[-1][1] >= end_offset:
+        return [(e, s) for e, s in cache if s < end_offset]
+    return list(cache)
+
+
+@dataclass
+class LostRange:
+    segment: str
+    first_offset: int
+    last_offset: int
+    records: int
+    batches: int
+    bytes: int
+    whole_segment: bool
+
+
+@dataclass
+class TruncatePlan:
+    partition_dir: str
+    requested_epoch: int | None
+    target_offset: int
+    old_log_end_offset: int
+    new_log_end_offset: int
+    cut_segment: int | None = None
+    cut_position: int = 0
+    lost: list[LostRange] = field(default_factory=list)
+    deleted_segments: list[int] = field(default_factory=list)
+    checkpoint_before: list[tuple[int, int]] = field(default_factory=list)
+    checkpoint_after: list[tuple[int, int]] = field(default_factory=list)
+    snapshot_deletes: list[str] = field(default_factory=list)
+    remove_clean_shutdown: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.lost) or self.checkpoint_after != self.checkpoint_before or bool(self.snapshot_deletes)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["has_changes"] = self.has_changes
+        return d
+
+
+def _read_cache(pdir: str) -> list[tuple[int, int]] | None:
+    path = os.path.join(pdir, CHECKPOINT)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return parse_leader_epoch_checkpoint(f.read(), path)
+
+
+def _headers(path: str) -> list:
+    """Shallow entries of a segment without CRC checks: truncation removes them, it never interprets them."""
+    with MappedFile(path) as mf:
+        out = []
+        for e in entries(mf.buf, file=path):
+            count = e.records_count if isinstance(e, Batch) else len(list(e.iter_records(mf.buf)))
+            out.append((e.position, e.size, e.base_offset, e.last_offset, count, getattr(e, "producer_id", -1)))
+        return out
+
+
+def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None) -> TruncatePlan:
+    pdir = os.path.abspath(partition_dir)
+    if not os.path.isdir(pdir):
+        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory")
+    left = ps.leftovers(pdir)
+    if left:
+        raise RepairRefused("an unfinished clean, split or delete is in the partition directory",
+                            file=pdir, expected="no .cleaned/.swap/.deleted files", found=", ".join(left[:5]))
+    segments = ps.list_segments(pdir)
+    if not segments:
+        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+    heads = {s.base: _headers(s.path("log")) for s in segments}
+    leo = segments[-1].base
+    for s in reversed(segments):
+        if heads[s.base]:
+            leo = max(leo, heads[s.base][-1][3] + 1)
+            break
+    cache = _read_cache(pdir)
+    if to_offset is not None:
+        target = to_offset
+    else:
+        if cache is None:
+            raise RepairRefused("no leader-epoch-checkpoint in the partition directory", file=pdir,
+                                expected=CHECKPOINT, found="missing")
+        _e, target = end_offset_for(cache, epoch if epoch is not None else -1, leo)
+        if target < 0:
+            latest = cache[-1][0] if cache else "none"
+            raise RepairRefused(
+                f"the leader-epoch cache has no end offset for epoch {epoch} (latest epoch {latest}): it is above every "
+                "cached epoch, negative, or the cache is empty",
+                file=os.path.join(pdir, CHECKPOINT), expected="a cached epoch", found=str(epoch),
+            )
+    plan = TruncatePlan(pdir, epoch, target, leo, leo, checkpoint_before=list(cache or []),
+                        checkpoint_after=list(cache or []))
+    if target >= leo:
+        plan.notes.append(f"offset {target} is at or past the log end offset {leo}: no record is removed")
+        plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, leo)
+        return plan
+    log_start = segments[0].base
+    if target < log_start:
+        raise RepairRefused(
+            f"offset {target} is below the first segment's base offset {log_start}: truncating would delete the "
+            "whole log (the broker would start an empty segment there); refusing",
+            file=pdir, expected=f"offset >= {log_start}", found=str(target),
+        )
+    seg = max((s for s in segments if s.base <= target), key=lambda s: s.base)
+    plan.cut_segment = seg.base
+    kept = [h for h in heads[seg.base] if h[3] < target]
+    cut = kept[-1][0] + kept[-1][1] if kept else 0
+    plan.cut_position = cut
+    new_leo = max(seg.base, kept[-1][3] + 1 if kept else seg.base)
+    plan.new_log_end_offset = new_leo
+    gone = [h for h in heads[seg.base] if h[3] >= target]
+    if gone and gone[0][2] < target:
+        plan.notes.append(
+            f"offset {target} lies inside the batch {gone[0][2]}..{gone[0][3]}: truncation is batch aligned, so the "
+            f"whole batch goes and the new log end offset is {new_leo}"
+        )
+    if gone:
+        plan.lost.append(LostRange(os.path.basename(seg.path("log")), gone[0][2], gone[-1][3], sum(h[4] for h in gone),
+                                   len(gone), seg.size - cut, cut == 0))
+    for s in segments:
+        if s.base > seg.base:
+            plan.deleted_segments.append(s.base)
+            hs = heads[s.base]
+            if hs:
+                plan.lost.append(LostRange(os.path.basename(s.path("log")), hs[0][2], hs[-1][3], sum(h[4] for h in hs),
+                                           len(hs), s.size, True))
+    plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, new_leo)
+    removed = [e for e in plan.checkpoint_before if e not in plan.checkpoint_after]
+    if removed:
+        plan.notes.append("leader epochs removed from leader-epoch-checkpoint: "
+                          + ", ".join(f"{e} (from {s})" for e, s in removed))
+    # producer snapshots above the new end go, as in the broker's truncation
+    snaps = []
+    for name in os.listdir(pdir):
+        m = SEGMENT_NAME.match(name)
+        if m and m.group(2) == "snapshot":
+            snaps.append(int(m.group(1)))
+    plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(snaps) if o > new_leo]
+    remaining = [o for o in snaps if o <= new_leo]
+    producers_below = any(h[5] >= 0 for s in segments if s.base <= seg.base for h in heads[s.base] if h[3] < new_leo)
+    marker = os.path.join(os.path.dirname(pdir), CLEAN_SHUTDOWN)
+    if os.path.exists(marker):
+        if not remaining and producers_below:
+            plan.remove_clean_shutdown = True
+            plan.notes.append(
+                f"{CLEAN_SHUTDOWN} is present and no producer snapshot <= {new_leo} would remain: with the marker the "
+                "broker would skip rebuilding producer state (spec §7.2) and lose idempotence/transaction state, so "
+                "the marker is removed (kept in the backup). The broker will then recover every partition of this log "
+                "directory from its recovery point, as after an unclean shutdown (errata E2)"
+            )
+        else:
+            plan.notes.append(
+                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the newest producer snapshot <= {new_leo} "
+                "and replay the log after it, so producer state stays consistent"
+            )
+    plan.notes.append(
+        "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
+        f"to the new log end offset {new_leo} when it loads the log"
+    )
+    open_after = _open_transactions(segments, seg, cut, pdir)
+    if open_after:
+        plan.notes.append(
+            "transactions left without their marker by the cut (open until the coordinator writes it again, which "
+            "holds the last stable offset): " + ", ".join(f"producer {p} from offset {o}" for p, o in open_after.items())
+        )
+    return plan
+
+
+def _open_transactions(segments: list[ps.Segment], cut_seg: ps.Segment, cut: int, pdir: str) -> dict[int, int]:
+    """Replay the kept part of the log; return transactions the cut leaves open (pid -> first offset)."""
+    items: list[tuple[Batch, int | None]] = []
+    for s in segments:
+        if s.base > cut_seg.base:
+            break
+        with MappedFile(s.path("log")) as mf:
+            end = cut if s.base == cut_seg.base else len(mf.buf)
+            for e in entries(mf.buf, 0, end, file=s.path("log")):
+                if isinstance(e, Batch):
+                    items.append((e, ps.control_type(e, mf.buf) if e.is_control else None))
+    facts = ps.replay_log(items, 0)
+    before = ps.replay_log(_all_items(segments), 0).open_txns
+    return {p: o for p, o in facts.open_txns.items() if before.get(p) != o}
+
+
+def _all_items(segments: list[ps.Segment]) -> list[tuple[Batch, int | None]]:
+    items: list[tuple[Batch, int | None]] = []
+    for s in segments:
+        with MappedFile(s.path("log")) as mf:
+            for e in entries(mf.buf, file=s.path("log")):
+                if isinstance(e, Batch):
+                    items.append((e, ps.control_type(e, mf.buf) if e.is_control else None))
+    return items
+
+
+def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, bytes]:
+    """The cut segment's ``.index``/``.timeindex``/``.txnindex`` with every entry at or past the cut removed."""
+    out: dict[str, bytes] = {}
+    path = seg.path("index")
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            oi = OffsetIndex(seg.base, f.read(), path)
+        kept = [oi.entry(i) for i in range(oi.valid_entries())]
+        out["index"] = encode_offset_index(seg.base, [(o, p) for o, p in kept if o < new_leo and p < cut])
+    path = seg.path("timeindex")
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            ti = TimeIndex(seg.base, f.read(), path)
+        kept = [ti.entry(i) for i in range(ti.valid_entries())]
+        out["timeindex"] = encode_time_index(seg.base, [(t, o) for t, o in kept if o < new_leo and t >= 0])
+    path = seg.path("txnindex")
+    if os.path.isfile(path):
+        txns = ps.read_txn_index(path)
+        keep = []
+        for t in txns:
+            if t.last_offset >= new_leo:
+                break
+            keep.append(t)
+        out["txnindex"] = encode_txn_index(keep)
+    return out
+
+
+def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
+    from kafkalog_cli.ops import safety
+
+    pdir = plan.partition_dir
+    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
+        if plan.cut_segment is not None:
+            seg = next(s for s in ps.list_segments(pdir) if s.base == plan.cut_segment)
+            cut = plan.cut_position
+            mtime = seg.mtime_ns / 1e9
+
+            def write_log(f, src: str = seg.path("log"), cut: int = cut) -> None:
+                with open(src, "rb") as fin:
+                    remaining = cut
+                    while remaining:
+                        chunk = fin.read(min(remaining, 1 << 20))
+                        if not chunk:
+                            raise UnreadableFileError("segment shrank while being truncated", file=src)
+                        f.write(chunk)
+                        remaining -= len(chunk)
+
+            tx.stage(ps.seg_name(seg.base, "log"), write_log, mtime=mtime)
+            for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, cut).items():
+                tx.stage(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None)
+            for base in plan.deleted_segments:
+                for ext in ("log", "index", "timeindex", "txnindex"):
+                    if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
+                        tx.delete(ps.seg_name(base, ext))
+        if plan.checkpoint_after != plan.checkpoint_before:
+            tx.stage(CHECKPOINT, encode_leader_epoch_checkpoint(plan.checkpoint_after).encode())
+        for name in plan.snapshot_deletes:
+            tx.delete(name)
+        if plan.remove_clean_shutdown:
+            _remove_marker(pdir, tx.backup_dir)
+        tx.commit()
+        return tx.backup_dir
+
+
+def _remove_marker(pdir: str, backup_dir: str) -> None:
+    """Back up then remove ``<logdir>/.kafka_cleanshutdown`` (before the commit: alone it only forces recovery)."""
+    marker = os.path.join(os.path.dirname(pdir), CLEAN_SHUTDOWN)
+    if not os.path.exists(marker):
+        return
+    os.makedirs(backup_dir, exist_ok=True)
+    shutil.copy2(marker, os.path.join(backup_dir, CLEAN_SHUTDOWN))
+    os.unlink(marker)
+    fd = os.open(os.path.dirname(marker), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
+        backup_dir: str | None = None, keep_backup: bool = True) -> tuple[TruncatePlan, list[str], str | None]:
+    from kafkalog_cli.ops import safety
+    from kafkalog_cli.ops.compact import backup_subdir
+
+    recovered: list[str] = []
+    if execute:
+        safety.ensure_unlocked(partition_dir)
+        recovered = safety.recover_interrupted(partition_dir)
+    plan = plan_truncation(partition_dir, epoch, to_offset)
+    written = None
+    if execute and plan.has_changes:
+        written = execute_truncation(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
+    return plan, recovered, written

@@ -1,0 +1,203 @@
+"""``kafkalog truncate-to-epoch``: endOffsetFor branches, the resulting log end offset and file consistency
+(kafka-python decode, CRCs, indexes, .txnindex, checkpoint), lock refusal and kill -9 crash safety."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+from kafka.record.default_records import DefaultRecordBatch
+from partition_gen import random_partition
+
+from kafkalog_cli.cli.truncate import truncate_to_epoch as truncate_cmd
+from kafkalog_cli.ops.truncate import end_offset_for, truncate_from_end
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(truncate_cmd, list(args))
+    return res.exit_code, res.output
+
+
+def decode(pdir: str) -> tuple[list[tuple[int, bytes | None]], int]:
+    recs, leo = [], 0
+    for name in sorted(n for n in os.listdir(pdir) if n.endswith(".log")):
+        data = open(os.path.join(pdir, name), "rb").read()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            b = DefaultRecordBatch(data[pos : pos + 12 + length])
+            assert b.validate_crc()
+            leo = max(leo, b.base_offset + b.last_offset_delta + 1)
+            if not b.is_control_batch:
+                recs.extend((r.offset, r.key) for r in b)
+            pos += 12 + length
+    return recs, leo
+
+
+def checkpoint(pdir: str) -> list[tuple[int, int]]:
+    lines = open(os.path.join(pdir, "leader-epoch-checkpoint")).read().split("\n")
+    assert lines[0] == "0"
+    return [tuple(map(int, ln.split())) for ln in lines[2 : 2 + int(lines[1])]]
+
+
+def check_consistent(pdir: str, leo: int) -> None:
+    """Every index entry and txn entry below the end, positions inside the file."""
+    for name in os.listdir(pdir):
+        stem, _, ext = name.partition(".")
+        if ext == "index":
+            size = os.path.getsize(os.path.join(pdir, stem + ".log"))
+            data = open(os.path.join(pdir, name), "rb").read()
+            for i in range(0, len(data), 8):
+                rel, pos = struct.unpack_from(">ii", data, i)
+                assert int(stem) + rel < leo and pos < size
+        elif ext == "timeindex":
+            data = open(os.path.join(pdir, name), "rb").read()
+            for i in range(0, len(data), 12):
+                _ts, rel = struct.unpack_from(">qi", data, i)
+                assert int(stem) + rel < leo
+        elif ext == "txnindex":
+            data = open(os.path.join(pdir, name), "rb").read()
+            for i in range(0, len(data), 34):
+                assert struct.unpack_from(">hqqqq", data, i)[3] < leo
+
+
+def test_end_offset_for_branches():
+    cache = [(0, 0), (1, 66), (3, 72), (5, 105)]
+    assert end_offset_for(cache, 5, 200) == (5, 200)  # latest epoch -> LEO
+    assert end_offset_for(cache, 1, 200) == (1, 72)
+    assert end_offset_for(cache, 2, 200) == (1, 72)  # unknown: floor epoch, next higher epoch's start
+    assert end_offset_for(cache, 9, 200) == (-1, -1)
+    assert end_offset_for(cache, -1, 200) == (-1, -1)
+    assert end_offset_for([(4, 10), (6, 20)], 2, 30) == (2, 10)  # older than everything cached
+    assert end_offset_for([], 0, 30) == (-1, -1)
+    assert truncate_from_end(cache, 72) == [(0, 0), (1, 66)]
+    assert truncate_from_end(cache, 300) == cache
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_truncate_each_epoch(tmp_path, seed):
+    src = str(tmp_path / "src" / "logs" / "t-0")
+    pb = random_partition(src, seed)
+    assert len(pb.epochs) >= 3
+    for i, (epoch, _start) in enumerate(pb.epochs[:-1]):
+        pdir = str(tmp_path / f"e{i}" / "logs" / "t-0")
+        shutil.copytree(src, pdir)
+        expected_end = pb.epochs[i + 1][1]  # epochs start at batch boundaries in the model
+        code, text = run_cli(pdir, str(epoch))
+        assert code == 0 and "Dry run" in text, text
+        code, text = run_cli(pdir, str(epoch), "--execute", "--backup-dir", str(tmp_path / "bk"))
+        assert code == 0, text
+        recs, leo = decode(pdir)
+        assert leo == expected_end
+        assert sorted(recs) == sorted((r.offset, r.key) for r in pb.records if r.offset < expected_end and not r.control)
+        assert all(s < leo for _e, s in checkpoint(pdir))
+        assert checkpoint(pdir) == [(e, s) for e, s in pb.epochs if s < expected_end]
+        check_consistent(pdir, leo)
+        from kafkalog_cli.ops.rebuild_index import rebuild_segment
+
+        for name in os.listdir(pdir):
+            if name.endswith(".log"):
+                assert rebuild_segment(open(os.path.join(pdir, name), "rb").read(), int(name[:20])).problem is None
+
+
+def test_truncate_inside_batch_and_unknown_epoch(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    pb = random_partition(pdir, 1)
+    base, last = next((b, la) for b, la in pb.batch_ranges if la - b >= 2)
+    code, text = run_cli(pdir, "--to-offset", str(base + 1))
+    assert code == 0 and "inside the batch" in text
+    # unknown epoch between two cached ones ends where the next higher starts
+    known = [e for e, _ in pb.epochs]
+    gap = next(e for e in range(known[-1]) if e not in known and e > known[0])
+    higher = next(s for e, s in pb.epochs if e > gap)
+    code, text = run_cli(pdir, str(gap), "--execute", "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    assert decode(pdir)[1] == higher
+    code, text = run_cli(pdir, str(known[-1] + 10))
+    assert code == 2 and "no end offset" in text
+    code, text = run_cli(str(tmp_path / "logs" / "t-0"), "--to-offset", str(base + 1), "--execute", "--backup-dir",
+                         str(tmp_path / "bk2"))
+    assert code == 0
+    assert decode(pdir)[1] == min(base, higher)
+
+
+def test_clean_shutdown_marker_removed_into_backup(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    pb = random_partition(pdir, 1)
+    marker = tmp_path / "logs" / ".kafka_cleanshutdown"
+    marker.write_text('{"version":0,"brokerEpoch":3}')
+    code, text = run_cli(pdir, str(pb.epochs[1][0]), "--execute", "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    assert not marker.exists()
+    found = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "bk") for f in fs if f == ".kafka_cleanshutdown"]
+    assert found and open(found[0]).read().startswith('{"version"')
+
+
+def _hashes(pdir: str) -> dict[str, str]:
+    return {n: hashlib.sha256(open(os.path.join(pdir, n), "rb").read()).hexdigest() for n in sorted(os.listdir(pdir))}
+
+
+def test_truncate_refuses_locked_log_dir(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 2)
+    lock = tmp_path / "logs" / ".lock"
+    lock.touch()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX);"
+         " print('ok', flush=True); time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        before = _hashes(pdir)
+        proc = subprocess.run([sys.executable, "-m", "kafkalog_cli", "truncate-to-epoch", "--execute", "--to-offset",
+                               "10", "--backup-dir", str(tmp_path / "bk"), pdir], capture_output=True, text=True)
+        assert proc.returncode == 2 and "locked" in proc.stderr and "Traceback" not in proc.stderr
+        assert _hashes(pdir) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_truncate_crash_leaves_old_or_new(tmp_path):
+    from kafkalog_cli.ops.safety import recover_interrupted
+
+    src = str(tmp_path / "src" / "logs" / "t-0")
+    random_partition(src, 6)
+    old = _hashes(src)
+    ref = str(tmp_path / "ref" / "logs" / "t-0")
+    shutil.copytree(src, ref)
+    assert run_cli(ref, "--to-offset", "50", "--execute", "--backup-dir", str(tmp_path / "refbk"))[0] == 0
+    new = _hashes(ref)
+    env = dict(os.environ, KAFKALOG_TEST_SLOW_COMMIT="0.02", KAFKALOG_BACKUP_DIR=str(tmp_path / "journals"))
+    seen = set()
+    for i, delay in enumerate([0.05, 0.15, 0.3, 0.45, 0.6, 0.8, 1.1]):
+        work = str(tmp_path / f"w{i}" / "logs" / "t-0")
+        shutil.copytree(src, work)
+        bk = str(tmp_path / f"bk{i}")
+        proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "truncate-to-epoch", "--execute", "--to-offset",
+                                 "50", "--backup-dir", bk, work], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        os.environ["KAFKALOG_BACKUP_DIR"] = str(tmp_path / "journals")
+        try:
+            recover_interrupted(work)
+        finally:
+            del os.environ["KAFKALOG_BACKUP_DIR"]
+        state = _hashes(work)
+        assert state in (old, new), f"mixed state after kill at {delay}s"
+        seen.add("old" if state == old else "new")
+        if state == new:
+            names = {f for _, _, fs in os.walk(bk) for f in fs}
+            for n in old:
+                if n not in new or old[n] != new[n]:
+                    assert n in names, f"{n} missing from the backup"
+    assert seen
