@@ -137,6 +137,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         from kafkalog_cli.render.dls import DlsRenderer
 
         renderer = DlsRenderer(profile, opts, out, err)
+        if (sys.stdout.encoding or "").lower().replace("-", "") == "utf8":
+            opts.fast = renderer.fast_formatter()
     dumper = Dumper(profile, opts)
     for ev in dumper.run(args):
         renderer.handle(ev)
