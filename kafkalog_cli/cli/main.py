@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "seek-time": ("kafkalog_cli.cli.seek", "seek_time", "Find the first offset whose timestamp is >= a time (ListOffsets)."),
     "completion": ("kafkalog_cli.cli.completion", "completion", "Print the bash, zsh or fish completion script."),
     "scan": ("kafkalog_cli.cli.scan", "scan", "Scan log dirs into Parquet datasets (batches, problems, records) and report."),
+    "compact": ("kafkalog_cli.cli.compact", "compact", "Compact a partition offline by the log cleaner's rules."),
+    "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
 }
 
 
