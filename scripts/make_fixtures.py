@@ -171,7 +171,7 @@ def main() -> None:
     write("partition/orders-0/00000000000000000040.index", i1 + bytes(8 * 6))
     write("partition/orders-0/00000000000000000040.timeindex", t1 + bytes(12 * 4))
     write("partition/orders-0/00000000000000000040.txnindex", encode_txn_index([AbortedTxn(0, 500, 40, 41, 42)]))
-    write("partition/orders-0/00000000000000000040.snapshot", encode_producer_snapshot([
+    write("partition/orders-0/00000000000000000060.snapshot", encode_producer_snapshot([
         ProducerEntry(500, 3, 0, 40, 0, T0 + 50_000, 9, -1),
         ProducerEntry(501, 0, -1, -1, 0, T0 + 60_000, 4, -1),
     ]))

@@ -46,7 +46,7 @@ def _cases() -> dict[str, list[str]]:
                                    "partition/orders-0/00000000000000000040.timeindex"]
     c["partition-json"] = ["dump", "--format", "json", "partition/orders-0"]
     for v in ("2.8", "3.3", "3.6", "4.0", "4.3"):
-        c[f"snapshot-{v.replace('.', '')}"] = ["dump", "--kafka-version", v, "partition/orders-0/00000000000000000040.snapshot",
+        c[f"snapshot-{v.replace('.', '')}"] = ["dump", "--kafka-version", v, "partition/orders-0/00000000000000000060.snapshot",
                                                "corrupt/bad-0/00000000000000000003.snapshot"]
     c["corrupt-dir-36"] = ["dump", "--kafka-version", "3.6", "--deep-iteration", "corrupt/bad-0"]
     c["corrupt-json"] = ["dump", "--format", "json", "corrupt/bad-0"]
