@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import CorruptIndexError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Record
-from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY, WARM_BYTES, OffsetIndex, TimeIndex, largest_lower_bound
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
@@ -80,11 +79,9 @@ def list_segments(partition_dir: str) -> list[int]:
     except PermissionError:
         raise UnreadableFileError("permission denied", file=partition_dir) from None
     bases = []
-    for n in names:
-        if n.endswith(".log"):
-            m = comp.SEGMENT_NAME.match(n)
-            if m:
-                bases.append(int(m.group(1)))
+    for n in names:  # cheaper than a regex per name: this loop is the whole cost on 10,000-segment partitions
+        if len(n) == 24 and n.endswith(".log") and n[:20].isdigit():
+            bases.append(int(n[:20]))
     bases.sort()
     if not bases:
         raise UnreadableFileError("no segment (.log) files", file=partition_dir, expected="NNN.log files", found="none")
