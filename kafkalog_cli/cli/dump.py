@@ -115,6 +115,11 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         except ImportError:
             fail("internal-topic decoders are not available in this build")
         opts.parser = make_parser(decoder_kinds[0], profile)
+        if fmt == "json":
+            from kafkalog_cli.internal import decode_json
+
+            kind = decoder_kinds[0]
+            opts.json_decoder = lambda record: decode_json(kind, record)
     else:
         try:
             kdec = resolve_decoder(key_decoder_class)

@@ -120,6 +120,8 @@ class JsonRenderer:
             obj["payload"] = ev.payload_text
             obj["key_b64"] = _b64(r.key)
             obj["value_b64"] = _b64(r.value)
+            if self.o.json_decoder is not None:
+                obj["decoded"] = self.o.json_decoder(r)
         self.emit(obj)
 
     def on_IndexEntryEvent(self, ev: d.IndexEntryEvent) -> None:
