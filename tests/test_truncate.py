@@ -21,6 +21,15 @@ from kafkalog_cli.cli.truncate import truncate_to_epoch as truncate_cmd
 from kafkalog_cli.ops.truncate import end_offset_for, truncate_from_end
 
 
+def verify_crc_clean(pdir: str) -> None:
+    """The verify-crc command (another engineer's, independent of ours) must find nothing wrong, if present."""
+    from kafkalog_cli.cli.main import COMMANDS, cli
+
+    if "verify-crc" in COMMANDS:
+        res = CliRunner().invoke(cli, ["verify-crc", pdir])
+        assert res.exit_code == 0, res.output
+
+
 def run_cli(*args: str) -> tuple[int, str]:
     res = CliRunner().invoke(truncate_cmd, list(args))
     return res.exit_code, res.output
@@ -101,6 +110,7 @@ def test_truncate_each_epoch(tmp_path, seed):
         assert all(s < leo for _e, s in checkpoint(pdir))
         assert checkpoint(pdir) == [(e, s) for e, s in pb.epochs if s < expected_end]
         check_consistent(pdir, leo)
+        verify_crc_clean(pdir)
         from kafkalog_cli.ops.rebuild_index import rebuild_segment
 
         for name in os.listdir(pdir):
