@@ -53,7 +53,7 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
             now_ms: int | None, include_active: bool, segment_bytes: int, segment_index_bytes: int,
             index_interval_bytes: int, backup_dir: str | None, no_backup: bool, fmt: str) -> None:
     """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
-    from kafkalog_cli.errors import KafkalogError, RepairRefused
+    from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
     from kafkalog_cli.ops import compact as cp
 
     out, err = line_writers()
@@ -66,6 +66,8 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     except RepairRefused as exc:
         fail(exc.describe(), "nothing was changed; stop the broker, or repair the .txnindex first "
              "(e.g. let the broker recover the segment) and run again")
+    except UnreadableFileError as exc:
+        fail(exc.describe(), "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
     except KafkalogError as exc:
         fail(exc.describe(), "nothing was changed; run 'kafkalog dump' on the file to see the damage")
     except OSError as exc:

@@ -322,7 +322,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     opts = opts or CompactOptions()
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory")
+        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
     left = ps.leftovers(pdir)
     if left:
         raise RepairRefused(

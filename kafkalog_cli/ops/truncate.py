@@ -118,7 +118,7 @@ def _headers(path: str) -> list:
 def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None) -> TruncatePlan:
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory")
+        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
     left = ps.leftovers(pdir)
     if left:
         raise RepairRefused("an unfinished clean, split or delete is in the partition directory",
