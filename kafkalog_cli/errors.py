@@ -40,7 +40,8 @@ class KafkalogError(Exception):
         """One readable line: file, position, message, expected/found."""
         parts = []
         if self.file is not None:
-            parts.append(self.file if self.position is None else f"{self.file} at byte {self.position}")
+            name = self.file or "''"
+            parts.append(name if self.position is None else f"{name} at byte {self.position}")
         elif self.position is not None:
             parts.append(f"at byte {self.position}")
         text = self.message

@@ -78,10 +78,11 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     args = list(paths)
     if files_opt is not None:
         items = files_opt.split(",")
-        while items and items[-1] == "":
-            items.pop()  # Java's String.split drops trailing empty strings
+        if "," in files_opt:
+            while items and items[-1] == "":
+                items.pop()  # Java's String.split drops trailing empty strings ("," gives no file at all)
         args += items
-    if not args:
+    if not args and files_opt is None:
         fail("no files given", "kafkalog dump FILE... or --files A,B")
     if max_bytes is not None and max_bytes < 0:
         fail(f"Invalid size: {max_bytes} for --max-bytes", code=EXIT_USAGE)

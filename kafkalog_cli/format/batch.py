@@ -193,6 +193,8 @@ class Batch:
                 expected=f"size >= {HEADER_SIZE}",
                 found=str(self.size),
             )
+        if self.records_count == 0:
+            return  # Kafka yields nothing for a count of 0, whatever the payload bytes (errata-dump E14)
         data, start = self.payload(buf, limit)
         if data is buf:
             yield from _decode_records(self, buf, start, self.position + self.size, 0)
