@@ -135,7 +135,7 @@ def _rich_report(result: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    console = Console(file=sys.stdout, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
     rows = result.all_problems() + result.all_notes()
     if rows:
         table = Table(show_lines=False, header_style="bold")
