@@ -104,7 +104,7 @@ def realdata_dirs(limit: int = 4) -> list[Path]:
     seen, out = set(), []
     for log in sorted(root.rglob("*.log"), key=lambda p: (p.stat().st_size, str(p))):
         repo = log.relative_to(root).parts[0].split("@")[0]
-        if repo in seen or not log.name[:20].isdigit():
+        if repo in seen or not log.name[:20].isdigit() or log.stat().st_size == 0:
             continue
         seen.add(repo)
         out.append(log.parent)

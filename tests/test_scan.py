@@ -140,6 +140,17 @@ def test_jobs_do_not_change_rows(logdir: Path, local_out: Path, tmp_path: Path) 
         assert load_sorted(tmp_path, name) == load_sorted(local_out, name)
 
 
+def test_one_partition_split_by_segment(logdir: Path, tmp_path: Path) -> None:
+    """Fewer partitions than jobs: tasks are segments and the parent runs the partition pass; same rows."""
+    segments, _ = expand([str(logdir / "orders-0"), str(logdir / "orders-1")])
+    run_local(segments, str(tmp_path / "whole"), records=True, jobs=1)
+    run_local(segments, str(tmp_path / "split"), records=True, jobs=3)
+    for name in ("batches", "problems", "records"):
+        assert load_sorted(tmp_path / "split", name) == load_sorted(tmp_path / "whole", name)
+    assert {p["kind"] for p in load_sorted(tmp_path / "split", "problems")} == {
+        "crc-mismatch", "sequence-gap", "timestamp-order"}
+
+
 def _cli(*args: str, check_no_spark: bool = True) -> subprocess.CompletedProcess:
     code = ("import sys\nfrom kafkalog_cli.cli.main import main\nsys.argv = ['kafkalog'] + sys.argv[1:]\n"
             "try:\n    main()\nexcept SystemExit as e:\n    rc = e.code\n"

@@ -3,7 +3,8 @@
 Why processes: the per-segment work is Python (header walk, CRC calls, row building) and holds the GIL; two
 processes on two files beat two threads on one (field notes). Workers return pyarrow tables (Arrow IPC pickles
 compactly), results come back in submission order so the output files are deterministic, and a partition's batch
-rows are kept only until its last segment arrives, then its partition pass runs and they are dropped.
+rows are kept only until its last segment arrives, then its partition pass runs and they are dropped (or, with
+enough partitions, a whole partition is one task and its pass runs in the worker).
 """
 
 from __future__ import annotations
@@ -15,55 +16,73 @@ import pyarrow as pa
 
 from kafkalog_cli.scan.extract import scan_segment
 from kafkalog_cli.scan.output import DatasetWriter
-from kafkalog_cli.scan.partition import partition_problems
+from kafkalog_cli.scan.partition import COLUMNS, partition_problems
 from kafkalog_cli.scan.paths import locate
-from kafkalog_cli.scan.schema import to_table
+from kafkalog_cli.scan.schema import to_rows, to_table
 
 
-def _task(args: tuple[str, bool]) -> dict[str, pa.Table]:
-    path, records = args
-    rows = scan_segment(path, records=records)
-    return {name: to_table(name, r) for name, r in rows.items() if name != "records" or records}
+def _task(args: tuple[list[str], bool, bool]) -> dict[str, pa.Table]:
+    """Scan some segments; with ``whole`` they are all the segments of one partition, so its partition pass runs
+    here in the worker too (then the parent only writes)."""
+    paths, records, whole = args
+    names = ("batches", "problems", "records") if records else ("batches", "problems")
+    rows: dict[str, list] = {name: [] for name in names}
+    for path in paths:
+        for name, r in scan_segment(path, records=records).items():
+            if name in rows:
+                rows[name].extend(r)
+    if whole:
+        rows["problems"].extend(partition_problems(rows["batches"]))
+    return {name: to_table(name, r) for name, r in rows.items()}
 
 
 def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs: int = 1,
               progress: Callable[[str], None] | None = None) -> None:
-    """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``."""
-    remaining: dict[tuple[str, str], int] = {}
+    """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``.
+
+    With at least as many partitions as ``jobs``, a task is one partition (its pass runs in the worker). With fewer
+    (one huge partition), a task is one segment so all processes stay busy, and the parent holds a partition's
+    slim batch columns until its last segment arrives, then runs its pass.
+    """
+    by_part: dict[tuple[str, str], list[str]] = {}
     for p in segments:
         loc = locate(p)
-        key = (loc.log_dir, loc.partition_dir)
-        remaining[key] = remaining.get(key, 0) + 1
+        by_part.setdefault((loc.log_dir, loc.partition_dir), []).append(p)
+    whole = len(by_part) >= jobs
+    tasks = [(paths, records, True) for paths in by_part.values()] if whole else [([p], records, False)
+                                                                                    for p in segments]
+    remaining = {key: len(paths) for key, paths in by_part.items()}
     held: dict[tuple[str, str], list[pa.Table]] = {}
     writers = {name: DatasetWriter(out_dir, name) for name in (("batches", "problems", "records") if records
                                                                 else ("batches", "problems"))}
     try:
-        for path, tables in zip(segments, _results(segments, records, jobs)):
+        for (paths, _r, _w), tables in zip(tasks, _results(tasks, jobs)):
             for name, table in tables.items():
                 writers[name].write(table)
-            loc = locate(path)
-            key = (loc.log_dir, loc.partition_dir)
-            held.setdefault(key, []).append(tables["batches"])
-            remaining[key] -= 1
-            if remaining[key] == 0:
-                rows = pa.concat_tables(held.pop(key)).to_pylist()
-                writers["problems"].write(to_table("problems", partition_problems(rows)))
+            if not whole:
+                loc = locate(paths[0])
+                key = (loc.log_dir, loc.partition_dir)
+                held.setdefault(key, []).append(tables["batches"].select(COLUMNS))
+                remaining[key] -= 1
+                if remaining[key] == 0:
+                    rows = to_rows(pa.concat_tables(held.pop(key)), COLUMNS)
+                    writers["problems"].write(to_table("problems", partition_problems(rows)))
             if progress is not None:
-                progress(path)
+                for p in paths:
+                    progress(p)
     finally:
         for w in writers.values():
             w.close()
 
 
-def _results(segments: list[str], records: bool, jobs: int):
-    work = [(p, records) for p in segments]
-    if jobs <= 1 or len(segments) <= 1:
-        yield from map(_task, work)
+def _results(tasks: list[tuple[list[str], bool, bool]], jobs: int):
+    if jobs <= 1 or len(tasks) <= 1:
+        yield from map(_task, tasks)
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(segments))) as pool:
-        yield from pool.map(_task, work)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        yield from pool.map(_task, tasks)
 
 
 def default_jobs() -> int:

@@ -15,6 +15,9 @@ from kafkalog_cli.format.text import increment_sequence
 from kafkalog_cli.scan.paths import SEGMENT_RE
 
 LOCATION = ("log_dir", "topic", "partition", "partition_dir")
+# the batches columns partition_problems reads
+COLUMNS = [*LOCATION, "segment", "position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id",
+           "producer_epoch", "base_sequence", "last_sequence", "control", "crc_ok"]
 
 
 def partition_key(row: dict[str, Any]) -> tuple[str, str]:

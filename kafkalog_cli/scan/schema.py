@@ -75,8 +75,17 @@ DATASETS: dict[str, pa.Schema] = {"batches": BATCHES, "problems": PROBLEMS, "rec
 
 
 def to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows (dicts keyed by column name) -> a table of dataset ``name``'s schema."""
-    return pa.Table.from_pylist(rows, schema=DATASETS[name])
+    """Rows (dicts keyed by column name) -> a table of dataset ``name``'s schema (built column by column:
+    about three times faster than ``Table.from_pylist``)."""
+    schema = DATASETS[name]
+    return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema)
+
+
+def to_rows(table: pa.Table, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    """A table (or some of its columns) as row dicts, column-wise (faster than ``Table.to_pylist``)."""
+    names = columns or table.column_names
+    cols = [table.column(n).to_pylist() for n in names]
+    return [dict(zip(names, vals)) for vals in zip(*cols)]
 
 
 def as_tuples(name: str, rows: list[dict[str, Any]]) -> list[tuple]:

@@ -1,0 +1,180 @@
+"""The Spark engine: the same ``scan_segment`` run on executors, Parquet written by Spark.
+
+Imported only on the ``--engine spark`` path (nothing else imports pyspark). Why it is built this way (field notes):
+- the driver distributes PATHS (``parallelize(paths, n).mapPartitions``) and each executor streams its files through
+  an mmap; the ``binaryFile`` source would load whole segments into the JVM (a 1 GiB segment ran out of memory);
+- one scan pass is persisted and feeds three outputs (batches, problems, records) plus the partition pass, which
+  groups batch rows by partition directory and runs ``partition.partition_problems``, as the local engine does;
+- Spark writes the datasets itself (executors write their own part files, nothing is collected on the driver), with
+  a ``StructType`` derived from ``schema.py``, so both engines write the same columns and values.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from typing import Any
+
+import pyarrow as pa
+
+from kafkalog_cli.scan.schema import DATASETS
+
+INSTALL_HINT = "pip install 'kafkalog[spark]' (pyspark >= 3.5, about 450 MB) and a Java 17 runtime on PATH"
+
+
+def missing_requirements() -> str | None:
+    """A sentence saying what is missing for the Spark engine, or None. Checked before anything starts a JVM:
+    without Java PySpark dies with JAVA_GATEWAY_EXITED and a stack trace."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "the Spark engine needs pyspark, which is not installed"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "the Spark engine needs Java (no 'java' on PATH and JAVA_HOME is not set)"
+    return None
+
+
+def spark_schema(name: str) -> Any:
+    """The pyspark StructType of dataset ``name``, derived from the pyarrow schema."""
+    from pyspark.sql import types as T
+
+    simple = {
+        pa.string(): T.StringType(), pa.int64(): T.LongType(), pa.int32(): T.IntegerType(),
+        pa.int16(): T.ShortType(), pa.int8(): T.ByteType(), pa.bool_(): T.BooleanType(), pa.binary(): T.BinaryType(),
+    }
+
+    def conv(t: pa.DataType) -> Any:
+        if pa.types.is_list(t):
+            return T.ArrayType(conv(t.value_type), containsNull=True)
+        return simple[t]
+
+    return T.StructType([T.StructField(f.name, conv(f.type), f.nullable) for f in DATASETS[name]])
+
+
+def get_session(master: str | None = None, *, parallelism: int | None = None) -> Any:
+    """A SparkSession tuned for short forensic jobs. In local mode the workers must run this very interpreter
+    (else they start the system Python and cannot import kafkalog_cli), so PYSPARK_PYTHON is set first."""
+    master = master or f"local[{parallelism or '*'}]"
+    if master.startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    fast_jit = "-XX:TieredStopAtLevel=1"
+    driver_opts = f"{fast_jit} -Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("kafkalog-scan")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", str(parallelism or 4))
+        .config("spark.driver.extraJavaOptions", driver_opts)
+        .config("spark.executor.extraJavaOptions", fast_jit)
+        .config("spark.sql.parquet.compression.codec", "snappy")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log4j() -> str:
+    """A log4j2 configuration that shows only errors: an on-call report should not open with 20 lines of JVM
+    warnings (hostname resolution, native-hadoop). Written to a temp file because the JVM reads it by path."""
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"kafkalog-log4j2-{os.getuid()}.properties")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(QUIET_LOG4J)
+    return path
+
+
+def _scan_partition(records: bool):
+    """mapPartitions function over bins of paths: for each path, yield (dataset, row tuple). A closure over plain values only."""
+
+    def run(paths: Any) -> Any:
+        from kafkalog_cli.scan.extract import scan_segment
+        from kafkalog_cli.scan.schema import DATASETS as D
+
+        names = {n: D[n].names for n in D}
+        for path in (p for chunk in paths for p in chunk):
+            result = scan_segment(path, records=records)
+            for name, rows in result.items():
+                cols = names[name]
+                for r in rows:
+                    yield name, tuple(r[c] for c in cols)
+
+    return run
+
+
+def _partition_pass(item: Any) -> Any:
+    from kafkalog_cli.scan.partition import partition_problems
+    from kafkalog_cli.scan.schema import BATCHES, PROBLEMS
+
+    _key, tuples = item
+    names = BATCHES.names
+    cols = PROBLEMS.names
+    for p in partition_problems(dict(zip(names, t)) for t in tuples):
+        yield tuple(p[c] for c in cols)
+
+
+def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark: Any = None,
+              master: str | None = None, parallelism: int | None = None) -> None:
+    """Scan ``segments`` into ``out_dir`` with Spark. ``spark``: an existing session (tests share one)."""
+    from pyspark import StorageLevel
+
+    session = spark or get_session(master, parallelism=parallelism)
+    sc = session.sparkContext
+    out_dir = os.path.abspath(out_dir) if "://" not in out_dir else out_dir
+    # a few tasks per core, each a bin of paths balanced by size (largest first into the lightest bin), so one
+    # big segment does not start last and tiny inputs do not pay for hundreds of tasks
+    bins = _bins(segments, max(1, min(len(segments), 2 * sc.defaultParallelism)))
+    tagged = sc.parallelize(bins, len(bins)).mapPartitions(_scan_partition(records))
+    tagged.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        batches = tagged.filter(lambda t: t[0] == "batches").map(lambda t: t[1])
+        seg_problems = tagged.filter(lambda t: t[0] == "problems").map(lambda t: t[1])
+        key_idx = (DATASETS["batches"].get_field_index("log_dir"), DATASETS["batches"].get_field_index("partition_dir"))
+        part_problems = (batches.map(lambda t: ((t[key_idx[0]], t[key_idx[1]]), t))
+                         .groupByKey(numPartitions=max(1, sc.defaultParallelism))
+                         .flatMap(_partition_pass))
+        writes = [("batches", batches), ("problems", seg_problems.union(part_problems))]
+        if records:
+            writes.append(("records", tagged.filter(lambda t: t[0] == "records").map(lambda t: t[1])))
+        for name, rdd in writes:
+            df = session.createDataFrame(rdd, spark_schema(name), verifySchema=False)
+            df.write.mode("overwrite").parquet(os.path.join(out_dir, name))
+    finally:
+        tagged.unpersist()
+        if spark is None:
+            session.stop()
+
+
+def _bins(paths: list[str], n: int) -> list[list[str]]:
+    bins: list[list[str]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for p in sorted(paths, key=lambda p: (-_size(p), p)):
+        i = loads.index(min(loads))
+        bins[i].append(p)
+        loads[i] += _size(p) + 4096  # + a per-file cost, so many empty files spread too
+    return [b for b in bins if b]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

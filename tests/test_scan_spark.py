@@ -1,0 +1,77 @@
+"""``kafkalog scan --engine spark``: the Spark engine writes the same rows as the local engine (local[2], one
+session for the whole run). Skipped, with the reason, when pyspark or Java is missing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[test,spark]'")
+if shutil.which("java") is None:
+    pytest.skip("Java is not on PATH (the Spark engine needs a JVM)", allow_module_level=True)
+
+from scan_data import load_sorted, make_logdir, realdata_dirs  # noqa: E402
+
+from kafkalog_cli.scan import output  # noqa: E402
+from kafkalog_cli.scan.local_engine import run_local  # noqa: E402
+from kafkalog_cli.scan.paths import expand  # noqa: E402
+from kafkalog_cli.scan.summary import summarize  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from kafkalog_cli.scan.spark_engine import get_session
+
+    session = get_session("local[2]")
+    yield session
+    session.stop()
+
+
+def _both(segments: list[str], tmp: Path, spark, records: bool) -> tuple[Path, Path]:
+    from kafkalog_cli.scan.spark_engine import run_spark
+
+    local, remote = tmp / "local", tmp / "spark"
+    for d in (local, remote):
+        output.prepare(str(d), records)
+    run_local(segments, str(local), records=records, jobs=2)
+    run_spark(segments, str(remote), records=records, spark=spark)
+    return local, remote
+
+
+def test_spark_equals_local_on_generated_logdir(tmp_path: Path, spark) -> None:
+    segments, _ = expand([str(make_logdir(tmp_path))])
+    local, remote = _both(segments, tmp_path, spark, records=True)
+    for name in ("batches", "problems", "records"):
+        a, b = load_sorted(local, name), load_sorted(remote, name)
+        assert a, name
+        assert a == b, name
+    assert {p["kind"] for p in load_sorted(remote, "problems")} == {
+        "bad-magic", "truncated", "sequence-gap", "crc-mismatch", "timestamp-order"}
+    assert summarize(str(local)) == summarize(str(remote))
+
+
+@pytest.mark.realdata
+def test_spark_equals_local_on_realdata(tmp_path: Path, spark) -> None:
+    dirs = realdata_dirs()
+    if not dirs:
+        pytest.skip("../shared/realdata is absent")
+    segments, _ = expand([str(d) for d in dirs])
+    local, remote = _both(segments, tmp_path, spark, records=True)
+    for name in ("batches", "problems", "records"):
+        assert load_sorted(local, name) == load_sorted(remote, name), name
+    assert load_sorted(local, "batches")
+
+
+def test_spark_schema_matches_arrow_schema(spark) -> None:
+    from kafkalog_cli.scan.schema import DATASETS
+    from kafkalog_cli.scan.spark_engine import spark_schema
+
+    for name, schema in DATASETS.items():
+        st = spark_schema(name)
+        assert [f.name for f in st.fields] == schema.names
+        assert [f.nullable for f in st.fields] == [f.nullable for f in schema]
