@@ -39,6 +39,11 @@ def selftest() -> int:
 
 
 if __name__ == "__main__":
+    # verify-crc --jobs and scan use process pools: under a start method that re-executes the program (spawn,
+    # forkserver; the default from Python 3.14), a frozen child must run the worker, not the CLI again.
+    import multiprocessing
+
+    multiprocessing.freeze_support()
     if os.environ.get("KAFKALOG_SELFTEST"):
         sys.exit(selftest())
     from kafkalog_cli.cli.main import main
