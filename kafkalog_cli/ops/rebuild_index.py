@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.legacy import LegacyEntry
+from kafkalog_cli.storage import accel
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
 from kafkalog_cli.storage.segment import MappedFile
@@ -69,7 +70,50 @@ def rebuild_segment(
     file: str | None = None,
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
 ) -> Rebuilt:
-    """Run LogSegment.recover's index rule over ``buf`` (a whole ``.log``)."""
+    """Run LogSegment.recover's index rule over ``buf`` (a whole ``.log``).
+
+    The compiled loop (``_accel.rebuild_index``) is used when available; it returns None for what it does not
+    reproduce (a legacy entry, numbers beyond int64), and ``rebuild_segment_py``, the reference, runs instead.
+    """
+    mod = accel.module()
+    if mod is not None and accel.fits_int64(interval) and -(1 << 62) < base_offset < 1 << 62 and 0 <= segment_index_bytes < 1 << 62:
+        got = mod.rebuild_index(buf, base_offset, interval, segment_index_bytes)
+        if got is not None:
+            return _from_accel(got, base_offset, len(buf), file)
+    return rebuild_segment_py(buf, base_offset, interval, file=file, segment_index_bytes=segment_index_bytes)
+
+
+def _from_accel(got: tuple, base_offset: int, end: int, file: str | None) -> Rebuilt:
+    """A ``Rebuilt`` from the C result, with the same problem text as ``rebuild_segment_py`` (stop codes in _accel.c)."""
+    valid, batches, last, index, timeindex, code, pos, a, b = got
+    out = Rebuilt(base_offset, end, valid, batches, last, index, timeindex)
+    if code:
+        message, expected, found = {
+            1: ("record size below the minimum record overhead", "size >= 14", str(a)),
+            2: ("partial batch at the end of the log", f"{a} bytes", f"{b} bytes left"),
+            3: ("v2 batch smaller than its header", "size >= 61", str(a)),
+            4: ("batch CRC mismatch", f"crc {a}", f"crc {b}"),
+            5: ("batch offset outside the segment's 32-bit relative range",
+                f"offset in [{base_offset}, {base_offset + INT_MAX}]", str(a)),
+            6: ("non-increasing offset at an index point (the broker would empty the segment)", f"offset > {a}", str(b)),
+            7: ("offset index over capacity (segment.index.bytes)", f"<= {a} entries", "more"),
+            8: ("time index offset going backwards", f">= {a}", str(b)),
+            9: ("time index over capacity (segment.index.bytes)", f"<= {a} entries", "more"),
+            10: ("trailing bytes after the last batch", "a batch header", f"{a} bytes"),
+        }[code]
+        out.problem = CorruptRecordError(message, file=file, position=pos, expected=expected, found=found)
+    return out
+
+
+def rebuild_segment_py(
+    buf: bytes | memoryview,
+    base_offset: int,
+    interval: int = DEFAULT_INTERVAL,
+    *,
+    file: str | None = None,
+    segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
+) -> Rebuilt:
+    """The reference implementation of ``rebuild_segment`` (pure Python; the C loop must match it exactly)."""
     end = len(buf)
     out = Rebuilt(base_offset, end)
     index = bytearray()

@@ -34,6 +34,7 @@ from kafkalog_cli.ops.verify_model import (
     SegmentReport,
     VerifyResult,
 )
+from kafkalog_cli.storage import accel
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_MAX_BATCH_SIZE = 256 * 1024 * 1024
@@ -76,6 +77,11 @@ class _Walker:
         self.magics: set[int] = set()
         self.resync_cache: tuple[int, int | None] | None = None  # (start, earliest valid position >= start)
         self.now_ms = int(time.time() * 1000)
+        # the compiled fast path over runs of clean v2 batches (not with --deep: that parses every batch anyway)
+        self.fast = None
+        mod = accel.module()
+        if mod is not None and not deep and accel.fits_int64(self.base, self.now_ms + FUTURE_SLACK_MS):
+            self.fast = mod.verify_run
 
     def problem(self, position: int, end: int, kind: str, message: str, severity: str = ERROR, **kw: Any) -> None:
         self.r.add(Problem(self.file, position, end, kind, message, severity, **kw), self.max_problems)
@@ -193,6 +199,12 @@ class _Walker:
                 self.progress(pos - reported)
                 reported = pos
                 next_report = pos + PROGRESS_EVERY
+            # ---- compiled fast path: a run of v2 batches on which on_v2 would report nothing
+            if self.fast is not None:
+                npos = self._fast_run(pos, next_report if self.progress is not None else n)
+                if npos != pos:
+                    pos = npos
+                    continue  # the loop top handles progress; then the batch C stopped at goes the Python way
             # ---- fast path: a v2 batch whose header is sane and whose CRC verifies
             if n - pos >= V2_HEADER:
                 off, size, _x, magic = unpack_prefix(buf, pos)
@@ -210,6 +222,37 @@ class _Walker:
         r.bytes_checked = n
         if self.progress is not None and n > reported:
             self.progress(n - reported)
+
+    def _fast_run(self, pos: int, stop_at: int) -> int:
+        """Let ``_accel.verify_run`` take the clean v2 batches from ``pos`` on; apply what ``on_v2`` would have done
+        for them (counters, offsets, epochs, index observers) and return where it stopped. It stops before the first
+        batch on which any check of ``on_v2``/``_offsets``/``_timestamps`` would report something, so that batch and
+        its exact problem text come from the Python code."""
+        prev_last = self.prev_last
+        has_prev = prev_last is not None
+        if has_prev and not accel.fits_int64(prev_last):
+            return pos
+        (npos, count, records, first_base, last, first_epoch, prev_epoch, saw_epoch, entries) = self.fast(
+            self.buf, pos, stop_at, min(self.max_size, accel.INT64_MAX), self.base, has_prev,
+            prev_last if has_prev else 0, self.prev_epoch, self.now_ms + FUTURE_SLACK_MS, bool(self.observers))
+        if count:
+            r = self.r
+            r.batches += count
+            r.records += records
+            if not has_prev:
+                r.first_offset = first_base
+            self.prev_last = r.last_offset = last
+            self.magics.add(2)
+            if saw_epoch:
+                if r.first_epoch is None:
+                    r.first_epoch = first_epoch
+                self.prev_epoch = r.last_epoch = prev_epoch
+            if entries:
+                observers = self.observers
+                for p, size, base, b_last, max_ts in accel.iter_run_entries(entries):
+                    for obs in observers:
+                        obs.on_entry(p, size, base, b_last, max_ts)
+        return npos
 
     def on_bad(self, pos: int) -> int:
         """Report the corrupt region starting at ``pos``; return where the walk continues."""
