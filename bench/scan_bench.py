@@ -68,12 +68,17 @@ def main() -> None:
     ap.add_argument("--records", action="store_true")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--no-local", action="store_true")
+    ap.add_argument("--spark-cores", default="1,2", help="order of the Spark runs, e.g. 2,1")
+    ap.add_argument("--same-jvm", action="store_true",
+                    help="run the Spark configurations in this process (default: a fresh process and JVM for each)")
+    ap.add_argument("--input", help=argparse.SUPPRESS)  # child mode: reuse this generated input
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
-        segs = make_input(root, args.segments, args.mib)
+        segs = expand([args.input])[0] if args.input else make_input(root, args.segments, args.mib)
         total = sum(os.path.getsize(s) for s in segs)
         print(f"input: {len(segs)} segments, {total / 2**20:.0f} MiB, generated in {time.perf_counter() - t0:.1f} s;"
               f" records={'yes' if args.records else 'no'}; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
@@ -84,7 +89,7 @@ def main() -> None:
             output.prepare(out, args.records)
             run_local(segs, out, records=args.records, jobs=jobs)
 
-        for jobs in (1, 2):
+        for jobs in () if args.no_local else (1, 2):
             local(jobs)  # warm the page cache
             results[f"local jobs={jobs}"] = timed(lambda jobs=jobs: local(jobs), args.repeat)
             print(f"  local engine, --jobs {jobs}: {results[f'local jobs={jobs}']:.2f} s "
@@ -96,7 +101,20 @@ def main() -> None:
             missing = missing_requirements()
             if missing:
                 sys.exit(f"cannot run the Spark part: {missing}")
-            for cores in (1, 2):
+            for cores in (int(c) for c in args.spark_cores.split(",")):
+                if not args.same_jvm and not args.input:
+                    import subprocess
+
+                    child = subprocess.run(
+                        [sys.executable, __file__, "--no-local", "--spark-cores", str(cores), "--input",
+                         str(root / "logs"), "--repeat", str(args.repeat)] + (["--records"] if args.records else []),
+                        capture_output=True, text=True, check=True)
+                    line = next(ln for ln in child.stdout.splitlines() if ln.startswith("RESULT "))
+                    results[f"spark local[{cores}]"] = float(line.split()[1])
+                    print(f"  spark local[{cores}] (fresh JVM): {results[f'spark local[{cores}]']:.2f} s "
+                          f"({total / 2**20 / results[f'spark local[{cores}]']:.0f} MiB/s); {line.split(' ', 2)[2]}",
+                          flush=True)
+                    continue
                 t0 = time.perf_counter()
                 spark = get_session(f"local[{cores}]")
                 start = time.perf_counter() - t0
@@ -112,12 +130,17 @@ def main() -> None:
                 spark.stop()
                 print(f"  spark local[{cores}]: {results[key]:.2f} s ({total / 2**20 / results[key]:.0f} MiB/s); "
                       f"session start {start:.1f} s", flush=True)
+                if args.input:
+                    print(f"RESULT {results[key]} session start {start:.1f} s", flush=True)
+                    return
             ratio = results["spark local[1]"] / results["spark local[2]"]
             print(f"spark local[2] vs local[1] speed-up: {ratio:.2f}x (target >= 1.6)")
-            print(f"local engine --jobs 2 vs spark local[2]: "
-                  f"{results['spark local[2]'] / results['local jobs=2']:.2f}x faster")
+            if "local jobs=2" in results:
+                print(f"local engine --jobs 2 vs spark local[2]: "
+                      f"{results['spark local[2]'] / results['local jobs=2']:.2f}x faster")
         print(f"load average after the run: {os.getloadavg()[0]:.1f} (2 = both cores busy with someone's work)")
-        print(f"local engine --jobs 2 vs --jobs 1 speed-up: {results['local jobs=1'] / results['local jobs=2']:.2f}x")
+        if "local jobs=2" in results:
+            print(f"local engine --jobs 2 vs --jobs 1 speed-up: {results['local jobs=1'] / results['local jobs=2']:.2f}x")
 
 
 if __name__ == "__main__":
