@@ -8,6 +8,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,spark]'
 .venv/bin/python -m ruff check kafkalog_cli tests scripts bench
 exec .venv/bin/python -m pytest -q "$@"
