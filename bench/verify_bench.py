@@ -3,13 +3,15 @@
 Generates a segment of 16 KiB v2 batches in /tmp (1 GiB by default), reads it once so it is page-cached, then
 measures in this process (best of --repeat runs each):
   * baselines over a fresh read-only mmap: numpy sum of a uint64 view (touches every byte), crc32c of 1 MiB slices,
-    and a 1 MiB-chunk copy; the fastest one is the baseline;
+    and a 1 MiB-chunk copy; plus os.readv into one reused 1 MiB buffer (read(2) from the page cache); the fastest
+    one is the baseline;
   * ``verify_segment`` (header walk + CRC-32C of every batch, index checks off since there is no index).
 Then runs verify_segment on the big file and on a 64 MiB file in child processes and reports their peak RSS
 (``ru_maxrss`` of the child). Deletes the files afterwards.
 
     python bench/verify_bench.py            # 1 GiB
     python bench/verify_bench.py --mib 256  # quicker
+    KAFKALOG_NO_ACCEL=1 python bench/verify_bench.py   # the pure-Python walk, for comparison
 """
 
 from __future__ import annotations
@@ -102,6 +104,17 @@ def baselines(path: str, repeat: int) -> dict[str, float]:
             buf[: len(piece)] = piece
 
     out["1 MiB chunk copy"] = size / best(with_map(copy_chunks), repeat)
+
+    def readv_chunks() -> None:  # "page-cache read speed" of the field notes: read(2) into one reused 1 MiB buffer
+        buf = bytearray(1 << 20)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            while os.readv(fd, [buf]):
+                pass
+        finally:
+            os.close(fd)
+
+    out["os.readv 1 MiB reused"] = size / best(readv_chunks, repeat)
     return out
 
 
@@ -124,6 +137,13 @@ def child_memory_kib(path: str) -> tuple[int, int, int]:
     return hwm, anon, filed
 
 
+def accel_state() -> str:
+    """Whether verify_segment runs the compiled walk (KAFKALOG_NO_ACCEL=1 turns it off for a before/after run)."""
+    from kafkalog_cli.storage import accel
+
+    return "on, CRC " + accel.implementation() if accel.module() is not None else "off (" + accel.implementation() + ")"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mib", type=int, default=1024, help="size of the big segment in MiB (default 1024)")
@@ -141,7 +161,8 @@ def main() -> None:
         page_cache(big)
         page_cache(small)
         print(f"segment: {size} bytes, {n} batches of {size // n} bytes, crc32c implementation: "
-              f"{__import__('kafkalog_cli.format.crc', fromlist=['x']).implementation()}")
+              f"{__import__('kafkalog_cli.format.crc', fromlist=['x']).implementation()}, "
+              f"accelerator (_accel walk/CRC): {accel_state()}")
         base = baselines(big, args.repeat)
         for name, bps in base.items():
             print(f"baseline {name:24s} {bps / 1e6:9.0f} MB/s")
