@@ -41,6 +41,26 @@ def fits_int64(*values: int) -> bool:
     return all(INT64_MIN <= v <= INT64_MAX for v in values)
 
 
+class Parallel(NamedTuple):
+    threads: int  # threads computing the CRCs of a window (1: the sequential walk only)
+    min_bytes: int  # a walk CRCs this many bytes on its own before it predicts windows
+    window: int  # largest window of predicted batches, in bytes
+    windows: int  # windows that ran on more than one thread since import
+
+
+def parallel_config(threads: int | None = None, min_bytes: int | None = None, window: int | None = None) -> Parallel:
+    """Set how the C walks split their CRCs over threads (None: unchanged); return the settings before the call.
+
+    The defaults (2 threads when more than one CPU is online, 4 MiB, 32 MiB; ``KAFKALOG_ACCEL_THREADS=N`` at import
+    overrides the thread count) suit page-cached segments. Tests force tiny thresholds and windows with it, so that
+    small segments cross many window boundaries; results never depend on these settings.
+    """
+    if _mod is None or not hasattr(_mod, "parallel_config"):
+        raise RuntimeError("the compiled accelerator is not available")
+    args = [-1 if v is None else v for v in (threads, min_bytes, window)]
+    return Parallel(*_mod.parallel_config(*args))
+
+
 def implementation() -> str:
     """Which CRC-32C the extension chose at import ("sse4.2-3way" or "slicing-by-8"), or why there is none."""
     if _mod is None or not hasattr(_mod, "crc_implementation"):
