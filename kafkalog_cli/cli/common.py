@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -36,3 +37,35 @@ def fail(message: str, hint: str | None = None, code: int = EXIT_USAGE) -> None:
     if hint:
         click.echo(f"hint: {hint}", err=True)
     sys.exit(code)
+
+
+class ByteProgress:
+    """A rich progress bar with bytes/s on stderr (transient); yields (advance, set_total) callbacks.
+
+    Callers create it only when stderr is a terminal, so pipes and log files never see it.
+    """
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+
+    def __enter__(self) -> tuple[Any, Any]:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+        self.p = Progress(
+            "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+            TimeRemainingColumn(), console=Console(file=sys.stderr), transient=True,
+        )
+        self.p.__enter__()
+        self.task = self.p.add_task(self.description, total=None)
+
+        def advance(n: int) -> None:
+            self.p.advance(self.task, n)
+
+        def set_total(total: int) -> None:
+            self.p.update(self.task, total=total)
+
+        return advance, set_total
+
+    def __exit__(self, *exc: object) -> None:
+        self.p.__exit__(*exc)  # type: ignore[arg-type]

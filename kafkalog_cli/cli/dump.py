@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_USAGE, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_USAGE, ByteProgress, fail, line_writers
 from kafkalog_cli.render.versions import DEFAULT_VERSION, KNOWN_VERSIONS
 
 DECODER_FLAGS = (
@@ -146,11 +146,52 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         if (sys.stdout.encoding or "").lower().replace("-", "") == "utf8":
             opts.fast = renderer.fast_formatter()
     dumper = Dumper(profile, opts)
-    for ev in dumper.run(args):
+    events = dumper.run(args)
+    # a progress bar only where it cannot mix with the dump itself: stderr a terminal, stdout redirected
+    if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text":
+        with ByteProgress("dumping") as (advance, set_total):
+            set_total(_total_bytes(args))
+            _run(_with_progress(events, advance), renderer, notices, out)
+    else:
+        _run(events, renderer, notices, out)
+    renderer.summary(dumper.summary)
+    sys.stdout.flush()
+    sys.exit(dumper.summary.exit_code())
+
+
+def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001
+    for ev in events:
         renderer.handle(ev)
         if notices and type(ev).__name__ == "FileBegin" and ev.kind in ("log", "checkpoint"):
             for n in notices:
                 out(n)
-    renderer.summary(dumper.summary)
-    sys.stdout.flush()
-    sys.exit(dumper.summary.exit_code())
+
+
+def _total_bytes(args: list[str]) -> int:
+    import os
+
+    from kafkalog_cli.ops.dump import expand_directory
+
+    total = 0
+    for a in args:
+        for f in expand_directory(a) if os.path.isdir(a) else [a]:
+            try:
+                total += os.path.getsize(f)
+            except OSError:
+                pass
+    return total
+
+
+def _with_progress(events, advance, step: int = 4 << 20):  # noqa: ANN001, ANN202
+    """Pass events through, advancing the bar by the bytes of each batch (in steps, to keep the cost negligible)."""
+    pending = 0
+    for ev in events:
+        entry = getattr(ev, "entry", None)
+        if entry is not None and type(ev).__name__ in ("BatchEvent", "FormattedBatch"):
+            pending += entry.size
+            if pending >= step:
+                advance(pending)
+                pending = 0
+        yield ev
+    if pending:
+        advance(pending)

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.cli.common import fail, line_writers
+from kafkalog_cli.cli.common import ByteProgress, fail, line_writers
 
 
 @click.command(
@@ -56,7 +56,7 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, jobs: int, max_batc
     if max_problems < 1:
         fail(f"--max-problems must be at least 1, found {max_problems}")
     out, err = line_writers()
-    progress_ctx = _progress() if sys.stderr.isatty() else None
+    progress_ctx = ByteProgress("verifying") if sys.stderr.isatty() else None
     kwargs: dict[str, Any] = dict(deep=deep, max_batch_size=max_batch_size, jobs=jobs, max_problems=max_problems,
                                   indexes=not no_index)
     if progress_ctx is not None:
@@ -158,30 +158,4 @@ def _rich_report(result: Any) -> None:
         f"{s['bytes']:,} bytes, {s['batches']:,} batches; {s['problems']} problems, {s['notes']} notes, "
         f"{s['corrupt_bytes']:,} corrupt bytes in {s['corrupt_regions']} regions"
     )
-
-
-class _progress:
-    """A rich progress bar with bytes/s on stderr; yields (advance, set_total) callbacks."""
-
-    def __enter__(self) -> tuple[Any, Any]:
-        from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-
-        self.p = Progress(
-            "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-            TimeRemainingColumn(), console=Console(file=sys.stderr), transient=True,
-        )
-        self.p.__enter__()
-        self.task = self.p.add_task("verifying", total=None)
-
-        def advance(n: int) -> None:
-            self.p.advance(self.task, n)
-
-        def set_total(total: int) -> None:
-            self.p.update(self.task, total=total)
-
-        return advance, set_total
-
-    def __exit__(self, *exc: object) -> None:
-        self.p.__exit__(*exc)  # type: ignore[arg-type]
 
