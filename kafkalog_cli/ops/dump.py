@@ -379,8 +379,10 @@ class Dumper:
             try:
                 base = comp.base_offset_of(name)
             except ValueError:
-                raise CorruptRecordError(
-                    "segment file name does not start with a base offset", file=arg, expected="<20-digit offset>.log", found=name
+                raise KafkalogError(
+                    "segment file name does not start with a base offset (Kafka's tool aborts here too; "
+                    "copy the file to a name like 00000000000000000000.log to dump it)",
+                    file=arg, expected="<20-digit offset>.log", found=name,
                 ) from None
             header = LogHeader("log", base_offset=base)
         with MappedFile(arg) as mf:

@@ -31,7 +31,8 @@ class MappedFile:
     def __init__(self, path: str) -> None:
         self.path = path
         try:
-            fd = os.open(path, os.O_RDONLY)
+            # O_NONBLOCK: opening a FIFO must not hang waiting for a writer (it is refused just below)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             raise UnreadableFileError("no such file", file=path) from None
         except IsADirectoryError:
@@ -46,6 +47,8 @@ class MappedFile:
 
             if stat.S_ISDIR(st.st_mode):
                 raise UnreadableFileError("is a directory, expected a file", file=path)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnreadableFileError("not a regular file (a device, FIFO or socket)", file=path)
             self.size = st.st_size
             self._mm: mmap.mmap | None = None
             if self.size > 0:
