@@ -4,6 +4,7 @@
     python bench/seek_bench.py --quick    # 256 MiB segment instead of 1 GiB
     python bench/seek_bench.py --rebuild-only                       # only part 2
     KAFKALOG_NO_ACCEL=1 python bench/seek_bench.py --rebuild-only   # part 2 with the pure-Python loop
+    KAFKALOG_ACCEL_THREADS=1 python bench/seek_bench.py --rebuild-only   # part 2, compiled, CRCs on one thread
 
 1. seek-offset wall time on a 10,000-segment partition / on a 10-segment partition (target <= 2), in-process
    (``ops.seek.seek_offset``) and end to end (``kafkalog seek-offset`` in a subprocess, Python start-up included).
@@ -151,7 +152,11 @@ def bench_rebuild(tmp: str, size: int) -> None:
     mb = actual / 1e6
     from kafkalog_cli.storage import accel
 
-    state = "on, CRC " + accel.implementation() if accel.module() is not None else "off (" + accel.implementation() + ")"
+    if accel.module() is None:
+        state = "off (" + accel.implementation() + ")"
+    else:
+        par = accel.parallel_config()
+        state = f"on, CRC {accel.implementation()}, {par.threads} CRC thread(s) after {par.min_bytes >> 20} MiB"
     print(f"segment {actual / 2**30:.2f} GiB, {actual // bsize} batches of {bsize} bytes; accelerator: {state}")
     print(f"os.readv into a reused 1 MiB buffer: {mb / t_rd:.0f} MB/s")
     print(f"mmap read (numpy sum): {mb / t_np:.0f} MB/s; mmap CRC-32C in 1 MiB slices: {mb / t_crc:.0f} MB/s")

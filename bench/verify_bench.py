@@ -12,6 +12,7 @@ Then runs verify_segment on the big file and on a 64 MiB file in child processes
     python bench/verify_bench.py            # 1 GiB
     python bench/verify_bench.py --mib 256  # quicker
     KAFKALOG_NO_ACCEL=1 python bench/verify_bench.py   # the pure-Python walk, for comparison
+    KAFKALOG_ACCEL_THREADS=1 python bench/verify_bench.py   # the compiled walk with its CRCs on one thread
 """
 
 from __future__ import annotations
@@ -141,7 +142,10 @@ def accel_state() -> str:
     """Whether verify_segment runs the compiled walk (KAFKALOG_NO_ACCEL=1 turns it off for a before/after run)."""
     from kafkalog_cli.storage import accel
 
-    return "on, CRC " + accel.implementation() if accel.module() is not None else "off (" + accel.implementation() + ")"
+    if accel.module() is None:
+        return "off (" + accel.implementation() + ")"
+    par = accel.parallel_config()
+    return f"on, CRC {accel.implementation()}, {par.threads} CRC thread(s) after {par.min_bytes >> 20} MiB"
 
 
 def main() -> None:
