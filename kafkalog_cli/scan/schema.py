@@ -3,7 +3,7 @@
 Why one module: the local engine writes these schemas with pyarrow, the Spark engine derives its ``StructType``
 from them (``spark_engine.spark_schema``), and the row extractors fill dicts keyed by these names, so the two engines
 cannot drift apart. Timestamps stay int64 milliseconds (Kafka's own unit; -1 = none) rather than Parquet
-timestamps, so no engine applies a time-zone conversion. docs/scan.md documents every column.
+timestamps, so no engine applies a time-zone conversion. The README ("kafkalog scan", Datasets) documents every column.
 """
 
 from __future__ import annotations
