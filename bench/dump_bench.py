@@ -75,11 +75,10 @@ def kafkalog_dump(path: Path, accel: bool) -> None:
             r.handle(ev)
 
 
-def aiokafka_decode(data: bytes) -> int:
-    from aiokafka.record.memory_records import MemoryRecords
-
+def decode_all(memory_records_cls, data: bytes) -> int:  # noqa: ANN001
+    """Iterate every record with a client library's reader, touching the fields a dump prints."""
     n = 0
-    mr = MemoryRecords(data)
+    mr = memory_records_cls(data)
     while True:
         b = mr.next_batch()
         if b is None:
@@ -87,20 +86,18 @@ def aiokafka_decode(data: bytes) -> int:
         for rec in b:
             rec.key, rec.value, rec.headers, rec.timestamp, rec.offset  # noqa: B018
             n += 1
+
+
+def aiokafka_decode(data: bytes) -> int:
+    from aiokafka.record.memory_records import MemoryRecords
+
+    return decode_all(MemoryRecords, data)
 
 
 def kafka_python_decode(data: bytes) -> int:
     from kafka.record import MemoryRecords
 
-    n = 0
-    mr = MemoryRecords(data)
-    while True:
-        b = mr.next_batch()
-        if b is None:
-            return n
-        for rec in b:
-            rec.key, rec.value, rec.headers, rec.timestamp, rec.offset  # noqa: B018
-            n += 1
+    return decode_all(MemoryRecords, data)
 
 
 def main() -> None:

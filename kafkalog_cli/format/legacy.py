@@ -206,26 +206,24 @@ class LegacyEntry:
         return out
 
 
+def _sized(buf: bytes | memoryview, p: int, end: int, what: str) -> tuple[bytes | None, int]:
+    """Read an int32 length and that many bytes (a negative length is null, as Kafka reads it)."""
+    if p + 4 > end:
+        raise InvalidRecordError(f"legacy message is too short for its {what} length", position=p)
+    (n,) = _I32.unpack_from(buf, p)
+    p += 4
+    if n < 0:
+        return None, p
+    if p + n > end:
+        raise InvalidRecordError(f"legacy message {what} runs past the message", position=p, expected=f"{n} bytes", found=f"{end - p}")
+    return bytes(buf[p : p + n]), p + n
+
+
 def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int) -> tuple[bytes | None, bytes | None]:
     # key length follows: log overhead 12 + crc 4 + magic 1 + attributes 1 (+ timestamp 8 for v1)
     p = position + LOG_OVERHEAD + 6 + (8 if magic == 1 else 0)
     if p + 4 > end:
         raise CorruptRecordError("legacy message is too short for its key length", position=position, found=f"{end - position} bytes")
-    (klen,) = _I32.unpack_from(buf, p)
-    p += 4
-    key = None
-    if klen >= 0:
-        if p + klen > end:
-            raise InvalidRecordError("legacy message key runs past the message", position=p, expected=f"{klen} bytes", found=f"{end - p}")
-        key = bytes(buf[p : p + klen])
-        p += klen
-    if p + 4 > end:
-        raise InvalidRecordError("legacy message is too short for its value length", position=p)
-    (vlen,) = _I32.unpack_from(buf, p)
-    p += 4
-    value = None
-    if vlen >= 0:
-        if p + vlen > end:
-            raise InvalidRecordError("legacy message value runs past the message", position=p, expected=f"{vlen} bytes", found=f"{end - p}")
-        value = bytes(buf[p : p + vlen])
+    key, p = _sized(buf, p, end, "key")
+    value, _p = _sized(buf, p, end, "value")
     return key, value
