@@ -15,6 +15,7 @@ from typing import Any
 
 from kafkalog_cli.errors import (
     CheckpointError,
+    CompressionError,
     CorruptIndexError,
     CorruptRecordError,
     CorruptSnapshotError,
@@ -401,6 +402,8 @@ class Dumper:
                 entry = read_entry(buf, pos, magic, file=arg)
                 try:
                     codec_name(entry.codec)  # unknown codec ids abort Kafka's tool
+                    if entry.codec == 4 and not self.profile.zstd_known:
+                        raise CompressionError("Unknown compression type id: 4")
                 except KafkalogError as exc:
                     raise exc.located(arg, pos) from None
                 if entry.is_legacy:

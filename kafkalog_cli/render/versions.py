@@ -26,6 +26,8 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
     "g1_is_control": [((0, 0, 0), False), ((2, 0, 1), True)],
     "record_style": [((0, 0, 0), "g1"), ((2, 2, 0), "keysize"), ((2, 8, 0), "verbose"), ((3, 0, 0), "compact")],
     "codec_upper": [((0, 0, 0), True), ((3, 0, 0), False)],
+    # 2.0.x predates zstd: codec id 4 aborts with "Unknown compression type id: 4" (errata-dump C)
+    "zstd_known": [((0, 0, 0), False), ((2, 1, 0), True)],
     "delete_horizon": [((0, 0, 0), False), ((3, 2, 0), True)],
     "legacy_brace": [((0, 0, 0), False), ((3, 0, 0), True), ((4, 3, 0), False)],
     "java_payload_prefix": [((0, 0, 0), False), ((4, 3, 0), True)],
