@@ -27,6 +27,7 @@ def _cases() -> dict[str, list[str]]:
         c[f"seed-data-{tag}"] = ["dump", "--kafka-version", v, "--deep-iteration", "--print-data-log", SEED]
         c[f"codecs-data-{tag}"] = ["dump", "--kafka-version", v, "--print-data-log", CODECS]
         c[f"partition-dir-{tag}"] = ["dump", "--kafka-version", v, "partition/orders-0"]
+    c["codecs-shallow-20"] = ["dump", "--kafka-version", "2.0", CODECS]
     c["spec34-skipmeta-data-36"] = ["dump", "--kafka-version", "3.6", "--print-data-log", "--skip-record-metadata", SPEC]
     c["spec34-skipmeta-data-43"] = ["dump", "--kafka-version", "4.3", "--print-data-log", "--skip-record-metadata", SPEC]
     c["spec34-skipmeta-deep-36"] = ["dump", "--kafka-version", "3.6", "--deep-iteration", "--skip-record-metadata", SPEC]
