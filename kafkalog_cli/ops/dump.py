@@ -645,7 +645,8 @@ class Dumper:
             rows = []
             for parts in cp.entries:
                 try:
-                    rows.append({"topic": parts[0], "partition": int(parts[1]), "offset": int(parts[2])})
+                    rows.append({"topic": parts[0], "partition": comp.java_parse_int(parts[1]),
+                                 "offset": comp.java_parse_int(parts[2], 64)})
                 except ValueError:
                     raise CheckpointError(f"Malformed line in checkpoint file [{arg}]: {' '.join(parts)}", file=arg) from None
             yield CheckpointEvent(kind, cp.version, rows)

@@ -133,34 +133,65 @@ class Checkpoint:
     entries: list[list[str]]
 
 
+_JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
+_JAVA_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def java_lines(text: str) -> list[str]:
+    """BufferedReader.readLine semantics: \n, \r or \r\n end a line; a final line break adds no empty line."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def java_split_ws(line: str) -> list[str]:
+    """String.split("\\s+"): a leading separator gives an empty first token, trailing empty tokens are dropped."""
+    parts = _JAVA_WS.split(line)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def java_parse_int(text: str, bits: int = 32) -> int:
+    """Integer.parseInt / Long.parseLong: optional sign, ASCII digits only, no spaces, within range."""
+    if not _JAVA_INT.match(text):
+        raise ValueError(text)
+    v = int(text)
+    if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+        raise ValueError(text)
+    return v
+
+
 def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -> Checkpoint:
-    """Kafka's CheckpointFile format: version line, count line, then ``count`` whitespace-separated entry lines."""
-    lines = text.split("\n")
-    if text == "":
+    """Kafka's CheckpointFile reader, exactly: a version line (must be 0), a count line, then every following line
+    is an entry (a blank line is a malformed entry); the count must match. Anything the broker would refuse raises
+    CheckpointError with the broker's message (a malformed checkpoint takes the log directory offline, errata E7)."""
+
+    def malformed(line: str, pos: int | None) -> CheckpointError:
+        return CheckpointError(f"Malformed line in checkpoint file [{path}]: {line}", file=path, position=pos)
+
+    lines = java_lines(text)
+    if not lines:
         return Checkpoint(0, [])
     try:
-        version = int(lines[0].strip())
+        version = java_parse_int(lines[0])
     except ValueError:
-        raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {lines[0]}", file=path, position=0) from None
+        raise malformed(lines[0], 0) from None
     if version != 0:
         raise CheckpointError(f"Unrecognised version:{version}, file:{path}", file=path, position=0)
     if len(lines) < 2:
-        raise CheckpointError(f"Malformed line in checkpoint file [{path}]: (missing entry count)", file=path)
+        return Checkpoint(version, [])
     try:
-        count = int(lines[1].strip())
+        count = java_parse_int(lines[1])
     except ValueError:
-        raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {lines[1]}", file=path) from None
+        raise malformed(lines[1], len(lines[0]) + 1) from None
     entries = []
     byte_pos = len(lines[0]) + 1 + len(lines[1]) + 1
     for line in lines[2:]:
-        if line == "" and len(entries) >= count:
-            byte_pos += 1
-            continue
-        if line.strip() == "":
-            break
-        parts = line.split()
+        parts = java_split_ws(line)
         if columns is not None and len(parts) != columns:
-            raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {line}", file=path, position=byte_pos)
+            raise malformed(line, byte_pos)
         entries.append(parts)
         byte_pos += len(line) + 1
     if len(entries) != count:
@@ -174,11 +205,12 @@ def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -
 
 
 def parse_leader_epoch_checkpoint(text: str, path: str = "") -> list[tuple[int, int]]:
+    """(epoch, start offset) entries; epoch an int32, start offset an int64, both non-negative."""
     cp = parse_checkpoint(text, path, columns=2)
     out = []
     for parts in cp.entries:
         try:
-            epoch, start = int(parts[0]), int(parts[1])
+            epoch, start = java_parse_int(parts[0], 32), java_parse_int(parts[1], 64)
         except ValueError:
             raise CheckpointError(f"Malformed line in checkpoint file [{path}]: {' '.join(parts)}", file=path) from None
         if epoch < 0 or start < 0:
