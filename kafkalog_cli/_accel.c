@@ -189,7 +189,7 @@ static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t
         }
         /* non-consecutive offset tracker (Scala: the first record is not checked; Java port: every record) */
         if (java_gaps || *last != -1) {
-            if (offset != (int64_t)*last + 1) {
+            if (offset != (int64_t)((uint64_t)*last + 1u)) { /* Java long arithmetic wraps */
                 PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
                 if (!pair || PyList_Append(gaps, pair) < 0) {
                     Py_XDECREF(pair);

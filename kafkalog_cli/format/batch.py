@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.crc import crc32c
-from kafkalog_cli.format.text import increment_sequence
+from kafkalog_cli.format.text import increment_sequence, int64
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = 61
@@ -99,7 +99,7 @@ class Batch:
         self.position = position
         # derived once: these are read several times per batch on every hot path
         self.size = self.batch_length + LOG_OVERHEAD
-        self.last_offset = self.base_offset + self.last_offset_delta
+        self.last_offset = int64(self.base_offset + self.last_offset_delta)
 
     # ----------------------------------------------------------------------------------------- derived fields
     is_legacy = False
@@ -238,6 +238,13 @@ def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, r
                 )
             body_start = pos
             body_end = pos + size
+            if size == 0:
+                raise InvalidRecordError(
+                    "Found invalid record structure: a record body of 0 bytes",
+                    position=report_base + rec_start,
+                    expected="at least the attributes byte",
+                    found="0 bytes",
+                )
             attributes = buf[pos]
             pos += 1
             ts_delta, pos = read_varlong(buf, pos, body_end)
@@ -301,8 +308,8 @@ def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, r
                 found=f"{end - pos} more bytes",
             )
         yield Record(
-            offset=base_offset + offset_delta,
-            timestamp=max_ts if log_append else base_ts + ts_delta,
+            offset=int64(base_offset + offset_delta),
+            timestamp=max_ts if log_append else int64(base_ts + ts_delta),
             key=key,
             value=value,
             headers=headers,

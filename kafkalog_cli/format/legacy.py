@@ -15,6 +15,7 @@ from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, Kafkalog
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record
 from kafkalog_cli.format.crc import crc32
+from kafkalog_cli.format.text import int64
 
 LOG_OVERHEAD = 12
 RECORD_OVERHEAD_V0 = 14
@@ -192,7 +193,7 @@ class LegacyEntry:
                 ts = -1
             out.append(
                 Record(
-                    offset=abs_base + ioff if abs_base >= 0 else ioff,
+                    offset=int64(abs_base + ioff) if abs_base >= 0 else ioff,
                     timestamp=ts,
                     key=ikey,
                     value=ival,

@@ -25,6 +25,12 @@ def int32(v: int) -> int:
     return v - 0x100000000 if v & 0x80000000 else v
 
 
+def int64(v: int) -> int:
+    """Wrap an integer to Java's signed 64-bit range (long arithmetic overflows silently in Kafka's code)."""
+    v &= 0xFFFFFFFFFFFFFFFF
+    return v - 0x10000000000000000 if v & 0x8000000000000000 else v
+
+
 INT_MAX = 0x7FFFFFFF
 
 

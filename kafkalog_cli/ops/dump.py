@@ -26,6 +26,7 @@ from kafkalog_cli.errors import (
 from kafkalog_cli.format import control as ctl
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.format.codecs import DEFAULT_LIMIT, codec_name
+from kafkalog_cli.format.text import int64
 from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
@@ -431,7 +432,7 @@ class Dumper:
                     for rec in entry.iter_records(buf, opts.decompress_limit):
                         self.summary.records += 1
                         if java_gaps or last != -1:
-                            if rec.offset != last + 1:
+                            if rec.offset != int64(last + 1):
                                 gaps.append((last, rec.offset))
                         last = rec.offset
                         yield self._record_event(entry, rec)
