@@ -125,6 +125,34 @@ def test_transaction_commit_abort_and_modes(tmp_path, monkeypatch):
     assert safety.recover_interrupted(str(pdir)) == []
 
 
+def test_plain_names_are_staged_as_tmp_never_cleaned_or_swap(tmp_path, monkeypatch):
+    """Kafka parses the prefix of every *.cleaned/*.swap as an offset: a checkpoint staged that way stops the broker."""
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "leader-epoch-checkpoint").write_bytes(b"old")
+    (pdir / "00000000000000000000.index").write_bytes(b"oldi")
+    seen: list[str] = []
+    monkeypatch.setattr(safety, "_slow", lambda: seen.extend(os.listdir(pdir)))
+    with safety.Transaction(str(pdir), None) as t:
+        t.stage("leader-epoch-checkpoint", b"new")
+        t.stage("00000000000000000000.index", b"newi")
+        assert sorted(os.listdir(pdir))[1:] == ["00000000000000000000.index.cleaned", "leader-epoch-checkpoint",
+                                                 "leader-epoch-checkpoint.tmp"]
+        t.commit()
+    assert (pdir / "leader-epoch-checkpoint").read_bytes() == b"new"
+    assert not [n for n in seen if n.endswith((".cleaned", ".swap")) and not n[0].isdigit()]
+    assert "leader-epoch-checkpoint.tmp" in seen
+    # an interrupted commit before its point rolls the .tmp back; after it, rolls it forward
+    for state, expect in (("backing-up", b"new"), ("committing", b"newer")):
+        t = safety.Transaction(str(pdir), None)
+        t.stage("leader-epoch-checkpoint", b"newer")
+        t._set_state(state)
+        safety.recover_interrupted(str(pdir))
+        assert sorted(os.listdir(pdir)) == ["00000000000000000000.index", "leader-epoch-checkpoint"]
+        assert (pdir / "leader-epoch-checkpoint").read_bytes() == expect
+
+
 def test_recover_without_journal_follows_kafka_rules(tmp_path, monkeypatch):
     monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))
     pdir = tmp_path / "logs" / "t-0"

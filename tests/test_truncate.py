@@ -175,6 +175,20 @@ def test_truncate_refuses_locked_log_dir(tmp_path):
         holder.wait()
 
 
+def _watch_for_unparsable_names(pdir: str, seconds: float) -> None:
+    """Poll ``pdir`` for ``seconds``: a ``*.cleaned``/``*.swap`` file whose name does not start with a number would
+    make Kafka's loader throw NumberFormatException (LogFileUtils.offsetFromFile) and the broker fail to start."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            names = os.listdir(pdir)
+        except FileNotFoundError:
+            names = []
+        bad = [n for n in names if n.endswith((".cleaned", ".swap")) and not n.split(".", 1)[0].isdigit()]
+        assert not bad, f"the broker could not start with {bad} in the partition directory"
+        time.sleep(0.002)
+
+
 def test_truncate_crash_leaves_old_or_new(tmp_path):
     from kafkalog_cli.ops.safety import recover_interrupted
 
@@ -194,7 +208,7 @@ def test_truncate_crash_leaves_old_or_new(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "truncate-to-epoch", "--execute", "--to-offset",
                                  "50", "--backup-dir", bk, work], env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+        _watch_for_unparsable_names(work, delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         os.environ["KAFKALOG_BACKUP_DIR"] = str(tmp_path / "journals")

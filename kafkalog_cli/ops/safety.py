@@ -11,10 +11,16 @@ Why each piece exists:
   the broker's loader), renamed to ``<final>.swap`` (Kafka's suffix for output ready to be installed, finished by the
   loader) and then renamed over the final name. Every intermediate state is therefore one the broker's own loader
   resolves the same way we do (spec §8 steps 1-2, errata E12), and ``recover_interrupted`` finishes or discards it.
+  Only files whose names start with a 20-digit offset are staged that way: Kafka's loader parses the text before the
+  first '.' of *every* ``*.cleaned``/``*.swap`` file as a number (``LogFileUtils.offsetFromFile``), so a
+  ``leader-epoch-checkpoint.cleaned`` would make the broker fail to start (NumberFormatException, errata E15).
+  Other files (checkpoints, ``partition.metadata``) are staged as ``<name>.tmp``, the suffix Kafka's own checkpoint
+  writer uses and its loader ignores, and renamed into place together with the ``.swap`` files.
 
 Commit order (each step durable before the next):
 
-1. staged files are written as ``<final>.cleaned`` and fsync'd (``stage``);
+1. staged files are written as ``<final>.cleaned`` (``<final>.tmp`` for names without an offset) and fsync'd
+   (``stage``);
 2. the journal (state ``backing-up``) is written to the backup dir, plus a pointer to it in the journal root, which
    is derived from the partition dir alone so that recovery can find it;
 3. every file to be replaced or deleted is hard-linked (same filesystem) or copied into the backup dir, fsync'd;
@@ -23,7 +29,8 @@ Commit order (each step durable before the next):
    remaining ``.cleaned`` base, so a crash half-way through this step is rolled back by both kafkalog and Kafka),
    directory fsync'd. Once the last ``.cleaned`` is gone the transaction is committed;
 6. deleted files are unlinked (their backups exist since step 3);
-7. ``.swap -> final`` (``os.replace``: atomic, the old inode survives in the backup), directory fsync'd;
+7. ``.swap -> final`` and ``.tmp -> final`` (``os.replace``: atomic, the old inode survives in the backup),
+   directory fsync'd;
 8. journal state ``done``, pointer removed (and the backup removed when ``keep_backup`` is false).
 
 The backup is complete before the commit point (step 3 before step 5), so rolling forward never has to copy.
@@ -34,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -46,6 +54,8 @@ from kafkalog_cli.errors import RepairRefused
 from kafkalog_cli.storage import lock as locks
 
 BUILD_SUFFIX = ".cleaned"
+PLAIN_SUFFIX = ".tmp"  # staging suffix of files whose names carry no offset (Kafka's checkpoint-write suffix)
+_OFFSET_NAME = re.compile(r"[0-9]{20}\.")
 JOURNAL_NAME = "journal.json"
 BACKUP_ENV = "KAFKALOG_BACKUP_DIR"
 SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between commit steps
@@ -227,6 +237,16 @@ def _backup_file(src: str, backup_dir: str) -> None:
     os.replace(tmp, dst)
 
 
+def offset_named(name: str) -> bool:
+    """True when Kafka's loader can parse ``name``'s prefix as an offset, so ``.cleaned``/``.swap`` are safe for it."""
+    return _OFFSET_NAME.match(name) is not None
+
+
+def staging_name(name: str) -> str:
+    """The name a staged replacement of ``name`` is built under (see the module docstring)."""
+    return name + (BUILD_SUFFIX if offset_named(name) else PLAIN_SUFFIX)
+
+
 def _name_key(name: str) -> tuple[int, str]:
     try:
         return int(name.split(".", 1)[0]), name
@@ -258,9 +278,10 @@ class Transaction:
 
     # ------------------------------------------------------------------------------------------ building
     def stage(self, final_name: str, data: bytes | Callable[[BinaryIO], None], *, mtime: float | None = None) -> None:
-        """Write ``<final>.cleaned``, fsync it, copy the owner/mode of the file it replaces (or of the ``.log``)."""
+        """Write ``<final>.cleaned`` (or ``<final>.tmp``), fsync it, copy the owner/mode of the file it replaces (or
+        of the ``.log``)."""
         final = safe_child(self.partition_dir, final_name)
-        tmp = safe_child(self.partition_dir, final_name + BUILD_SUFFIX)
+        tmp = safe_child(self.partition_dir, staging_name(final_name))
         ref = final if os.path.exists(final) else None
         if ref is None:
             log = os.path.join(self.partition_dir, final_name.split(".", 1)[0] + ".log")
@@ -292,7 +313,7 @@ class Transaction:
         acts = []
         for name, existed in self.staged.items():
             p = os.path.join(self.partition_dir, name)
-            acts.append(FileAction("replace" if existed else "create", p, os.path.getsize(p + BUILD_SUFFIX)))
+            acts.append(FileAction("replace" if existed else "create", p, os.path.getsize(os.path.join(self.partition_dir, staging_name(name)))))
         for name in self.deletes:
             acts.append(FileAction("delete", os.path.join(self.partition_dir, name)))
         return acts
@@ -345,10 +366,10 @@ class Transaction:
         self.committed = True
 
     def abort(self) -> None:
-        """Remove the staged ``.cleaned`` files (nothing else was touched yet)."""
+        """Remove the staged ``.cleaned``/``.tmp`` files (nothing else was touched yet)."""
         for name in self.staged:
             try:
-                os.unlink(os.path.join(self.partition_dir, name + BUILD_SUFFIX))
+                os.unlink(os.path.join(self.partition_dir, staging_name(name)))
             except FileNotFoundError:
                 pass
         self.staged.clear()
@@ -363,7 +384,9 @@ class Transaction:
 
 def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: list[str], suffix: str) -> None:
     """Steps 5-7 of the commit; idempotent, so recovery re-runs it to roll forward."""
-    for name in sorted(staged, key=_name_key, reverse=True):
+    segs = [n for n in staged if offset_named(n)]
+    plain = [n for n in staged if not offset_named(n)]
+    for name in sorted(segs, key=_name_key, reverse=True):
         cleaned = os.path.join(partition_dir, name + BUILD_SUFFIX)
         if os.path.exists(cleaned):
             os.replace(cleaned, os.path.join(partition_dir, name + suffix))
@@ -375,11 +398,17 @@ def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: lis
             _backup_file(path, backup_dir)  # no-op when the backup is already there
             os.unlink(path)
             _slow()
-    for name in sorted(staged, key=_name_key):
+    for name in sorted(segs, key=_name_key):
         swap = os.path.join(partition_dir, name + suffix)
         if os.path.exists(swap):
             os.replace(swap, os.path.join(partition_dir, name))
             _slow()
+    for name in sorted(plain):
+        for suf in (PLAIN_SUFFIX, suffix):  # .swap: a journal of an older kafkalog
+            tmp = os.path.join(partition_dir, name + suf)
+            if os.path.exists(tmp):
+                os.replace(tmp, os.path.join(partition_dir, name))
+                _slow()
     _fsync_dir(partition_dir)
 
 
@@ -450,10 +479,12 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
     done: list[str] = []
     if state in ("done", "rolled-back"):
         return done
-    leftover = [n for n in staged if os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
+    # the commit point is the last offset-named ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
+    leftover = [n for n in staged if offset_named(n) and os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
     if state == "backing-up" or leftover:
         for n in staged:
-            for suf in (BUILD_SUFFIX, suffix):
+            # (a journal of an older kafkalog may have staged a plain name as .cleaned/.swap too)
+            for suf in (BUILD_SUFFIX, suffix) if offset_named(n) else (PLAIN_SUFFIX, BUILD_SUFFIX, suffix):
                 p = os.path.join(pdir, n + suf)
                 if os.path.exists(p):
                     os.unlink(p)
