@@ -234,3 +234,67 @@ def test_kill_9_at_random_moments_leaves_old_or_new(tmp_path, monkeypatch):
         assert r.returncode == 0, r.stderr
         assert _hashes(pdir) == new
     assert outcomes["old"] and outcomes["new"], outcomes
+
+
+def test_lock_check_follows_symlinked_partition_path(tmp_path):
+    """A symlinked partition path must be checked against the real log dir's .lock, not the link's parent."""
+    pdir = tmp_path / "logs" / "t-0"
+    make_partition(str(pdir), 1, segments=1)
+    os.unlink(str(pdir / "00000000000000000000.index"))
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / "t-0"
+    os.symlink(pdir, link)
+    lock = tmp_path / "logs" / ".lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), "fcntl"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = _hashes(str(pdir))
+        r = _run("rebuild-index", "--execute", str(link), env={"KAFKALOG_BACKUP_DIR": str(tmp_path / "bk")})
+        assert r.returncode == 2 and "locked by a running broker" in r.stderr, r.stderr
+        assert _hashes(str(pdir)) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+LOCK_TRY = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except OSError:
+    print("held")
+"""
+
+
+def test_lock_is_held_for_the_whole_execute(tmp_path):
+    """A broker starting mid-write must find .lock taken (its tryLock fails), not load half-written files."""
+    pdir = _stale_partition(str(tmp_path))
+    lock = os.path.join(os.path.dirname(pdir), ".lock")
+    open(lock, "w").close()
+    env = {**os.environ, "KAFKALOG_TEST_SLOW_COMMIT": "0.2", "KAFKALOG_BACKUP_DIR": str(tmp_path / "bk")}
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "rebuild-index", "--index-interval-bytes", "300",
+                             "--execute", pdir], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = set()
+    try:
+        while proc.poll() is None:
+            if any(n.endswith(".cleaned") for n in os.listdir(pdir)):  # inside the write
+                seen.add(subprocess.run([sys.executable, "-c", LOCK_TRY, lock], capture_output=True,
+                                        text=True).stdout.strip())
+            time.sleep(0.05)
+    finally:
+        proc.wait()
+    assert proc.returncode == 0, proc.stderr.read()
+    assert seen == {"held"}
+    assert subprocess.run([sys.executable, "-c", LOCK_TRY, lock], capture_output=True, text=True).stdout.strip() == "free"
+
+
+def test_plan_warns_when_log_dir_is_not_a_kafka_log_dir(tmp_path):
+    pdir = tmp_path / "logs" / "t-0"
+    make_partition(str(pdir), 1, segments=1)
+    r = _run("rebuild-index", str(pdir))
+    assert "neither .lock nor meta.properties" in r.stdout
+    (tmp_path / "logs" / "meta.properties").write_text("version=1\n")
+    r = _run("rebuild-index", str(pdir))
+    assert "neither .lock nor meta.properties" not in r.stdout

@@ -650,11 +650,15 @@ def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, back
     from kafkalog_cli.ops import safety
 
     recovered: list[str] = []
-    if execute:
-        safety.ensure_unlocked(partition_dir)
-        recovered = safety.recover_interrupted(partition_dir)
-    plan = plan_compaction(partition_dir, opts)
+    if not execute:
+        plan = plan_compaction(partition_dir, opts)
+        plan.notes += safety.log_dir_warnings(partition_dir)
+        return plan, recovered, None
     written = None
-    if execute and plan.has_changes:
-        written = execute_compaction(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
+    with safety.locked_log_dir(partition_dir):
+        recovered = safety.recover_interrupted(partition_dir)
+        plan = plan_compaction(partition_dir, opts)
+        plan.notes += safety.log_dir_warnings(partition_dir)
+        if plan.has_changes:
+            written = execute_compaction(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
     return plan, recovered, written

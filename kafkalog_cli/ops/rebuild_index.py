@@ -521,54 +521,73 @@ def run(
     result = RebuildResult()
     for pdir, selected in group_targets(paths).items():
         if execute:
-            safety.ensure_unlocked(pdir)
-            result.recovered += [f"{pdir}: {line}" for line in safety.recover_interrupted(pdir)]
-        logs = segment_logs(pdir)
-        if not logs:
-            raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
-        active_base = logs[-1][0]
-        chosen = [(b, p) for b, p in logs if selected is None or p in selected]
-        plan = safety.Plan(pdir)
-        txn = None
-        if execute:
-            bdir = None
-            if backup_dir:
-                bdir = os.path.join(os.path.abspath(backup_dir), os.path.basename(pdir))
-            txn = safety.Transaction(pdir, bdir)
-        try:
-            for base, log_path in chosen:
-                rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
-                result.segments.append(rep)
-                if rep.problem is not None:
-                    plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
-                    continue
-                stem = os.path.basename(log_path)[: -len(".log")]
-                for kind, data in (("index", rb.index), ("timeindex", rb.timeindex)):
-                    if not _needs_write(rep, kind):
-                        continue
-                    name = f"{stem}.{kind}"
-                    c = rep.index if kind == "index" else rep.timeindex
-                    plan.actions.append(
-                        safety.FileAction("create" if c.status == "missing" else "replace", os.path.join(pdir, name), len(data), c.status)
-                    )
-                    if txn is not None:
-                        txn.stage(name, data)
-                        rep.written.append(name)
-            if active_base in [b for b, _ in chosen]:
-                plan.notes.append(
-                    "the active segment's indexes are written trimmed to their entries; the broker preallocates them "
-                    "to segment.index.bytes again when it loads the log"
-                )
-            plan.summary = {
-                "segments": len(chosen),
-                "files_to_write": len(plan.actions),
-                "segments_skipped": sum(1 for r in result.segments if r.problem and os.path.dirname(r.log_path) == pdir),
-            }
-            if txn is not None and plan.actions:
-                txn.commit()
-                result.backup_dirs.append(txn.backup_dir)
-        finally:
-            if txn is not None and not txn.committed:
-                txn.abort()
-        result.plans.append(plan)
+            # held from recovery to the last rename, so that a broker cannot start on half-written files
+            with safety.locked_log_dir(pdir):
+                result.recovered += [f"{pdir}: {line}" for line in safety.recover_interrupted(pdir)]
+                _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes)
+        else:
+            _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes)
     return result
+
+
+def _run_partition(
+    result: RebuildResult,
+    pdir: str,
+    selected: list[str] | None,
+    interval: int,
+    execute: bool,
+    backup_dir: str | None,
+    segment_index_bytes: int,
+) -> None:
+    """Compare (and with ``execute`` rewrite) one partition directory's indexes; appends to ``result``."""
+    from kafkalog_cli.ops import safety
+
+    logs = segment_logs(pdir)
+    if not logs:
+        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+    active_base = logs[-1][0]
+    chosen = [(b, p) for b, p in logs if selected is None or p in selected]
+    plan = safety.Plan(pdir)
+    txn = None
+    if execute:
+        bdir = None
+        if backup_dir:
+            bdir = os.path.join(os.path.abspath(backup_dir), os.path.basename(pdir))
+        txn = safety.Transaction(pdir, bdir)
+    try:
+        for base, log_path in chosen:
+            rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
+            result.segments.append(rep)
+            if rep.problem is not None:
+                plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
+                continue
+            stem = os.path.basename(log_path)[: -len(".log")]
+            for kind, data in (("index", rb.index), ("timeindex", rb.timeindex)):
+                if not _needs_write(rep, kind):
+                    continue
+                name = f"{stem}.{kind}"
+                c = rep.index if kind == "index" else rep.timeindex
+                plan.actions.append(
+                    safety.FileAction("create" if c.status == "missing" else "replace", os.path.join(pdir, name), len(data), c.status)
+                )
+                if txn is not None:
+                    txn.stage(name, data)
+                    rep.written.append(name)
+        if active_base in [b for b, _ in chosen]:
+            plan.notes.append(
+                "the active segment's indexes are written trimmed to their entries; the broker preallocates them "
+                "to segment.index.bytes again when it loads the log"
+            )
+        plan.summary = {
+            "segments": len(chosen),
+            "files_to_write": len(plan.actions),
+            "segments_skipped": sum(1 for r in result.segments if r.problem and os.path.dirname(r.log_path) == pdir),
+        }
+        if txn is not None and plan.actions:
+            txn.commit()
+            result.backup_dirs.append(txn.backup_dir)
+    finally:
+        if txn is not None and not txn.committed:
+            txn.abort()
+    plan.notes += safety.log_dir_warnings(pdir)
+    result.plans.append(plan)

@@ -45,7 +45,8 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import BinaryIO
@@ -63,30 +64,83 @@ SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between co
 
 # ------------------------------------------------------------------------------------------------ lock and paths
 def log_dir_of(partition_dir: str) -> str:
-    return os.path.dirname(os.path.abspath(partition_dir))
+    """The log directory a broker would lock: the parent of the partition dir's *real* path.
+
+    ``abspath`` would take the parent of a symlink (``/links/t-0`` -> ``/links``), where no ``.lock`` exists, and so
+    let a write through a symlinked partition path bypass the broker-lock check.
+    """
+    return os.path.dirname(os.path.realpath(partition_dir))
+
+
+def _lock_refusal(logdir: str, lock_path: str, state: locks.LockState) -> RepairRefused:
+    who = f"pid {state.pid}" if state.pid else "pid unknown"
+    return RepairRefused(
+        f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock on .lock)",
+        file=lock_path,
+        expected="no process holding the lock",
+        found=f"{state.kind} lock held by {who}",
+    )
+
+
+def _lock_error(logdir: str, lock_path: str, exc: OSError) -> RepairRefused:
+    return RepairRefused(
+        f"cannot check whether log directory {logdir} is locked by a broker: {exc.strerror}",
+        file=lock_path,
+        expected="a readable .lock file",
+        found=exc.strerror or str(exc),
+    )
 
 
 def ensure_unlocked(partition_dir: str) -> None:
-    """Refuse (RepairRefused) when another process holds ``<logdir>/.lock`` the way a running broker does."""
+    """Refuse (RepairRefused) when another process holds ``<logdir>/.lock`` the way a running broker does.
+
+    A probe only: it must not be called while this process holds the lock through ``locked_log_dir`` (closing the
+    probe's descriptor would drop our POSIX lock).
+    """
     logdir = log_dir_of(partition_dir)
     lock_path = os.path.join(logdir, ".lock")
     try:
         state = locks.probe(lock_path)
     except OSError as exc:
-        raise RepairRefused(
-            f"cannot check whether log directory {logdir} is locked by a broker: {exc.strerror}",
-            file=lock_path,
-            expected="a readable .lock file",
-            found=exc.strerror or str(exc),
-        ) from None
+        raise _lock_error(logdir, lock_path, exc) from None
     if state.locked:
-        who = f"pid {state.pid}" if state.pid else "pid unknown"
-        raise RepairRefused(
-            f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock on .lock)",
-            file=lock_path,
-            expected="no process holding the lock",
-            found=f"{state.kind} lock held by {who}",
-        )
+        raise _lock_refusal(logdir, lock_path, state)
+
+
+@contextmanager
+def locked_log_dir(partition_dir: str) -> Iterator[None]:
+    """Hold ``<logdir>/.lock`` (fcntl + flock, non-blocking) for the whole ``--execute``.
+
+    A probe that releases at once would let a broker start between the check and the last rename, and then load
+    half-written files; holding the lock makes that broker's ``tryLock`` fail instead. Refuses (RepairRefused, same
+    message as ``ensure_unlocked``) when another process holds it. A missing ``.lock`` is not created: see
+    ``log_dir_warnings``.
+    """
+    logdir = log_dir_of(partition_dir)
+    lock_path = os.path.join(logdir, ".lock")
+    try:
+        held, state = locks.acquire(lock_path)
+    except OSError as exc:
+        raise _lock_error(logdir, lock_path, exc) from None
+    if state.locked:
+        raise _lock_refusal(logdir, lock_path, state)
+    try:
+        yield
+    finally:
+        if held is not None:
+            held.release()
+
+
+def log_dir_warnings(partition_dir: str) -> list[str]:
+    """Plan notes about the log directory itself: without ``.lock`` and ``meta.properties`` it may not be a Kafka
+    log directory at all (a wrong path, or a copy), and no broker lock can be checked or held there."""
+    logdir = log_dir_of(partition_dir)
+    if os.path.exists(os.path.join(logdir, ".lock")) or os.path.exists(os.path.join(logdir, "meta.properties")):
+        return []
+    return [
+        f"WARNING: {logdir} has neither .lock nor meta.properties: it may not be a Kafka log directory (check the "
+        "path), and no broker lock could be checked or held there"
+    ]
 
 
 def safe_child(partition_dir: str, name: str) -> str:

@@ -336,11 +336,15 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
     from kafkalog_cli.ops.compact import backup_subdir
 
     recovered: list[str] = []
-    if execute:
-        safety.ensure_unlocked(partition_dir)
-        recovered = safety.recover_interrupted(partition_dir)
-    plan = plan_truncation(partition_dir, epoch, to_offset)
+    if not execute:
+        plan = plan_truncation(partition_dir, epoch, to_offset)
+        plan.notes += safety.log_dir_warnings(partition_dir)
+        return plan, recovered, None
     written = None
-    if execute and plan.has_changes:
-        written = execute_truncation(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
+    with safety.locked_log_dir(partition_dir):
+        recovered = safety.recover_interrupted(partition_dir)
+        plan = plan_truncation(partition_dir, epoch, to_offset)
+        plan.notes += safety.log_dir_warnings(partition_dir)
+        if plan.has_changes:
+            written = execute_truncation(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
     return plan, recovered, written
