@@ -634,16 +634,6 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
         return tx.backup_dir
 
 
-def backup_subdir(backup_dir: str | None, partition_dir: str) -> str | None:
-    """A fresh ``<backup-dir>/<partition>-<UTC time>`` so that a second run never overwrites an earlier backup."""
-    if not backup_dir:
-        return None
-    from datetime import datetime, timezone
-
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    return os.path.join(os.path.abspath(backup_dir), f"{os.path.basename(os.path.abspath(partition_dir))}-{stamp}")
-
-
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
         keep_backup: bool = True) -> tuple[CompactPlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
@@ -660,5 +650,5 @@ def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, back
         plan = plan_compaction(partition_dir, opts)
         plan.notes += safety.log_dir_warnings(partition_dir)
         if plan.has_changes:
-            written = execute_compaction(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
+            written = execute_compaction(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup)
     return plan, recovered, written

@@ -25,7 +25,7 @@ from kafkalog_cli.errors import (
 )
 from kafkalog_cli.format import control as ctl
 from kafkalog_cli.format.batch import Record
-from kafkalog_cli.format.codecs import DEFAULT_LIMIT, codec_name
+from kafkalog_cli.format.codecs import DEFAULT_LIMIT
 from kafkalog_cli.format.text import int64
 from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
@@ -96,6 +96,13 @@ class RecordEvent:
     control: ControlInfo | None = None
     key_text: str | None = None
     payload_text: str | None = None
+
+
+@dataclass
+class PartialBatch:
+    """The part of a batch line Kafka's tool prints before it aborts on an unknown codec id."""
+
+    entry: Entry
 
 
 @dataclass
@@ -331,11 +338,11 @@ class Dumper:
         kind = classify(name)
         if kind == "checkpoint" and not self.profile.dump_checkpoint:
             kind = "unknown"
+        yield FileBegin(name_arg, java_abs(arg), kind)  # Kafka prints "Dumping <arg>" for every name first
         if kind == "unknown":
             yield Ignored(name_arg)
             return
         self.summary.files += 1
-        yield FileBegin(name_arg, java_abs(arg), kind)
         handler = {
             "log": self._log,
             "checkpoint": self._log,
@@ -401,12 +408,17 @@ class Dumper:
             gaps: list[tuple[int, int]] = []
             for pos, size, magic in walk(buf, 0, end, file=arg):
                 entry = read_entry(buf, pos, magic, file=arg)
-                try:
-                    codec_name(entry.codec)  # unknown codec ids abort Kafka's tool
-                    if entry.codec == 4 and not self.profile.zstd_known:
-                        raise CompressionError("Unknown compression type id: 4")
-                except KafkalogError as exc:
-                    raise exc.located(arg, pos) from None
+                if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
+                    # Kafka's tool prints the batch line up to the codec, then aborts
+                    yield PartialBatch(entry)
+                    raise CompressionError(
+                        f"Unknown compression type id: {entry.codec}",
+                        file=arg,
+                        position=pos + (17 if entry.is_legacy else 22),  # the byte holding the codec bits
+                        expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
+                        else "a codec id 0..3 (none, gzip, snappy, lz4)",
+                        found=str(entry.codec),
+                    )
                 if entry.is_legacy:
                     valid = entry.is_valid(buf)
                     computed = entry.computed_crc(buf)
@@ -441,7 +453,8 @@ class Dumper:
                 self.summary.gaps.setdefault(abs_path, []).extend(gaps)
             trailing = end - valid_bytes
             if trailing > 0:
-                self.summary.trailing_files += 1
+                if end == mf.size:  # bytes cut off by --max-bytes are not a problem of the file
+                    self.summary.trailing_files += 1
                 reported = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
                 yield TrailingBytes(trailing, name, reported)
 
@@ -561,9 +574,13 @@ class Dumper:
                     return
                 abs_path = java_abs(arg)
                 prev_ts = -1
+                # 2.0-2.2 stop at a zero slot only when the batch found ends exactly there (after its checks);
+                # other zero slots are printed and reported as not found (errata-dump C.4)
+                old_rule = bool(self.profile.index_compare_first_record)
                 for i in range(n):
                     ts, off = tidx.entry(i)
-                    if off == base and i > 0:
+                    zero_slot = off == base and i > 0
+                    if zero_slot and not old_rule:
                         return
                     _o, pos, _s = oidx.lookup(off)
                     if pos < 0 or pos > len(log.buf):
@@ -588,6 +605,8 @@ class Dumper:
                             self.summary.ts_mismatches.setdefault(abs_path, []).append((ts, max_ts))
                         if prev_ts >= ts:
                             self.summary.out_of_order.setdefault(abs_path, []).append((ts, prev_ts))
+                        if zero_slot:
+                            return
                     if not self.opts.verify_index_only:
                         yield TimeIndexEntryEvent(ts, off)
                     prev_ts = ts
@@ -609,14 +628,17 @@ class Dumper:
 
     def _txnindex(self, arg: str, kind: str) -> Iterator[Any]:
         with MappedFile(arg) as mf:
-            for e in comp.parse_txn_index(mf.buf):
+            for i, e in enumerate(comp.parse_txn_index(mf.buf)):
                 v = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16 version
                 if v >= 0x80:
                     v -= 0x100
                 if v > 0:
-                    raise InvalidRecordError(
+                    raise KafkalogError(
                         f"Unexpected aborted transaction version {v} in transaction index {java_abs(arg)}, current version is 0",
                         file=arg,
+                        position=i * comp.TXN_ENTRY.size,
+                        expected="version 0",
+                        found=str(v),
                     )
                 e.version = v
                 yield TxnEntryEvent(e)

@@ -550,10 +550,7 @@ def _run_partition(
     plan = safety.Plan(pdir)
     txn = None
     if execute:
-        bdir = None
-        if backup_dir:
-            bdir = os.path.join(os.path.abspath(backup_dir), os.path.basename(pdir))
-        txn = safety.Transaction(pdir, bdir)
+        txn = safety.Transaction(pdir, safety.backup_subdir(backup_dir, pdir))
     try:
         for base, log_path in chosen:
             rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)

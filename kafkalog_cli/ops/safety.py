@@ -177,6 +177,23 @@ def default_backup_dir(partition_dir: str) -> str:
     return candidate
 
 
+def backup_subdir(backup_dir: str | None, partition_dir: str) -> str | None:
+    """A fresh ``<backup-dir>/<partition>-<UTC time>`` for ``--backup-dir`` (None without one: the default applies).
+
+    Every writing command uses it, so a second run never writes into, skips over or rolls back files of an earlier
+    run's backup, which may be the only copy of what that run replaced.
+    """
+    if not backup_dir:
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    path = os.path.join(os.path.abspath(backup_dir), f"{os.path.basename(os.path.abspath(partition_dir))}-{stamp}")
+    candidate, n = path, 1
+    while os.path.exists(candidate):
+        candidate = f"{path}-{n}"
+        n += 1
+    return candidate
+
+
 def backup_root(partition_dir: str) -> str:
     env = os.environ.get(BACKUP_ENV)
     if env:
@@ -268,21 +285,31 @@ def _read_json(path: str) -> dict | None:
 
 
 def _backup_file(src: str, backup_dir: str) -> None:
-    """Hard-link (same filesystem) or copy ``src`` into ``backup_dir``, durably; idempotent."""
+    """Hard-link (same filesystem) or copy ``src`` into ``backup_dir``, durably; idempotent.
+
+    An existing file of that name is kept only when it *is* ``src`` (same inode). Anything else is replaced
+    atomically (via ``.partial``): equal size says nothing about equal content. ``Transaction.commit`` refuses a
+    backup dir that already holds such a name from elsewhere, so the replaced file is always one of ours.
+    """
     dst = os.path.join(backup_dir, os.path.basename(src))
     st = os.stat(src)
-    if os.path.exists(dst):
-        dst_st = os.stat(dst)
-        if (dst_st.st_ino == st.st_ino and dst_st.st_dev == st.st_dev) or dst_st.st_size == st.st_size:
-            return
-        os.unlink(dst)
     try:
-        if os.stat(backup_dir).st_dev == st.st_dev:
-            os.link(src, dst)
+        dst_st = os.stat(dst)
+        if dst_st.st_ino == st.st_ino and dst_st.st_dev == st.st_dev:
             return
-    except OSError:
+    except FileNotFoundError:
         pass
     tmp = dst + ".partial"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    try:
+        if os.stat(backup_dir).st_dev == st.st_dev:
+            os.link(src, tmp)
+            os.replace(tmp, dst)
+            return
+    except OSError:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
     with open(src, "rb") as fin, open(tmp, "wb") as fout:
         shutil.copyfileobj(fin, fout, 1 << 20)
         fout.flush()
@@ -384,6 +411,7 @@ class Transaction:
             "replace": sorted(n for n, e in self.staged.items() if e),
             "create": sorted(n for n, e in self.staged.items() if not e),
             "delete": list(self.deletes),
+            "backups": self._backup_names(),
             "written_at": datetime.now(timezone.utc).isoformat(),
         }
 
@@ -398,9 +426,22 @@ class Transaction:
         else:
             _write_json_atomic(_pointer_path(self.partition_dir), {"backup_dir": self.backup_dir, "state": state})
 
+    def _backup_names(self) -> list[str]:
+        """The files this transaction creates in the backup dir: rollback deletes exactly these, nothing else."""
+        return [n for n, e in self.staged.items() if e] + list(self.deletes)
+
     def commit(self) -> None:
         if self.committed:
             raise RuntimeError("transaction already committed")
+        taken = [n for n in self._backup_names() if os.path.lexists(os.path.join(self.backup_dir, n))]
+        if taken:
+            raise RepairRefused(
+                "the backup directory already holds files of that name (an earlier backup?): refusing to overwrite "
+                "them or to mix two backups",
+                file=self.backup_dir,
+                expected="a new or empty backup directory",
+                found=", ".join(taken[:5]),
+            )
         os.makedirs(self.backup_dir, exist_ok=True)
         _fsync_dir(os.path.dirname(self.backup_dir))
         self._set_state("backing-up")
@@ -546,7 +587,9 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
         _fsync_dir(pdir)
         j["state"] = "rolled-back"
         _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
-        for n in staged + deletes:  # the old files are all still in place: these copies back up nothing
+        # the old files are all still in place, so our copies back up nothing; only files this transaction created
+        # are removed (a journal without the list, from an older kafkalog, removes none)
+        for n in j.get("backups", []):
             p = os.path.join(backup_dir, n)
             for q in (p, p + ".partial"):
                 if os.path.exists(q):

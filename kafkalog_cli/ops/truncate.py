@@ -333,7 +333,6 @@ def _remove_marker(pdir: str, backup_dir: str) -> None:
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True) -> tuple[TruncatePlan, list[str], str | None]:
     from kafkalog_cli.ops import safety
-    from kafkalog_cli.ops.compact import backup_subdir
 
     recovered: list[str] = []
     if not execute:
@@ -346,5 +345,5 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
         plan = plan_truncation(partition_dir, epoch, to_offset)
         plan.notes += safety.log_dir_warnings(partition_dir)
         if plan.has_changes:
-            written = execute_truncation(plan, backup_subdir(backup_dir, partition_dir), keep_backup)
+            written = execute_truncation(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup)
     return plan, recovered, written

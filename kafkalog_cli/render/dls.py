@@ -181,6 +181,21 @@ class DlsRenderer:
             line += text
         self.out(line)
 
+    def on_PartialBatch(self, ev: d.PartialBatch) -> None:
+        """The start of a v2 batch line that Kafka 3.2+ prints before failing on the codec (the first print call
+        ends after deleteHorizonMs); older releases and legacy entries build the whole line first, so nothing."""
+        e = ev.entry
+        if e.is_legacy or not self.p.delete_horizon or self.p.batch_shape != "modern":
+            return
+        dh = e.delete_horizon_ms
+        self.out(
+            f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
+            f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
+            f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
+            f"isTransactional: {_b(e.is_transactional)} isControl: {_b(e.is_control)} deleteHorizonMs: "
+            + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]")
+        )
+
     def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
         self.out(ev.text[:-1])
 

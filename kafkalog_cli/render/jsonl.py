@@ -124,6 +124,9 @@ class JsonRenderer:
                 obj["decoded"] = self.o.json_decoder(r)
         self.emit(obj)
 
+    def on_PartialBatch(self, ev: d.PartialBatch) -> None:
+        pass  # the error object that follows carries the position and the codec id
+
     def on_IndexEntryEvent(self, ev: d.IndexEntryEvent) -> None:
         self.emit({"type": "index_entry", "file": self.file, "offset": ev.offset, "position": ev.position})
 

@@ -254,7 +254,7 @@ def kraft_snapshot_name(name: str) -> tuple[int, int] | None:
     if name == "bootstrap.checkpoint" or not name.endswith(".checkpoint") or len(name) < 31:
         return None
     try:
-        return int(name[0:20]), int(name[21:31])
+        return java_parse_int(name[0:20], 64), java_parse_int(name[21:31], 32)
     except ValueError:
         return None
 
@@ -262,4 +262,4 @@ def kraft_snapshot_name(name: str) -> tuple[int, int] | None:
 def base_offset_of(name: str) -> int:
     """Long.parseLong of the name up to the first dot; raises ValueError."""
     prefix = name.split(".", 1)[0]
-    return int(prefix)
+    return java_parse_int(prefix, 64)
