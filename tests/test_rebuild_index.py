@@ -182,3 +182,59 @@ def test_cli_invalid_batch_is_a_problem_and_not_rewritten(tmp_path):
     assert not os.path.exists(path[:-4] + ".index")
     r = _run("rebuild-index", str(tmp_path / "missing"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_backup_dir_gets_a_fresh_subfolder_per_run(tmp_path):
+    """Two runs with the same --backup-dir, replacing two same-size versions of an index: both must survive (the
+    second run once reused <dir>/<partition> and skipped the backup because a same-size file was there)."""
+    import hashlib
+
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    data = b"".join(encode_batch([RecordSpec(key=b"k%d" % i, value=b"x" * 3000, timestamp=1000 + i)], base_offset=i)
+                    for i in range(20))
+    (pdir / "00000000000000000000.log").write_bytes(data)
+    rb = rebuild_segment(data, 0, 4096)
+    versions = []
+    for tag in (1, 2):
+        bad = bytearray(rb.index)
+        bad[-1] ^= tag
+        (pdir / "00000000000000000000.index").write_bytes(bytes(bad))
+        (pdir / "00000000000000000000.timeindex").write_bytes(rb.timeindex)
+        versions.append(hashlib.sha1(bytes(bad)).hexdigest())
+        r = _run("rebuild-index", "--execute", "--backup-dir", str(tmp_path / "bk"), str(pdir))
+        assert r.returncode == 0, r.stderr
+    backed = sorted(hashlib.sha1(open(os.path.join(d, f), "rb").read()).hexdigest()
+                    for d, _, fs in os.walk(tmp_path / "bk") for f in fs if f.endswith(".index"))
+    assert backed == sorted(versions)
+    assert all(d.startswith("t-0-") for d in os.listdir(tmp_path / "bk"))
+
+
+def test_transaction_never_touches_files_it_did_not_create(tmp_path, monkeypatch):
+    """A backup dir that already holds a same-named file is refused; a rollback removes only this run's copies."""
+    from kafkalog_cli.errors import RepairRefused
+    from kafkalog_cli.ops import safety
+
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "journals"))
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.index").write_bytes(b"old")
+    (pdir / "00000000000000000000.timeindex").write_bytes(b"oldt")
+    bk = tmp_path / "bk"
+    bk.mkdir()
+    (bk / "00000000000000000000.index").write_bytes(b"an earlier run's only copy")
+    with safety.Transaction(str(pdir), str(bk)) as t:
+        t.stage("00000000000000000000.index", b"new")
+        with pytest.raises(RepairRefused):
+            t.commit()
+    assert (bk / "00000000000000000000.index").read_bytes() == b"an earlier run's only copy"
+    assert (pdir / "00000000000000000000.index").read_bytes() == b"old"
+    # interrupted while backing up: the rollback deletes its own copy, not the unrelated file beside it
+    (bk / "00000000000000000000.index").rename(bk / "keep.index")
+    t = safety.Transaction(str(pdir), str(bk))
+    t.stage("00000000000000000000.timeindex", b"newt")
+    t._set_state("backing-up")
+    safety._backup_file(str(pdir / "00000000000000000000.timeindex"), str(bk))
+    safety.recover_interrupted(str(pdir))
+    assert sorted(os.listdir(bk)) == ["journal.json", "keep.index"]
+    assert (pdir / "00000000000000000000.timeindex").read_bytes() == b"oldt"
