@@ -225,3 +225,34 @@ def test_truncate_crash_leaves_old_or_new(tmp_path):
                 if n not in new or old[n] != new[n]:
                     assert n in names, f"{n} missing from the backup"
     assert seen
+
+
+def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, monkeypatch):
+    """The marker is removed inside the transaction: its backup outlives --no-backup, and a commit that fails puts
+    it back (it was once removed before the commit and never restored)."""
+    from kafkalog_cli.ops import safety, truncate
+
+    pdir = str(tmp_path / "logs" / "t-0")
+    pb = random_partition(pdir, 1)
+    marker = tmp_path / "logs" / ".kafka_cleanshutdown"
+    marker.write_text('{"version":0,"brokerEpoch":3}')
+    old = _hashes(pdir)
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "journals"))
+
+    def fail_once_marker_gone() -> None:
+        if not marker.exists():
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(safety, "_slow", fail_once_marker_gone)
+    with pytest.raises(OSError):
+        truncate.run(pdir, pb.epochs[1][0], None, execute=True, backup_dir=str(tmp_path / "bk1"))
+    assert marker.read_text().startswith('{"version"')
+    assert _hashes(pdir) == old
+    assert safety.recover_interrupted(pdir) == []
+    monkeypatch.setattr(safety, "_slow", lambda: None)
+    code, text = run_cli(pdir, str(pb.epochs[1][0]), "--execute", "--no-backup", "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    assert not marker.exists()
+    found = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "bk") for f in fs]
+    assert [os.path.basename(f) for f in found] == [".kafka_cleanshutdown"]
+    assert open(found[0]).read().startswith('{"version"')

@@ -355,6 +355,7 @@ class Transaction:
         self.suffix = suffix
         self.staged: dict[str, bool] = {}  # final name -> existed before
         self.deletes: list[str] = []
+        self.log_dir_deletes: list[str] = []  # files of the log dir itself (``.kafka_cleanshutdown``)
         self.committed = False
 
     # ------------------------------------------------------------------------------------------ building
@@ -390,6 +391,18 @@ class Transaction:
         if name not in self.deletes:
             self.deletes.append(name)
 
+    def remove_log_dir_file(self, name: str) -> None:
+        """Remove ``<logdir>/<name>`` as part of the commit (e.g. ``.kafka_cleanshutdown``).
+
+        It is backed up in step 3 and removed right after the journal reaches ``committing``, before any new file
+        becomes visible to the broker, so no state with new files still carries it; a rollback (crash or failure
+        before the commit point) puts it back. Its backup is kept even with ``keep_backup=False`` (the file is tiny
+        and it is the only copy).
+        """
+        safe_child(log_dir_of(self.partition_dir), name)
+        if name not in self.log_dir_deletes:
+            self.log_dir_deletes.append(name)
+
     def plan_actions(self) -> list[FileAction]:
         acts = []
         for name, existed in self.staged.items():
@@ -411,6 +424,8 @@ class Transaction:
             "replace": sorted(n for n, e in self.staged.items() if e),
             "create": sorted(n for n, e in self.staged.items() if not e),
             "delete": list(self.deletes),
+            "log_dir": log_dir_of(self.partition_dir),
+            "log_dir_delete": list(self.log_dir_deletes),
             "backups": self._backup_names(),
             "written_at": datetime.now(timezone.utc).isoformat(),
         }
@@ -428,7 +443,7 @@ class Transaction:
 
     def _backup_names(self) -> list[str]:
         """The files this transaction creates in the backup dir: rollback deletes exactly these, nothing else."""
-        return [n for n, e in self.staged.items() if e] + list(self.deletes)
+        return [n for n, e in self.staged.items() if e] + list(self.deletes) + list(self.log_dir_deletes)
 
     def commit(self) -> None:
         if self.committed:
@@ -446,22 +461,40 @@ class Transaction:
         _fsync_dir(os.path.dirname(self.backup_dir))
         self._set_state("backing-up")
         _slow()
-        for name in [n for n, e in self.staged.items() if e] + self.deletes:
-            src = os.path.join(self.partition_dir, name)
+        logdir = log_dir_of(self.partition_dir)
+        sources = [os.path.join(self.partition_dir, n) for n, e in self.staged.items() if e]
+        sources += [os.path.join(self.partition_dir, n) for n in self.deletes]
+        sources += [os.path.join(logdir, n) for n in self.log_dir_deletes]
+        for src in sources:
             if os.path.exists(src):
                 _backup_file(src, self.backup_dir)
                 _slow()
         _fsync_dir(self.backup_dir)
         self._set_state("committing")
+        self._past_backup = True
         _slow()
-        _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix)
+        try:
+            _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
+                    logdir, self.log_dir_deletes)
+        except BaseException:
+            # finish or undo now, as recovery after a crash would (any .cleaned left: roll back, which also puts
+            # log-dir files such as .kafka_cleanshutdown back); if that fails too, the next run's recovery does it
+            try:
+                _recover_with_journal(self.partition_dir, self._journal("committing"))
+                _unlink_pointer(self.partition_dir)
+            except Exception:
+                pass
+            self.staged.clear()
+            raise
         self._set_state("done")
         if not self.keep_backup:
-            shutil.rmtree(self.backup_dir, ignore_errors=True)
+            _drop_backup(self.backup_dir, self.log_dir_deletes)
         self.committed = True
 
     def abort(self) -> None:
         """Remove the staged ``.cleaned``/``.tmp`` files (nothing else was touched yet)."""
+        if getattr(self, "_past_backup", False):
+            return  # past step 4 the journal decides (commit() already finished or undid it)
         for name in self.staged:
             try:
                 os.unlink(os.path.join(self.partition_dir, staging_name(name)))
@@ -477,8 +510,41 @@ class Transaction:
             self.abort()
 
 
-def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: list[str], suffix: str) -> None:
-    """Steps 5-7 of the commit; idempotent, so recovery re-runs it to roll forward."""
+def _unlink_pointer(partition_dir: str) -> None:
+    try:
+        os.unlink(_pointer_path(partition_dir))
+    except FileNotFoundError:
+        pass
+
+
+def _drop_backup(backup_dir: str, keep: list[str]) -> None:
+    """``--no-backup``: remove the backup dir, except the backups of log-dir files (their only copy)."""
+    if not keep:
+        shutil.rmtree(backup_dir, ignore_errors=True)
+        return
+    for name in os.listdir(backup_dir):
+        if name in keep:
+            continue
+        path = os.path.join(backup_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
+def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: list[str], suffix: str,
+            log_dir: str = "", log_dir_deletes: list[str] | None = None) -> None:
+    """Steps 5-7 of the commit (after removing log-dir files); idempotent, so recovery re-runs it to roll forward.
+
+    Log-dir files were backed up in step 3 and are not backed up again here: if one came back since (a broker
+    wrote a new marker), re-backing it up would overwrite the original's only copy.
+    """
+    for name in log_dir_deletes or []:
+        path = os.path.join(log_dir, name)
+        if os.path.lexists(path) and os.path.exists(os.path.join(backup_dir, name)):
+            os.unlink(path)
+            _fsync_dir(log_dir)
+            _slow()
     segs = [n for n in staged if offset_named(n)]
     plain = [n for n in staged if not offset_named(n)]
     for name in sorted(segs, key=_name_key, reverse=True):
@@ -577,6 +643,17 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
     # the commit point is the last offset-named ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
     leftover = [n for n in staged if offset_named(n) and os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
     if state == "backing-up" or leftover:
+        log_dir = j.get("log_dir", "")
+        for n in j.get("log_dir_delete", []):  # removed right after "committing": put it back
+            path, saved = os.path.join(log_dir, n), os.path.join(backup_dir, n)
+            if log_dir and not os.path.lexists(path) and os.path.exists(saved):
+                tmp = path + ".kafkalog-restore"
+                shutil.copy2(saved, tmp)
+                with open(tmp, "rb") as f:
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+                _fsync_dir(log_dir)
+                done.append(f"restored {path} from the backup (rolled back)")
         for n in staged:
             # (a journal of an older kafkalog may have staged a plain name as .cleaned/.swap too)
             for suf in (BUILD_SUFFIX, suffix) if offset_named(n) else (PLAIN_SUFFIX, BUILD_SUFFIX, suffix):
@@ -596,7 +673,7 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
                     os.unlink(q)
         done.append(f"rolled back the interrupted change of {len(staged) + len(deletes)} file(s); old files unchanged")
         return done
-    _finish(pdir, backup_dir, staged, deletes, suffix)
+    _finish(pdir, backup_dir, staged, deletes, suffix, j.get("log_dir", ""), list(j.get("log_dir_delete", [])))
     j["state"] = "done"
     _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
     done.append(
@@ -604,5 +681,5 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
         f"old versions are in {backup_dir}"
     )
     if not j.get("keep_backup", True):
-        shutil.rmtree(backup_dir, ignore_errors=True)
+        _drop_backup(backup_dir, list(j.get("log_dir_delete", [])))
     return done

@@ -11,19 +11,20 @@ Why it is built this way:
   its indexes rewritten, ``leader-epoch-checkpoint`` rewritten), so a crash leaves the old or the new state.
 * Producer snapshots above the new end are deleted as the broker does. If that would leave no snapshot while the
   log directory carries ``.kafka_cleanshutdown``, the broker would skip rebuilding producer state (spec §7.2
-  danger), so the marker is removed (kept in the backup) before the commit: the broker then recovers as after an
-  unclean shutdown and replays producer state from the log.
+  danger), so the marker is removed as part of the transaction (backed up first, removed as the commit starts,
+  before any new file is visible, put back by a rollback; its backup survives ``--no-backup``): the broker then
+  recovers as after an unclean shutdown and replays producer state from the log.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.ops import safety
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
     encode_leader_epoch_checkpoint,
@@ -197,14 +198,14 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(snaps) if o > new_leo]
     remaining = [o for o in snaps if o <= new_leo]
     producers_below = any(h[5] >= 0 for s in segments if s.base <= seg.base for h in heads[s.base] if h[3] < new_leo)
-    marker = os.path.join(os.path.dirname(pdir), CLEAN_SHUTDOWN)
+    marker = os.path.join(safety.log_dir_of(pdir), CLEAN_SHUTDOWN)
     if os.path.exists(marker):
         if not remaining and producers_below:
             plan.remove_clean_shutdown = True
             plan.notes.append(
                 f"{CLEAN_SHUTDOWN} is present and no producer snapshot <= {new_leo} would remain: with the marker the "
                 "broker would skip rebuilding producer state (spec §7.2) and lose idempotence/transaction state, so "
-                "the marker is removed (kept in the backup). The broker will then recover every partition of this log "
+                "the marker is removed in the commit (kept in the backup, even with --no-backup). The broker will then recover every partition of this log "
                 "directory from its recovery point, as after an unclean shutdown (errata E2)"
             )
         else:
@@ -279,8 +280,6 @@ def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, byt
 
 
 def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
-    from kafkalog_cli.ops import safety
-
     pdir = plan.partition_dir
     with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
         if plan.cut_segment is not None:
@@ -310,29 +309,13 @@ def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: 
         for name in plan.snapshot_deletes:
             tx.delete(name)
         if plan.remove_clean_shutdown:
-            _remove_marker(pdir, tx.backup_dir)
+            tx.remove_log_dir_file(CLEAN_SHUTDOWN)
         tx.commit()
         return tx.backup_dir
 
 
-def _remove_marker(pdir: str, backup_dir: str) -> None:
-    """Back up then remove ``<logdir>/.kafka_cleanshutdown`` (before the commit: alone it only forces recovery)."""
-    marker = os.path.join(os.path.dirname(pdir), CLEAN_SHUTDOWN)
-    if not os.path.exists(marker):
-        return
-    os.makedirs(backup_dir, exist_ok=True)
-    shutil.copy2(marker, os.path.join(backup_dir, CLEAN_SHUTDOWN))
-    os.unlink(marker)
-    fd = os.open(os.path.dirname(marker), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True) -> tuple[TruncatePlan, list[str], str | None]:
-    from kafkalog_cli.ops import safety
 
     recovered: list[str] = []
     if not execute:
