@@ -18,6 +18,8 @@ from kafka.record.default_records import DefaultRecordBatch
 from partition_gen import random_partition
 
 from kafkalog_cli.cli.compact import compact as compact_cmd
+from kafkalog_cli.errors import RepairRefused
+from kafkalog_cli.ops.compact import CompactOptions, plan_compaction
 
 NOW = 1_800_000_000_000
 RETENTION = 86_400_000
@@ -241,3 +243,50 @@ def test_compact_crash_leaves_old_or_new(tmp_path):
             for n in set(old) - set(new) | {n for n in old if n in new and old[n] != new[n]}:
                 assert n in names, f"{n} missing from the backup"
     assert seen  # at least one kill landed; usually both outcomes are seen
+
+
+def _overstated_lso_partition(p: str):
+    """Aborted txn A in segment 0 (its entry's lastStableOffset overstated to segment 2's base), aborted txn B in
+    segment 1 overwriting a committed key; segments 0 and 1 are cleaned as one group (review case cp.py)."""
+    from partition_gen import PartitionBuilder
+
+    pb = PartitionBuilder(p)
+    pb.batch([(b"k", b"committed-old")])
+    pb.batch([(b"a", b"A-aborted")], pid=1000, txn=True)
+    pb.marker(1000, abort=True)
+    pb.roll()
+    pb.batch([(b"k", b"B-ABORTED-VALUE")], pid=1001, txn=True)
+    pb.marker(1001, abort=True)
+    pb.roll()
+    pb.batch([(b"x", b"1")])
+    pb.roll()
+    pb.batch([(b"tail", b"active")])
+    pb.write()
+    s0 = f"{p}/{pb.bases[0]:020d}.txnindex"
+    b = bytearray(open(s0, "rb").read())
+    struct.pack_into(">q", b, 26, pb.bases[2])
+    open(s0, "wb").write(b)
+    sizes = [os.path.getsize(f"{p}/{x:020d}.log") for x in pb.bases]
+    return pb, CompactOptions(segment_bytes=sizes[0] + sizes[1], now_ms=1_800_000_000_000)
+
+
+def test_impossible_last_stable_offset_is_refused(tmp_path):
+    """lastStableOffset > lastOffset + 1 ends the broker's search early and hides later aborted txns (E1)."""
+    _pb, opts = _overstated_lso_partition(str(tmp_path / "logs" / "t-0"))
+    with pytest.raises(RepairRefused, match="lastStableOffset"):
+        plan_compaction(str(tmp_path / "logs" / "t-0"), opts)
+
+
+def test_aborted_transactions_are_collected_per_source_segment(tmp_path, monkeypatch):
+    """cleanSegments collects each source segment's aborted txns with its own bounds; a per-group search stopped at
+    segment 0's overstated LSO and kept segment 1's aborted value as committed, giving its marker a horizon."""
+    from kafkalog_cli.ops import compact
+
+    p = str(tmp_path / "logs" / "t-0")
+    pb, opts = _overstated_lso_partition(p)
+    monkeypatch.setattr(compact, "_check_txn_indexes", lambda *a, **k: None)  # look past the guard at the rule
+    plan = plan_compaction(p, opts)
+    g = plan.groups[0]
+    assert g.bases == [pb.bases[0], pb.bases[1]]
+    assert sorted(t.producer_id for t in g.txn_entries) == [1000, 1001]
+    assert sum(s.aborted_records_removed for s in plan.stats) == 2

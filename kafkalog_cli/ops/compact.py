@@ -170,11 +170,17 @@ class TxnTracker:
     its first offset, and its ABORT marker is kept (and re-indexed) only if some of its batches were seen this pass.
     """
 
-    def __init__(self, aborted: list[AbortedTxn]) -> None:
-        self.queue = deque(sorted(aborted, key=lambda t: t.first_offset))
+    def __init__(self, aborted: list[AbortedTxn] | None = None) -> None:
+        self.queue: deque[AbortedTxn] = deque()
         self.ongoing_aborted: dict[int, list] = {}  # pid -> [txn, last observed batch offset or None]
         self.ongoing_committed: set[int] = set()
         self.cleaned_index: list[AbortedTxn] = []
+        self.add(aborted or [])
+
+    def add(self, aborted: list[AbortedTxn]) -> None:
+        """CleanedTransactionMetadata.addAbortedTransactions: a priority queue by first offset (duplicates are
+        harmless: a transaction already ongoing is not restarted)."""
+        self.queue = deque(sorted([*self.queue, *aborted], key=lambda t: t.first_offset))
 
     def _consume(self, offset: int) -> None:
         while self.queue and self.queue[0].first_offset <= offset:
@@ -232,10 +238,16 @@ def _high_watermark(partition_dir: str) -> int | None:
     return None
 
 
-def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int, upper: int) -> None:
+def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int,
+                       ranges: list[tuple[int, int]]) -> None:
     """Errata E1: every aborted transaction the log proves must be in the ``.txnindex`` files the cleaner reads,
     and every entry there must describe an ABORT the log holds. Otherwise refuse: compaction would delete committed
-    data (or keep aborted data) for good."""
+    data (or keep aborted data) for good.
+
+    ``ranges`` are exactly the (start, upper) searches the planner then makes: the offset map's, and one per source
+    segment as ``cleanSegments`` makes them. An entry whose lastStableOffset exceeds lastOffset + 1 cannot have been
+    written by a broker (the LSO is the first offset of the earliest *other* open transaction, or lastOffset + 1);
+    it would end the broker's early-stopping search too soon and hide later entries, so it is refused outright."""
     entries: list[tuple[ps.Segment, AbortedTxn]] = []
     for s in segments:
         for e in ps.read_txn_index(s.path("txnindex")):
@@ -244,6 +256,14 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
     for off, (pid, _t) in sorted(facts.markers.items()):
         markers_by_pid.setdefault(pid, []).append(off)
     for s, e in entries:
+        if e.last_stable_offset > e.last_offset + 1:
+            raise RepairRefused(
+                f".txnindex entry of producer {e.producer_id} ending at offset {e.last_offset} has lastStableOffset "
+                f"{e.last_stable_offset} > lastOffset + 1, which no broker writes; it would stop the cleaner's search "
+                "early and hide later aborted transactions (errata E1)",
+                file=s.path("txnindex"), expected=f"lastStableOffset <= {e.last_offset + 1}",
+                found=str(e.last_stable_offset),
+            )
         if e.last_offset < log_start or e.last_offset >= facts.log_end_offset:
             continue
         m = facts.markers.get(e.last_offset)
@@ -262,11 +282,6 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 file=s.path("txnindex"), expected=f"first offset > {earlier[-1]}", found=str(e.first_offset),
             )
     # what the cleaner will learn, range by range, with its own early-stopping search
-    ranges = [(log_start, upper)]
-    for i, s in enumerate(segments):
-        if s.base < upper:
-            nxt = segments[i + 1].base if i + 1 < len(segments) else upper
-            ranges.append((s.base, min(nxt, upper)))
     for start, end in ranges:
         known = {(e.producer_id, e.last_offset): e for e in ps.collect_aborted(segments, start, end)}
         for t in facts.txns:
@@ -283,6 +298,19 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                     expected=f"entry producer {t.producer_id} first<={t.first_offset} last={t.marker_offset}",
                     found="missing" if e is None else f"first offset {e.first_offset}",
                 )
+
+
+def _segment_ranges(group: list[ps.Segment], headers: dict[int, list[Batch]]) -> list[tuple[int, int]]:
+    """``cleanSegments``' bounds per source segment: [base, next segment of the group's base), the last one up to
+    its own ``readNextOffset`` (the offset after its last batch; its base when empty)."""
+    out = []
+    for i, s in enumerate(group):
+        if i + 1 < len(group):
+            out.append((s.base, group[i + 1].base))
+        else:
+            hs = headers[s.base]
+            out.append((s.base, hs[-1].next_offset if hs else s.base))
+    return out
 
 
 def _group_segments(segs: list[ps.Segment], upper: int, opts: CompactOptions) -> list[list[ps.Segment]]:
@@ -383,7 +411,11 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
         plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
         return plan
 
-    _check_txn_indexes(segments, facts, log_start, upper)
+    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
+    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
+    groups = _group_segments(clean_segs, upper, opts)
+    seg_ranges = {s.base: r for g in groups for s, r in zip(g, _segment_ranges(g, headers))}
+    _check_txn_indexes(segments, facts, log_start, [(log_start, upper), *seg_ranges.values()])
 
     # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
     last_batches = _active_producers(pdir, replay_items, leo, facts)
@@ -405,14 +437,12 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     latest_offset = upper - 1
 
     # pass 3: group and filter
-    seg_index = {s.base: i for i, s in enumerate(segments)}
-    for group in _group_segments(clean_segs, upper, opts):
+    for group in groups:
         last = group[-1]
-        nxt = seg_index[last.base] + 1
-        g_upper = min(segments[nxt].base, upper) if nxt < len(segments) else upper
         out = OutputGroup([s.base for s in group], mtime_ns=last.mtime_ns, had_txnindex=group[0].has_txnindex)
-        tracker = TxnTracker(ps.collect_aborted(segments, group[0].base, g_upper))
+        tracker = TxnTracker()
         for seg in group:
+            tracker.add(ps.collect_aborted(segments, *seg_ranges[seg.base]))
             st = SegmentStats(seg.base, bytes_before=seg.size)
             plan.stats.append(st)
             with MappedFile(seg.path("log")) as mf:
