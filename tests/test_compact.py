@@ -290,3 +290,23 @@ def test_aborted_transactions_are_collected_per_source_segment(tmp_path, monkeyp
     assert g.bases == [pb.bases[0], pb.bases[1]]
     assert sorted(t.producer_id for t in g.txn_entries) == [1000, 1001]
     assert sum(s.aborted_records_removed for s in plan.stats) == 2
+
+
+def test_unknown_high_watermark_is_said_in_the_plan(tmp_path):
+    """A missing, malformed or partition-less replication-offset-checkpoint once dropped the HW cap silently."""
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 3)
+    cp = tmp_path / "logs" / "replication-offset-checkpoint"
+    opts = CompactOptions(now_ms=NOW)
+    for content, why in ((None, "does not exist"), ("0\n1\nt 0\n", "malformed"), ("0\n1\nother 0 5\n", "no entry"),
+                         (b"0\n1\nt 0 \xff\n", "not UTF-8"), ("0\n1\nt 0 x\n", "non-numeric")):
+        if content is None:
+            cp.unlink(missing_ok=True)
+        else:
+            cp.write_bytes(content if isinstance(content, bytes) else content.encode())
+        plan = plan_compaction(pdir, opts)
+        unknown = [n for n in plan.notes if "high watermark is unknown" in n]
+        assert unknown and why in unknown[0], (why, plan.notes)
+    cp.write_text("0\n1\nt 0 1\n")
+    plan = plan_compaction(pdir, opts)
+    assert plan.first_uncleanable_offset <= 1 and not [n for n in plan.notes if "unknown" in n]

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
-from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
+from kafkalog_cli.errors import CheckpointError, CorruptRecordError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
@@ -219,23 +219,41 @@ class TxnTracker:
 
 
 # ------------------------------------------------------------------------------------------ planning
-def _high_watermark(partition_dir: str) -> int | None:
-    """The partition's entry in ``replication-offset-checkpoint`` (the cleaner never goes past the HW)."""
-    path = os.path.join(os.path.dirname(partition_dir), "replication-offset-checkpoint")
-    name = os.path.basename(partition_dir)
-    topic, _, part = name.rpartition("-")
+def _high_watermark(partition_dir: str) -> tuple[int | None, str]:
+    """The partition's entry in ``replication-offset-checkpoint`` (the cleaner never goes past the HW), or
+    ``(None, why)`` when it is unknown.
+
+    Only a missing/unreadable file (OSError) or one the broker itself would refuse (CheckpointError, non-UTF-8,
+    a non-numeric offset) counts as unknown; any other exception is a bug and must surface, not silently drop the
+    cap. The caller says so in the plan.
+    """
+    from kafkalog_cli.ops import safety
+
+    path = os.path.join(safety.log_dir_of(partition_dir), "replication-offset-checkpoint")
+    topic, _, part = os.path.basename(os.path.realpath(partition_dir)).rpartition("-")
     try:
-        with open(path, encoding="utf-8") as f:
-            cp = parse_checkpoint(f.read(), path, columns=3)
-    except (OSError, ValueError, Exception):  # an unreadable checkpoint only loses the extra cap
-        return None
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None, f"{path} does not exist"
+    except OSError as exc:
+        return None, f"{path} is unreadable ({exc.strerror or exc})"
+    try:
+        cp = parse_checkpoint(raw.decode("utf-8"), path, columns=3)
+    except UnicodeDecodeError:
+        return None, f"{path} is not UTF-8 text (the broker would refuse it)"
+    except CheckpointError as exc:
+        return None, f"{path} is malformed ({exc.describe()})"
+    found: str | None = None
     for t, p, off in cp.entries:
         if t == topic and p == part:
-            try:
-                return int(off)
-            except ValueError:
-                return None
-    return None
+            found = off  # the broker reads the file into a map: the last entry wins
+    if found is None:
+        return None, f"{path} has no entry for {topic}-{part}"
+    try:
+        return int(found), ""
+    except ValueError:
+        return None, f"{path} has a non-numeric offset {found!r} for {topic}-{part}"
 
 
 def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int,
@@ -384,8 +402,13 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     lso = min(facts.open_txns.values(), default=leo)
     cap = lso
     notes: list[str] = []
-    hw = _high_watermark(pdir)
-    if hw is not None and hw < cap:
+    hw, hw_unknown = _high_watermark(pdir)
+    if hw is None:
+        notes.append(
+            f"WARNING: the high watermark is unknown: {hw_unknown}. The broker never cleans past it; without it the "
+            f"cleanable range is capped at the last stable offset {lso} (and the active segment) only"
+        )
+    elif hw < cap:
         cap = hw
         notes.append(f"high watermark {hw} (replication-offset-checkpoint) bounds the cleanable range")
     if not opts.include_active:
