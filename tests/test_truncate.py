@@ -256,3 +256,22 @@ def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, mo
     found = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "bk") for f in fs]
     assert [os.path.basename(f) for f in found] == [".kafka_cleanshutdown"]
     assert open(found[0]).read().startswith('{"version"')
+
+
+def test_cut_at_first_batch_in_file_order_with_non_monotonic_offsets(tmp_path):
+    """Kafka cuts at the start position of the first batch, in file order, whose lastOffset >= T. The cut was once
+    placed after the last batch with lastOffset < T, which kept a batch above T when offsets went backwards."""
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+    from kafkalog_cli.ops import truncate
+
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    batches = [encode_batch([RecordSpec(key=b"k", value=b"v%d" % i, timestamp=1000 + i) for i in range(5)],
+                            base_offset=base) for base in (0, 10, 5)]
+    (pdir / "00000000000000000000.log").write_bytes(b"".join(batches))
+    plan = truncate.plan_truncation(str(pdir), to_offset=8)
+    assert plan.cut_position == len(batches[0]) and plan.new_log_end_offset == 5
+    assert [(r.first_offset, r.last_offset, r.batches, r.records) for r in plan.lost] == [(5, 14, 2, 10)]
+    assert any("not monotonic" in n for n in plan.notes)
+    truncate.run(str(pdir), None, 8, execute=True, backup_dir=str(tmp_path / "bk"))
+    assert (pdir / "00000000000000000000.log").read_bytes() == batches[0]

@@ -163,27 +163,42 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
         )
     seg = max((s for s in segments if s.base <= target), key=lambda s: s.base)
     plan.cut_segment = seg.base
-    kept = [h for h in heads[seg.base] if h[3] < target]
-    cut = kept[-1][0] + kept[-1][1] if kept else 0
+    # Kafka cuts at the start position of the first batch *in file order* whose lastOffset >= T; with offsets that
+    # are not monotonic everything after that position goes too, even batches whose offsets are below T
+    hs = heads[seg.base]
+    idx = next((i for i, h in enumerate(hs) if h[3] >= target), len(hs))
+    kept, gone = hs[:idx], hs[idx:]
+    cut = gone[0][0] if gone else (kept[-1][0] + kept[-1][1] if kept else 0)
     plan.cut_position = cut
-    new_leo = max(seg.base, kept[-1][3] + 1 if kept else seg.base)
+    new_leo = max([seg.base] + [h[3] + 1 for h in kept])
     plan.new_log_end_offset = new_leo
-    gone = [h for h in heads[seg.base] if h[3] >= target]
     if gone and gone[0][2] < target:
         plan.notes.append(
             f"offset {target} lies inside the batch {gone[0][2]}..{gone[0][3]}: truncation is batch aligned, so the "
             f"whole batch goes and the new log end offset is {new_leo}"
         )
+    backwards, high = [], -1
+    for i, h in enumerate(hs):
+        if i >= idx and h[2] <= high:
+            backwards.append(h)
+        high = max(high, h[3])
+    if backwards:
+        plan.notes.append(
+            f"offsets in {os.path.basename(seg.path('log'))} are not monotonic: {len(backwards)} batch(es) after the "
+            "cut position go back below an earlier batch's offsets (" + ", ".join(f"{h[2]}..{h[3]}" for h in backwards[:5])
+            + "); they are removed too, as the broker's cut at that position removes them"
+        )
     if gone:
-        plan.lost.append(LostRange(os.path.basename(seg.path("log")), gone[0][2], gone[-1][3], sum(h[4] for h in gone),
-                                   len(gone), seg.size - cut, cut == 0))
+        plan.lost.append(LostRange(os.path.basename(seg.path("log")), min(h[2] for h in gone),
+                                   max(h[3] for h in gone), sum(h[4] for h in gone), len(gone), seg.size - cut,
+                                   cut == 0))
     for s in segments:
         if s.base > seg.base:
             plan.deleted_segments.append(s.base)
             hs = heads[s.base]
             if hs:
-                plan.lost.append(LostRange(os.path.basename(s.path("log")), hs[0][2], hs[-1][3], sum(h[4] for h in hs),
-                                           len(hs), s.size, True))
+                plan.lost.append(LostRange(os.path.basename(s.path("log")), min(h[2] for h in hs),
+                                           max(h[3] for h in hs), sum(h[4] for h in hs), len(hs), s.size, True))
     plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, new_leo)
     removed = [e for e in plan.checkpoint_before if e not in plan.checkpoint_after]
     if removed:
