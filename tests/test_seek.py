@@ -163,3 +163,22 @@ def test_cli_exit_codes_and_output(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     r = _run("seek-offset", str(tmp_path / "nope"), "1")
     assert r.returncode == 2 and "no such directory" in r.stderr
+
+
+def test_seek_time_uses_log_mtime_when_time_index_is_empty(tmp_path):
+    """Errata E14: with an empty/missing time index the broker's largestTimestamp is the .log mtime, and that is what
+    picks the segment; a header scan once picked a segment the broker skips."""
+    pdir = str(tmp_path / "t-0")
+    paths = make_partition(pdir, 3, segments=3, max_batches=5, gaps=False)
+    recs = brute_records(pdir)
+    first = [r for r in recs if r.segment == paths[0]]
+    target = max(r.timestamp for r in first)  # segment 0 holds a record this late
+    open(paths[0][:-4] + ".timeindex", "wb").close()
+    os.utime(paths[0], ns=(0, (target - 1) * 10**6))  # but its mtime says older than the target
+    res = seek.seek_time(pdir, target)
+    assert res.segment != paths[0]
+    assert any("mtime" in w for w in res.warnings)
+    os.unlink(paths[0][:-4] + ".timeindex")
+    os.utime(paths[0], ns=(0, (target + 10) * 10**6))
+    res = seek.seek_time(pdir, target)
+    assert res.segment == paths[0]

@@ -3,8 +3,8 @@
 Cost model (why it stays fast on 10,000-segment partitions and multi-GiB segments):
 
 * the segment is chosen by a binary search over the sorted base offsets from ONE directory listing; no file of
-  another segment is opened (seek-time reads the last time-index entry of each skipped segment, as the broker's
-  ``largestTimestamp`` does);
+  another segment is opened (seek-time reads the last time-index entry of each skipped segment, or the ``.log``
+  mtime when that index is empty, as the broker's ``largestTimestamp`` does);
 * inside the segment, ``largest_lower_bound`` (Kafka's warm-section binary search) over the mmap'd index gives a
   start position, and a header-only walk goes forward from there; records are decoded only for the one batch whose
   record is asked for.
@@ -231,8 +231,14 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
 
 
 # ------------------------------------------------------------------------------------------------ seek-time
-def _largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: SeekStats) -> int:
-    """Last time-index entry's timestamp, or the max batch maxTimestamp of a header walk when it is missing/empty."""
+def _largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: SeekStats, warnings: list[str]) -> int:
+    """The broker's ``LogSegment.largestTimestamp``: the last time-index entry's timestamp, or, when the time index
+    is missing or empty, the ``.log`` file's mtime in milliseconds (errata E14).
+
+    The mtime is what the broker uses to choose the segment for ListOffsets by timestamp, so we use it too rather
+    than scanning the batch headers: a scan would pick a segment the broker skips (or the reverse) and answer with a
+    different offset than the broker gives. No header-scan fallback is kept: an mtime always exists.
+    """
     path = seg_path(partition_dir, base, ".timeindex")
     mf = _open_optional(path, stats)
     if mf is not None:
@@ -240,13 +246,15 @@ def _largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: Se
             n = trimmed_count(mf.buf, 12, 8)
             if n > 0:
                 stats.index_probes += 1
-                return TIME_ENTRY.unpack_from(mf.buf, (n - 1) * 12)[0]
-    largest = -1
-    for p, size, magic in walk(log.buf, 0, log.size, file=log.path):
-        stats.batches_read += 1
-        stats.bytes_scanned += size
-        largest = max(largest, read_entry(log.buf, p, magic, file=log.path).max_timestamp)
-    return largest
+                ts = TIME_ENTRY.unpack_from(mf.buf, (n - 1) * 12)[0]
+                if ts >= 0:
+                    return ts
+    mtime_ms = os.stat(log.path).st_mtime_ns // 10**6
+    warnings.append(
+        f"{os.path.basename(path)} is missing or empty: the .log mtime {mtime_ms} stands in for the segment's largest "
+        "timestamp when choosing the segment, as in the broker (errata E14)"
+    )
+    return mtime_ms
 
 
 def _time_lookup(partition_dir: str, base: int, target: int, stats: SeekStats, warnings: list[str]) -> int:
@@ -287,7 +295,7 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
         path = seg_path(partition_dir, base, ".log")
         with MappedFile(path) as log:
             stats.files_opened += 1
-            if k < len(bases) - 1 and _largest_timestamp(partition_dir, base, log, stats) < target:
+            if k < len(bases) - 1 and _largest_timestamp(partition_dir, base, log, stats, warnings) < target:
                 continue
             start_off = _time_lookup(partition_dir, base, target, stats, warnings)
             pos = _start_position(partition_dir, base, start_off, log, stats, warnings)
