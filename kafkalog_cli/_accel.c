@@ -918,7 +918,7 @@ static PyObject *verify_run(PyObject *self, PyObject *args) {
  *
  * The recovery-rule loop of kafkalog_cli.ops.rebuild_index.rebuild_segment (the reference), statement for statement,
  * with the GIL released. Returns None (the caller runs the Python function) on anything it does not reproduce: a
- * legacy (magic < 2) entry, an int64 overflow, a position above 2^31-1 going into the index. stop_code says where
+ * legacy (magic < 2) entry, an int64 overflow. stop_code says where
  * and why recovery would stop (0: it did not); a and b are the numbers of the problem text built in Python:
  *   1 size < 14 (a = size field)            2 partial batch (a = entry size, b = bytes left)
  *   3 v2 < 61 bytes (a = entry size)        4 CRC mismatch (a = stored, b = computed)
@@ -926,6 +926,8 @@ static PyObject *verify_run(PyObject *self, PyObject *args) {
  *   6 non-increasing offset at an index point (a = last indexed offset, b = offset)
  *   7 offset index full (a = max entries)   8 time index offset backwards (a = last time offset, b = offset)
  *   9 time index full (a = max entries)     10 trailing bytes (a = count)
+ *   11 batch position above 2^31-1 (a = position)
+ *   12 final time entry offset backwards (a = last time offset, b = offset): InvalidOffsetException in the broker
  */
 static PyObject *rebuild_index(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -942,6 +944,10 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
     crcwin w;
     crcw_init(&w, b, end, end, INT32_MAX);
     Py_BEGIN_ALLOW_THREADS while (pos < end - 17) {
+        if (pos > 2147483647LL) { /* the broker's positions are int: it refuses such a segment */
+            code = 11, sa = pos;
+            break;
+        }
         const uint8_t *p = b + pos;
         int32_t length = be32(p + 8);
         int8_t magic = (int8_t)p[16];
@@ -981,16 +987,13 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
         }
         if (h.max_ts > max_ts) max_ts = h.max_ts, max_ts_off = b_last;
         if (valid - last_indexed > interval) { /* (valid - last_indexed cannot overflow: both are in [0, end]) */
-            if (n_index && b_last <= last_index_off) {
-                code = 6, sa = last_index_off, sb = b_last;
-                break;
-            }
+            /* the broker's order: isFull, then the offset (OffsetIndex.append, TimeIndex.maybeAppend) */
             if (n_index >= max_off_entries) {
                 code = 7, sa = max_off_entries;
                 break;
             }
-            if (valid > 2147483647LL) { /* struct '>i' would raise in Python: let it */
-                fallback = 1;
+            if (n_index && b_last <= last_index_off) {
+                code = 6, sa = last_index_off, sb = b_last;
                 break;
             }
             if (rb_reserve(&index, 8) < 0) {
@@ -1000,15 +1003,15 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
             be_put(be_put(index.data + index.len, (uint32_t)rel, 4), (uint32_t)valid, 4);
             index.len += 8, n_index++;
             last_index_off = b_last;
+            if (n_time >= max_time_entries) {
+                code = 9, sa = max_time_entries;
+                break;
+            }
             if (n_time && max_ts_off < last_time_off) {
                 code = 8, sa = last_time_off, sb = max_ts_off;
                 break;
             }
             if (max_ts > last_time_ts) {
-                if (n_time >= max_time_entries) {
-                    code = 9, sa = max_time_entries;
-                    break;
-                }
                 if (rb_reserve(&tindex, 12) < 0) {
                     nomem = 1;
                     break;
@@ -1025,7 +1028,10 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
         last = b_last, has_last = 1;
     }
     if (!code && !fallback && !nomem && pos < end && !(pos < end - 17)) code = 10, sa = end - pos; /* while-else */
-    if (!fallback && !nomem && max_ts > last_time_ts && (!n_time || max_ts_off >= last_time_off)) {
+    if (!fallback && !nomem && n_time && max_ts_off < last_time_off) {
+        /* the final maybeAppend throws InvalidOffsetException too: a problem, not a skipped entry */
+        if (!code) code = 12, sa = last_time_off, sb = max_ts_off, pos = valid;
+    } else if (!fallback && !nomem && max_ts > last_time_ts) {
         if (rb_reserve(&tindex, 12) < 0)
             nomem = 1;
         else {

@@ -291,3 +291,64 @@ def test_verify_identical_on_epoch_timestamp_and_offset_edges(tmp_path: Path, mo
 def test_packed_formats_match_the_c_record_sizes() -> None:
     assert accel.SCAN_FORMAT.size == 70 and accel.RUN_FORMAT.size == 36
     assert struct.calcsize("<qiqqq") == 36
+
+
+def _both(data: bytes | memoryview, base: int, interval: int, sib: int = ri.DEFAULT_SEGMENT_INDEX_BYTES):
+    """(C result, Python reference); asserts they agree and that the C loop handled it."""
+    assert accel.module().rebuild_index(data, base, interval, sib) is not None
+    got = ri.rebuild_segment(data, base, interval, file="x.log", segment_index_bytes=sib)
+    ref = ri.rebuild_segment_py(data, base, interval, file="x.log", segment_index_bytes=sib)
+    assert rebuilt_tuple(got) == rebuilt_tuple(ref)
+    return got, ref
+
+
+def test_rebuild_final_time_entry_going_backwards_is_a_problem() -> None:
+    """The final maybeAppend throws InvalidOffsetException (recovery empties the segment); it was silently skipped."""
+    data = (encode_batch([RecordSpec(b"k", b"x" * 500, timestamp=100)], base_offset=0)
+            + encode_batch([RecordSpec(b"k", b"v", timestamp=200)], base_offset=10)
+            + encode_batch([RecordSpec(b"k", b"v", timestamp=300)], base_offset=5))  # not an index point
+    got, _ref = _both(data, 0, 200)
+    assert got.problem is not None and "final entry" in got.problem.message
+    assert got.problem.position == len(data)
+
+
+def test_rebuild_full_time_index_is_a_problem_before_the_timestamp_test() -> None:
+    """TimeIndex.maybeAppend checks isFull first: a full index is fatal even when the timestamp would not be added."""
+    data = b"".join(encode_batch([RecordSpec(b"k", b"v", timestamp=100)], base_offset=i) for i in range(4))
+    got, _ref = _both(data, 0, 0, sib=24)  # room for 1 time entry before the final one, 3 offset entries
+    assert got.problem is not None and "time index over capacity" in got.problem.message
+
+
+def test_rebuild_batch_position_above_int_max_is_a_problem(tmp_path) -> None:
+    """A batch starting past 2^31-1: reported (the broker refuses such a segment), never a struct.error."""
+    import mmap
+
+    big = (1 << 31) - 1  # length field of one huge batch: the next batch starts at 2^31 + 11
+    header = bytearray(61)
+    struct.pack_into(">qiib", header, 0, 0, big, 0, 2)
+    struct.pack_into(">hiqqqhii", header, 21, 0, 0, 100, 100, -1, -1, -1, 1)
+    path = tmp_path / "00000000000000000000.log"
+    tail = encode_batch([RecordSpec(b"k", b"v", timestamp=200)], base_offset=1)
+    with open(path, "wb") as f:
+        f.write(header)
+        f.truncate(big + 12)
+        f.seek(big + 12)
+        f.write(tail)
+    crc = accel.module().crc32c(bytes(header[21:]))
+    zeros = bytes(1 << 26)
+    left = big + 12 - 61
+    while left:
+        n = min(left, len(zeros))
+        crc = accel.module().crc32c(zeros[:n] if n < len(zeros) else zeros, crc)
+        left -= n
+    with open(path, "r+b") as f:
+        f.seek(17)
+        f.write(struct.pack(">I", crc))
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        view = memoryview(m)
+        try:
+            got = ri.rebuild_segment(view, 0, 4096, file=str(path))
+            assert got.problem is not None and "2^31-1" in got.problem.message
+            assert got.problem.position == big + 12 and got.batches == 1
+        finally:
+            view.release()

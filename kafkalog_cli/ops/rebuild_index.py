@@ -100,9 +100,21 @@ def _from_accel(got: tuple, base_offset: int, end: int, file: str | None) -> Reb
             8: ("time index offset going backwards", f">= {a}", str(b)),
             9: ("time index over capacity (segment.index.bytes)", f"<= {a} entries", "more"),
             10: ("trailing bytes after the last batch", "a batch header", f"{a} bytes"),
+            11: (POSITION_MESSAGE, f"position <= {INT_MAX}", str(a)),
+            12: (FINAL_TIME_MESSAGE, f">= {a}", str(b)),
         }[code]
         out.problem = CorruptRecordError(message, file=file, position=pos, expected=expected, found=found)
     return out
+
+
+POSITION_MESSAGE = (
+    "batch position above 2^31-1 (the broker's positions are 32-bit: it refuses a segment larger than "
+    "Integer.MAX_VALUE bytes)"
+)
+FINAL_TIME_MESSAGE = (
+    "time index offset going backwards at the final entry (InvalidOffsetException: the broker's recovery would "
+    "empty the segment)"
+)
 
 
 def rebuild_segment_py(
@@ -137,6 +149,9 @@ def rebuild_segment_py(
         out.problem = cls(message, file=file, position=pos, expected=expected, found=found)
 
     while pos < end - 17:
+        if pos > INT_MAX:
+            stop(POSITION_MESSAGE, f"position <= {INT_MAX}", str(pos))
+            break
         if pos <= end - 45:  # one unpack for the common v2 case (the hot loop: ~1 µs per batch matters)
             b_off, length, _e, magic, crc, _a, delta, _bts, b_max = unpack_v2(buf, pos)
         else:
@@ -176,21 +191,23 @@ def rebuild_segment_py(
         if b_max > max_ts:
             max_ts, max_ts_off = b_max, b_last
         if valid - last_indexed > interval:
-            if index and b_last <= last_index_off:
-                stop("non-increasing offset at an index point (the broker would empty the segment)", f"offset > {last_index_off}", str(b_last))
-                break
+            # the broker's order: OffsetIndex.append checks isFull, then the offset; TimeIndex.maybeAppend checks
+            # isFull (whatever the timestamp), then the offset, and appends only a larger timestamp
             if len(index) // 8 >= max_off_entries:
                 stop("offset index over capacity (segment.index.bytes)", f"<= {max_off_entries} entries", "more")
                 break
+            if index and b_last <= last_index_off:
+                stop("non-increasing offset at an index point (the broker would empty the segment)", f"offset > {last_index_off}", str(b_last))
+                break
             index += _OFF(rel, valid)
             last_index_off = b_last
+            if len(tindex) // 12 >= max_time_entries:
+                stop("time index over capacity (segment.index.bytes)", f"<= {max_time_entries} entries", "more")
+                break
             if tindex and max_ts_off < last_time_off:
                 stop("time index offset going backwards", f">= {last_time_off}", str(max_ts_off))
                 break
             if max_ts > last_time_ts:
-                if len(tindex) // 12 >= max_time_entries:
-                    stop("time index over capacity (segment.index.bytes)", f"<= {max_time_entries} entries", "more")
-                    break
                 tindex += _TIME(max_ts, max_ts_off - base_offset)
                 last_time_ts, last_time_off = max_ts, max_ts_off
             last_indexed = valid
@@ -201,7 +218,13 @@ def rebuild_segment_py(
     else:
         if pos < end:
             stop("trailing bytes after the last batch", "a batch header", f"{end - pos} bytes")
-    if max_ts > last_time_ts and (not tindex or max_ts_off >= last_time_off):
+    # the final maybeAppend (full check skipped) still throws InvalidOffsetException for an offset below the last
+    # entry's: recovery then empties the segment, so it is a problem, never a silently skipped entry
+    if tindex and max_ts_off < last_time_off:
+        if out.problem is None:
+            pos = valid
+            stop(FINAL_TIME_MESSAGE, f">= {last_time_off}", str(max_ts_off))
+    elif max_ts > last_time_ts:
         tindex += _TIME(max_ts, max_ts_off - base_offset)
     out.valid_bytes = valid
     out.batches = batches
