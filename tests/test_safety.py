@@ -298,3 +298,51 @@ def test_plan_warns_when_log_dir_is_not_a_kafka_log_dir(tmp_path):
     (tmp_path / "logs" / "meta.properties").write_text("version=1\n")
     r = _run("rebuild-index", str(pdir))
     assert "neither .lock nor meta.properties" not in r.stdout
+
+
+def _crash_at_first_swap_rename(pdir: str, backup: str, new_index: bytes) -> None:
+    """Child process: stage a replacement and a deletion, then die (os._exit) at the first .cleaned -> .swap."""
+    import os as _os
+
+    from kafkalog_cli.ops import safety as sf
+
+    real_replace = _os.replace
+
+    def dying_replace(src, dst, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if str(src).endswith(".cleaned"):
+            _os._exit(9)
+        return real_replace(src, dst, *a, **k)
+
+    sf.os.replace = dying_replace
+    with sf.Transaction(pdir, backup) as tx:
+        tx.stage("00000000000000000000.index", new_index)
+        tx.delete("00000000000000000005.log")
+        tx.commit()
+
+
+def test_no_roll_forward_onto_files_a_broker_put_back(tmp_path) -> None:  # noqa: ANN001
+    """Killed before the commit point; a broker then starts and its loader deletes our .cleaned files (spec §8
+    step 1). Our next recovery must not 'finish' the change: the files it would delete have no replacement."""
+    import multiprocessing
+
+    from kafkalog_cli.ops.safety import recover_interrupted
+
+    logdir = tmp_path / "kafka-logs"
+    pdir = logdir / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(b"old log 0")
+    (pdir / "00000000000000000000.index").write_bytes(b"old index")
+    (pdir / "00000000000000000005.log").write_bytes(b"segment 5 must survive")
+    before = {p.name: p.read_bytes() for p in pdir.iterdir()}
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_crash_at_first_swap_rename, args=(str(pdir), str(tmp_path / "backup"), b"NEW INDEX"))
+    child.start()
+    child.join(30)
+    assert child.exitcode == 9
+    leftovers = [p for p in pdir.iterdir() if p.name.endswith(".cleaned")]
+    assert leftovers, "the child should have died with .cleaned files staged"
+    for p in leftovers:  # what Kafka's loader does with .cleaned files at start-up
+        p.unlink()
+    done = recover_interrupted(str(pdir))
+    assert any("discarded by someone else" in line for line in done), done
+    assert {p.name: p.read_bytes() for p in pdir.iterdir()} == before

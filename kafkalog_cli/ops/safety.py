@@ -45,6 +45,7 @@ import re
 import shutil
 import stat
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -354,6 +355,7 @@ class Transaction:
         self.keep_backup = keep_backup
         self.suffix = suffix
         self.staged: dict[str, bool] = {}  # final name -> existed before
+        self.digests: dict[str, tuple[int, int]] = {}  # final name -> (size, CRC-32) of the new content
         self.deletes: list[str] = []
         self.log_dir_deletes: list[str] = []  # files of the log dir itself (``.kafka_cleanshutdown``)
         self.committed = False
@@ -385,6 +387,7 @@ class Transaction:
         if mtime is not None:
             os.utime(tmp, (mtime, mtime))
         self.staged[final_name] = os.path.exists(final)
+        self.digests[final_name] = _digest(tmp)
 
     def delete(self, name: str) -> None:
         safe_child(self.partition_dir, name)
@@ -427,6 +430,8 @@ class Transaction:
             "log_dir": log_dir_of(self.partition_dir),
             "log_dir_delete": list(self.log_dir_deletes),
             "backups": self._backup_names(),
+            # size and CRC-32 of every new file: recovery rolls forward only onto files that are really ours
+            "digests": {n: list(d) for n, d in self.digests.items()},
             "written_at": datetime.now(timezone.utc).isoformat(),
         }
 
@@ -530,6 +535,44 @@ def _drop_backup(backup_dir: str, keep: list[str]) -> None:
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)
+
+
+def _digest(path: str) -> tuple[int, int]:
+    """(size, CRC-32) of a file, read in 1 MiB chunks: enough to tell our file from the one it replaced."""
+    size = 0
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            size += len(chunk)
+            crc = zlib.crc32(chunk, crc)
+    return size, crc
+
+
+def _discarded_by_someone_else(pdir: str, j: dict, staged: list[str], suffix: str) -> str | None:
+    """Why rolling forward would be wrong, or None.
+
+    Rolling forward deletes the files the change replaces. That is only right while our new files are still there:
+    as ``.swap`` files, or already in place with the content we wrote. If a broker started in between, its loader
+    deleted our ``.cleaned``/``.swap`` files and kept the old segments; rolling forward would then delete segments
+    whose replacements no longer exist.
+    """
+    digests = j.get("digests")
+    if digests is None:
+        return None  # a journal of an older kafkalog: keep the previous behaviour
+    for name in staged:
+        if not offset_named(name):
+            continue
+        if os.path.exists(os.path.join(pdir, name + suffix)):
+            continue
+        final = os.path.join(pdir, name)
+        want = digests.get(name)
+        if want is None:
+            continue
+        if not os.path.exists(final):
+            return f"{name} is missing"
+        if list(_digest(final)) != list(want):
+            return f"{name} is not the file kafkalog wrote (size/CRC differ)"
+    return None
 
 
 def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: list[str], suffix: str,
@@ -672,6 +715,15 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
                 if os.path.exists(q):
                     os.unlink(q)
         done.append(f"rolled back the interrupted change of {len(staged) + len(deletes)} file(s); old files unchanged")
+        return done
+    abandoned = _discarded_by_someone_else(pdir, j, staged, suffix)
+    if abandoned:
+        j["state"] = "abandoned"
+        _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
+        done.append(
+            f"the interrupted change was discarded by someone else (e.g. the broker's loader deleted its "
+            f".cleaned/.swap files): {abandoned}; nothing deleted, the partition keeps its current files"
+        )
         return done
     _finish(pdir, backup_dir, staged, deletes, suffix, j.get("log_dir", ""), list(j.get("log_dir_delete", [])))
     j["state"] = "done"
