@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
+from kafkalog_cli.storage.partition import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 
@@ -34,12 +35,7 @@ class OpenTransaction:
 def segment_files(path: str) -> list[str]:
     """The ``.log`` files of a partition directory in base-offset order (or the given file list)."""
     if os.path.isdir(path):
-        try:
-            names = os.listdir(path)
-        except OSError as exc:
-            raise UnreadableFileError(f"cannot list directory: {exc.strerror}", file=path) from None
-        logs = [n for n in names if n.endswith(".log") and n[:-4].isdigit()]
-        return [os.path.join(path, n) for n in sorted(logs, key=lambda n: int(n[:-4]))]
+        return [p for _base, p in segment_logs(path)]
     if not os.path.exists(path):
         raise UnreadableFileError("no such file or directory", file=path)
     return [path]

@@ -22,6 +22,7 @@ from kafkalog_cli.storage.companions import (
     parse_producer_snapshot,
     parse_txn_index,
 )
+from kafkalog_cli.storage.partition import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted")
@@ -51,12 +52,7 @@ class Segment:
 def list_segments(partition_dir: str) -> list[Segment]:
     """Segments in base-offset order. Symlinked segment files are refused: a repair never follows them."""
     out = []
-    for name in os.listdir(partition_dir):
-        m = SEGMENT_NAME.match(name)
-        if not m or m.group(2) != "log":
-            continue
-        base = int(m.group(1))
-        path = os.path.join(partition_dir, name)
+    for base, path in segment_logs(partition_dir):
         if os.path.islink(path):
             raise RepairRefused("segment file is a symlink; refusing to follow it", file=path)
         st = os.stat(path)

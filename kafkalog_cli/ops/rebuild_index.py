@@ -28,6 +28,7 @@ from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage import accel
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
+from kafkalog_cli.storage.partition import segment_logs
 from kafkalog_cli.storage.segment import MappedFile
 
 INT_MAX = 2147483647
@@ -427,17 +428,6 @@ class SegmentReport:
             "problem": self.problem.describe() if self.problem else None,
             "written": self.written,
         }
-
-
-def segment_logs(partition_dir: str) -> list[tuple[int, str]]:
-    """(base offset, .log path) of every segment, sorted; one directory listing."""
-    out = []
-    for name in os.listdir(partition_dir):
-        m = comp.SEGMENT_NAME.match(name)
-        if m and m.group(2) == "log":
-            out.append((int(m.group(1)), os.path.join(partition_dir, name)))
-    out.sort()
-    return out
 
 
 def _read_optional(path: str) -> MappedFile | None:
