@@ -74,6 +74,19 @@ class UnreadableFileError(KafkalogError):
     """A path that cannot be opened or read (missing, a directory, permission denied)."""
 
 
+def unreadable(exc: OSError, path: str, *, want: str = "file") -> UnreadableFileError:
+    """The typed error for an OSError on ``path``, worded for an operator (``want``: "file" or "directory")."""
+    if isinstance(exc, FileNotFoundError):
+        return UnreadableFileError(f"no such {want}", file=path)
+    if isinstance(exc, IsADirectoryError):
+        return UnreadableFileError("is a directory, expected a file", file=path)
+    if isinstance(exc, NotADirectoryError):
+        return UnreadableFileError("not a directory, expected a partition directory", file=path)
+    if isinstance(exc, PermissionError):
+        return UnreadableFileError("permission denied", file=path)
+    return UnreadableFileError(f"cannot read: {exc.strerror or exc}", file=path)
+
+
 class CorruptIndexError(KafkalogError):
     """An index file that fails a sanity check."""
 

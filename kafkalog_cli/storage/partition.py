@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import os
 
-from kafkalog_cli.errors import UnreadableFileError
+from kafkalog_cli.errors import unreadable
 
 
 def segment_bases(partition_dir: str) -> list[int]:
     """Sorted base offsets of the ``.log`` segments (possibly empty); typed errors for an unreadable directory."""
     try:
         names = os.listdir(partition_dir)
-    except FileNotFoundError:
-        raise UnreadableFileError("no such directory", file=partition_dir) from None
-    except NotADirectoryError:
-        raise UnreadableFileError("not a directory, expected a partition directory", file=partition_dir) from None
-    except PermissionError:
-        raise UnreadableFileError("permission denied", file=partition_dir) from None
     except OSError as exc:
-        raise UnreadableFileError(f"cannot list directory: {exc.strerror}", file=partition_dir) from None
+        raise unreadable(exc, partition_dir, want="directory") from None
     bases = []
     for n in names:  # cheaper than a regex per name: this loop is the whole cost on 10,000-segment partitions
         if len(n) == 24 and n.endswith(".log") and n[:20].isascii() and n[:20].isdigit():

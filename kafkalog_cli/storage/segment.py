@@ -13,7 +13,7 @@ import os
 import struct
 from collections.abc import Iterator
 
-from kafkalog_cli.errors import CorruptRecordError, UnreadableFileError
+from kafkalog_cli.errors import CorruptRecordError, UnreadableFileError, unreadable
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
 from kafkalog_cli.format.legacy import LegacyEntry
 
@@ -33,14 +33,8 @@ class MappedFile:
         try:
             # O_NONBLOCK: opening a FIFO must not hang waiting for a writer (it is refused just below)
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            raise UnreadableFileError("no such file", file=path) from None
-        except IsADirectoryError:
-            raise UnreadableFileError("is a directory, expected a file", file=path) from None
-        except PermissionError:
-            raise UnreadableFileError("permission denied", file=path) from None
         except OSError as exc:
-            raise UnreadableFileError(f"cannot open: {exc.strerror}", file=path) from None
+            raise unreadable(exc, path) from None
         try:
             st = os.fstat(fd)
             import stat
