@@ -65,7 +65,7 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
 
 
 def parse_version(text: str) -> Version:
-    parts = text.strip().split(".")
+    parts = text.strip().split("-", 1)[0].split(".")  # "3.9.0-rc3", "7.6.0-ccs" -> 3.9.0, 7.6.0
     try:
         nums = [int(p) for p in parts]
     except ValueError:
