@@ -565,7 +565,7 @@ class Dumper:
             except UnreadableFileError:
                 imf = None
             try:
-                oidx = OffsetIndex(base, imf.buf if imf else b"", java_abs(index_path))
+                oidx = OffsetIndex(base, imf.buf if imf is not None else b"", java_abs(index_path))
                 tidx = TimeIndex(base, mf.buf, java_abs(arg))
                 n = tidx.entries
                 if self.opts.index_sanity_check:

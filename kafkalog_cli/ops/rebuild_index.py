@@ -451,11 +451,11 @@ def examine_segment(
         idx_mf = _read_optional(stem + ".index")
         tim_mf = _read_optional(stem + ".timeindex")
         try:
-            ic = compare("index", stem + ".index", base, idx_mf.buf if idx_mf else None, rb.index)
-            tc = compare("timeindex", stem + ".timeindex", base, tim_mf.buf if tim_mf else None, rb.timeindex)
+            ic = compare("index", stem + ".index", base, idx_mf.buf if idx_mf is not None else None, rb.index)
+            tc = compare("timeindex", stem + ".timeindex", base, tim_mf.buf if tim_mf is not None else None, rb.timeindex)
             if ic.status == "differs" or tc.status == "differs":
                 o_ok, o_note, t_ok, t_note = check_lookup_validity(
-                    log.buf, base, rb.valid_bytes, idx_mf.buf if idx_mf else None, tim_mf.buf if tim_mf else None
+                    log.buf, base, rb.valid_bytes, idx_mf.buf if idx_mf is not None else None, tim_mf.buf if tim_mf is not None else None
                 )
                 if ic.status == "differs":
                     ic.lookup_valid = o_ok
