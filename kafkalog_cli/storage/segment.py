@@ -81,6 +81,10 @@ class MappedFile:
     def __len__(self) -> int:
         return self.size
 
+    def __bool__(self) -> bool:
+        # an open map is always "something", even of an empty file (``if mf:`` must not mean ``if mf.size:``)
+        return True
+
 
 def walk(buf: bytes | memoryview, start: int = 0, end: int | None = None, *, file: str | None = None) -> Iterator[tuple[int, int, int]]:
     """Yield (position, size, magic) of each entry between ``start`` and ``end`` (FileLogInputStream.nextBatch).
