@@ -63,3 +63,32 @@ def test_zero_length_record_is_a_typed_error(tmp_path, codec: int) -> None:  # n
     p.write_bytes(data)
     events = list(Dumper(profile_for("3.6"), DumpOptions(deep_iteration=True)).run([str(p)]))
     assert isinstance(events[-1], FileError)
+
+
+def test_non_utf8_leader_epoch_checkpoint_is_a_clean_refusal(tmp_path) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    pdir = tmp_path / "kafka-logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(encode_batch([RecordSpec(b"k", b"v", timestamp=5)]))
+    (pdir / "leader-epoch-checkpoint").write_bytes(b"0\n1\n\xff 0\n")
+    r = CliRunner().invoke(cli, ["truncate-to-epoch", str(pdir), "0"], catch_exceptions=False)
+    assert r.exit_code == 2
+    assert "not UTF-8" in r.stderr and "internal error" not in r.stderr
+
+
+def test_segment_name_beyond_int64_is_refused(tmp_path) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    pdir = tmp_path / "kafka-logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "99999999999999999999.log").write_bytes(encode_batch([RecordSpec(b"k", b"v", timestamp=5)]))
+    for args in (["rebuild-index", str(pdir)], ["compact", str(pdir)], ["truncate-to-epoch", str(pdir), "--to-offset", "0"],
+                 ["seek-offset", str(pdir), "3"]):
+        r = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert r.exit_code == 2, args
+        assert "not a valid offset" in r.stderr and "internal error" not in r.stderr, args

@@ -30,6 +30,7 @@ from kafkalog_cli.storage.companions import (
     encode_leader_epoch_checkpoint,
     encode_txn_index,
     parse_leader_epoch_checkpoint,
+    read_checkpoint_text,
 )
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, encode_offset_index, encode_time_index
 from kafkalog_cli.storage.segment import MappedFile, entries
@@ -102,8 +103,7 @@ def _read_cache(pdir: str) -> list[tuple[int, int]] | None:
     path = os.path.join(pdir, CHECKPOINT)
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return parse_leader_epoch_checkpoint(f.read(), path)
+    return parse_leader_epoch_checkpoint(read_checkpoint_text(path), path)
 
 
 def _headers(path: str) -> list:

@@ -204,6 +204,17 @@ def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -
     return Checkpoint(version, entries)
 
 
+def read_checkpoint_text(path: str) -> str:
+    """A checkpoint-format file's text; bytes that are not UTF-8 are a CheckpointError (the broker's reader fails)."""
+    with open(path, "rb") as f:
+        raw = f.read(64 << 20)  # checkpoint files are small; a larger one is not a checkpoint
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CheckpointError("checkpoint file is not UTF-8 text", file=path, position=exc.start,
+                              expected="UTF-8 text", found=f"byte {raw[exc.start]:#04x}") from None
+
+
 def parse_leader_epoch_checkpoint(text: str, path: str = "") -> list[tuple[int, int]]:
     """(epoch, start offset) entries; epoch an int32, start offset an int64, both non-negative."""
     cp = parse_checkpoint(text, path, columns=2)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 
-from kafkalog_cli.errors import unreadable
+from kafkalog_cli.errors import UnreadableFileError, unreadable
+
+INT64_MAX = (1 << 63) - 1
 
 
 def segment_bases(partition_dir: str) -> list[int]:
@@ -20,7 +22,16 @@ def segment_bases(partition_dir: str) -> list[int]:
     bases = []
     for n in names:  # cheaper than a regex per name: this loop is the whole cost on 10,000-segment partitions
         if len(n) == 24 and n.endswith(".log") and n[:20].isascii() and n[:20].isdigit():
-            bases.append(int(n[:20]))
+            base = int(n[:20])
+            if base > INT64_MAX:
+                # Long.parseLong fails on such a name and the broker refuses to load the log (errata-repair E15)
+                raise UnreadableFileError(
+                    "segment file name is not a valid offset (above 2^63-1): the broker refuses to load this partition",
+                    file=os.path.join(partition_dir, n),
+                    expected="a base offset <= 9223372036854775807",
+                    found=n[:20],
+                )
+            bases.append(base)
     bases.sort()
     return bases
 
