@@ -310,3 +310,38 @@ def test_unknown_high_watermark_is_said_in_the_plan(tmp_path):
     cp.write_text("0\n1\nt 0 1\n")
     plan = plan_compaction(pdir, opts)
     assert plan.first_uncleanable_offset <= 1 and not [n for n in plan.notes if "unknown" in n]
+
+
+def test_second_run_accepts_an_aborted_transaction_reduced_to_empty_batches(tmp_path) -> None:  # noqa: ANN001
+    """Data and ABORT marker in different output groups: run 1 removes the data, keeps the producer's last batch
+    empty and (as Kafka's per-group transaction tracking does) writes no .txnindex entry for the marker's group.
+    Run 2 must accept that state: the transaction has no record left that could be taken for committed."""
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+    from kafkalog_cli.format import control as ctl
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+    from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
+
+    pdir = tmp_path / "kafka-logs" / "t-0"
+    pdir.mkdir(parents=True)
+    seg0 = encode_batch([RecordSpec(b"a", b"aborted", timestamp=1000)], base_offset=0, producer_id=201, producer_epoch=0,
+                        base_sequence=0, transactional=True, partition_leader_epoch=0)
+    seg0 += b"".join(encode_batch([RecordSpec(b"k%d" % i, b"v", timestamp=1000 + i)], base_offset=i, partition_leader_epoch=0)
+                     for i in range(1, 10))
+    seg10 = encode_batch([RecordSpec(ctl.encode_control_key(ctl.ABORT), ctl.encode_end_txn_marker(0), timestamp=2000)],
+                         base_offset=10, producer_id=201, producer_epoch=0, transactional=True, control=True,
+                         partition_leader_epoch=0)
+    seg10 += b"".join(encode_batch([RecordSpec(b"k1", b"w", timestamp=2000 + i)], base_offset=i, partition_leader_epoch=0)
+                      for i in range(11, 20))
+    seg20 = encode_batch([RecordSpec(b"k2", b"x", timestamp=3000)], base_offset=20, partition_leader_epoch=0)
+    (pdir / "00000000000000000000.log").write_bytes(seg0)
+    (pdir / "00000000000000000010.log").write_bytes(seg10)
+    (pdir / "00000000000000000010.txnindex").write_bytes(encode_txn_index([AbortedTxn(0, 201, 0, 10, 11)]))
+    (pdir / "00000000000000000020.log").write_bytes(seg20)
+    args = ["compact", "--now-ms", "1000000", "--segment-bytes", str(len(seg0) + 10), str(pdir)]
+    r1 = CliRunner().invoke(cli, [*args, "--execute", "--backup-dir", str(tmp_path / "b1")], catch_exceptions=False)
+    assert r1.exit_code == 0, r1.stdout + r1.stderr
+    r2 = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert r2.exit_code in (0, 1), r2.stdout + r2.stderr
+    assert "do not record" not in r2.stderr

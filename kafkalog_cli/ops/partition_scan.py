@@ -179,6 +179,7 @@ class LogTxn:
     first_offset: int
     marker_offset: int
     aborted: bool
+    records: int = -1  # records in the transaction's data batches (0: only empty batches kept by a cleaner)
 
 
 @dataclass
@@ -195,12 +196,16 @@ class LogFacts:
 def replay_log(items: Iterable[tuple[Batch, int | None]], log_end_offset: int) -> LogFacts:
     """Replay (batch, control type) pairs from the log start: producer map, finished and open transactions."""
     facts = LogFacts(log_end_offset=log_end_offset)
+    txn_records: dict[int, int] = {}  # pid -> records seen in its open transaction
     for b, ctype in items:
         if b.is_control and b.producer_id >= 0:
             facts.markers[b.base_offset] = (b.producer_id, ctype)
             e = facts.producers.get(b.producer_id)
             if e is not None and e.current_txn_first_offset >= 0 and ctype in (ABORT, COMMIT):
-                facts.txns.append(LogTxn(b.producer_id, e.current_txn_first_offset, b.base_offset, ctype == ABORT))
+                facts.txns.append(LogTxn(b.producer_id, e.current_txn_first_offset, b.base_offset, ctype == ABORT,
+                                         txn_records.pop(b.producer_id, 0)))
+        elif b.is_transactional and b.producer_id >= 0:
+            txn_records[b.producer_id] = txn_records.get(b.producer_id, 0) + max(b.records_count, 0)
         replay_batch(facts.producers, b, ctype)
     facts.open_txns = {p.producer_id: p.current_txn_first_offset for p in facts.producers.values()
                        if p.current_txn_first_offset >= 0}
