@@ -164,3 +164,13 @@ def random_partition(path: str, seed: int, *, batches: int = 60, roll_every: int
     pb.batch([(b"tail", b"active")], leader_epoch=leader_epoch)
     pb.write(drop_txn_entries=drop_txn_entries)
     return pb
+
+
+def verify_crc_clean(pdir: str) -> None:
+    """`kafkalog verify-crc`, an independent check of the repaired partition, must find nothing wrong."""
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["verify-crc", pdir])
+    assert res.exit_code == 0, res.output

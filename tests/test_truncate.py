@@ -15,19 +15,10 @@ import time
 import pytest
 from click.testing import CliRunner
 from kafka.record.default_records import DefaultRecordBatch
-from partition_gen import random_partition
+from partition_gen import random_partition, verify_crc_clean
 
 from kafkalog_cli.cli.truncate import truncate_to_epoch as truncate_cmd
 from kafkalog_cli.ops.truncate import end_offset_for, truncate_from_end
-
-
-def verify_crc_clean(pdir: str) -> None:
-    """The verify-crc command (another engineer's, independent of ours) must find nothing wrong, if present."""
-    from kafkalog_cli.cli.main import COMMANDS, cli
-
-    if "verify-crc" in COMMANDS:
-        res = CliRunner().invoke(cli, ["verify-crc", pdir])
-        assert res.exit_code == 0, res.output
 
 
 def run_cli(*args: str) -> tuple[int, str]:
