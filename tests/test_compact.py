@@ -304,9 +304,9 @@ def test_unknown_high_watermark_is_said_in_the_plan(tmp_path):
 
 
 def test_second_run_accepts_an_aborted_transaction_reduced_to_empty_batches(tmp_path) -> None:  # noqa: ANN001
-    """Data and ABORT marker in different output groups: run 1 removes the data, keeps the producer's last batch
-    empty and (as Kafka's per-group transaction tracking does) writes no .txnindex entry for the marker's group.
-    Run 2 must accept that state: the transaction has no record left that could be taken for committed."""
+    """Data and ABORT marker in different output groups: run 1 removes the data and keeps the producer's last batch
+    empty (the round's shared tracker indexes the marker in its own group). Run 2 must accept that state, and also
+    the state an older per-group tracker left (no entry): no record is left that could be taken for committed."""
     from click.testing import CliRunner
 
     from kafkalog_cli.cli.main import cli

@@ -464,11 +464,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
                         offset_map[r.key] = r.offset
     latest_offset = upper - 1
 
-    # pass 3: group and filter
+    # pass 3: group and filter. ONE tracker for the whole round, as LogCleaner.doClean creates it once and
+    # cleanSegments only switches its output index per group: a transaction whose data and marker fall into different
+    # groups must still be seen as one (a per-group tracker took a COMMIT for empty and let it expire)
+    tracker = TxnTracker()
     for group in groups:
         last = group[-1]
         out = OutputGroup([s.base for s in group], mtime_ns=last.mtime_ns, had_txnindex=group[0].has_txnindex)
-        tracker = TxnTracker()
+        tracker.cleaned_index = []
         for seg in group:
             tracker.add(ps.collect_aborted(segments, *seg_ranges[seg.base]))
             st = SegmentStats(seg.base, bytes_before=seg.size)
