@@ -86,3 +86,55 @@ def test_abort_marker_in_a_later_group_is_indexed_in_that_group(tmp_path) -> Non
     # and a second run accepts its own output
     r = _compact(pdir, "--now-ms", str(NOW + 1), "--segment-bytes", "128")
     assert r.exit_code == 0, r.output
+
+
+# ------------------------------------------------------------------------------------------ (2) offsets never go back
+def _batches(first: int, n: int, key: bytes = b"k") -> bytes:
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+
+    return b"".join(encode_batch([RecordSpec(key, b"v%d" % o, timestamp=1000 + o)], base_offset=o,
+                                 partition_leader_epoch=0) for o in range(first, first + n))
+
+
+def _snapshot(pdir: str) -> dict[str, bytes]:
+    return {n: open(os.path.join(pdir, n), "rb").read() for n in sorted(os.listdir(pdir))}
+
+
+def _refused(pdir: str, *needles: str) -> None:
+    before = _snapshot(pdir)
+    for execute in (False, True):
+        r = _compact(pdir, "--now-ms", str(NOW), "--include-active", execute=execute)
+        assert r.exit_code == 2, r.output
+        assert "Traceback" not in r.output
+        for n in needles:
+            assert n in r.stderr, (n, r.stderr)
+        assert _snapshot(pdir) == before
+    assert not os.path.exists(os.path.join(os.path.dirname(os.path.dirname(pdir)), "bk"))
+
+
+def test_overlapping_segments_are_refused(tmp_path) -> None:  # noqa: ANN001
+    """A stray segment 5 holding offsets 5..14 beside segment 0 holding 0..9: a clean would merge them into a log
+    whose offsets go backwards (what verify-crc reports as segment-order)."""
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / f"{0:020d}.log").write_bytes(_batches(0, 10))
+    (pdir / f"{5:020d}.log").write_bytes(_batches(5, 10))
+    (pdir / f"{15:020d}.log").write_bytes(_batches(15, 2))
+    _refused(str(pdir), f"{0:020d}.log", f"{5:020d}.log", "overlapping range 5..9")
+
+
+def test_backwards_offsets_inside_a_segment_are_refused(tmp_path) -> None:  # noqa: ANN001
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / f"{0:020d}.log").write_bytes(_batches(0, 6) + _batches(3, 2))
+    (pdir / f"{10:020d}.log").write_bytes(_batches(10, 2))
+    _refused(str(pdir), f"{0:020d}.log", "overlapping range 3..3", "offsets go backwards")
+
+
+def test_segment_starting_below_its_name_is_refused(tmp_path) -> None:  # noqa: ANN001
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / f"{0:020d}.log").write_bytes(_batches(0, 3))
+    (pdir / f"{8:020d}.log").write_bytes(_batches(5, 4))
+    (pdir / f"{20:020d}.log").write_bytes(_batches(20, 1))
+    _refused(str(pdir), f"{8:020d}.log", "below its base offset", "overlapping range 5..7")

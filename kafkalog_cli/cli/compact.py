@@ -29,7 +29,8 @@ would then destroy committed data). Without --execute nothing is written.
 
 \b
 Exit codes: 0 done or nothing to do (dry run: plan printed), 2 usage error,
-unreadable input, corrupt batch, or refused repair (locked log dir, E1).""",
+unreadable input, corrupt batch, or refused repair (locked log dir, E1,
+overlapping segments or offsets going backwards).""",
 )
 @click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
 @click.option("--execute", is_flag=True, help="Write the compacted segments (default: dry run).")
@@ -63,6 +64,8 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     try:
         plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
                                           keep_backup=not no_backup)
+    except cp.OffsetOrderRefused as exc:
+        fail(exc.describe(), exc.hint)
     except RepairRefused as exc:
         fail(exc.describe(), "nothing was changed; stop the broker, or repair the .txnindex first "
              "(e.g. let the broker recover the segment) and run again")

@@ -219,6 +219,57 @@ class TxnTracker:
 
 
 # ------------------------------------------------------------------------------------------ planning
+class OffsetOrderRefused(RepairRefused):
+    """Overlapping segments or offsets going backwards: the cleaner would write a log whose offsets go backwards."""
+
+    hint = ("nothing was changed; run 'kafkalog verify-crc' on the directory to see every segment-order / offset-order "
+            "problem, and move the segment that does not belong aside (it is often a stray copy) before compacting")
+
+
+def _check_offset_order(segments: list[ps.Segment], headers: dict[int, list[Batch]]) -> None:
+    """Refuse what ``verify-crc`` reports as segment-order, offset-order or offset-below-base problems.
+
+    The broker's cleaner copies batches in file order into segments named after the first base; with overlapping
+    segments or backwards offsets that output has offsets going backwards (and a map that takes an older value for
+    the latest one), which no reader can use. Nothing is planned, nothing is written."""
+    prev: ps.Segment | None = None  # the last non-empty segment
+    prev_first = prev_last = 0
+    for seg in segments:
+        hs = headers[seg.base]
+        name = os.path.basename(seg.path("log"))
+        last: Batch | None = None
+        for b in hs:
+            if b.last_offset < b.base_offset:
+                raise OffsetOrderRefused(
+                    f"batch in {name} has offsets going backwards ({b.base_offset}..{b.last_offset})",
+                    file=seg.path("log"), position=b.position, expected="lastOffsetDelta >= 0",
+                    found=str(b.last_offset_delta))
+            if last is not None and b.base_offset <= last.last_offset:
+                raise OffsetOrderRefused(
+                    f"offsets go backwards inside {name}: the batch at byte {b.position} (offsets {b.base_offset}.."
+                    f"{b.last_offset}) does not follow the batch at byte {last.position} (offsets {last.base_offset}.."
+                    f"{last.last_offset}); overlapping range {b.base_offset}..{min(b.last_offset, last.last_offset)}",
+                    file=seg.path("log"), position=b.position, expected=f"base offset > {last.last_offset}",
+                    found=str(b.base_offset))
+            last = b
+        low = min(seg.base, hs[0].base_offset) if hs else seg.base
+        high = hs[-1].last_offset if hs else seg.base
+        if prev is not None and low <= prev_last:
+            pname = os.path.basename(prev.path("log"))
+            raise OffsetOrderRefused(
+                f"segment {name} (offsets {low}..{high}{', empty' if not hs else ''}) overlaps segment {pname} "
+                f"(offsets {prev_first}..{prev_last}): overlapping range {max(low, prev_first)}..{min(high, prev_last)}",
+                file=seg.path("log"), expected=f"offsets > {prev_last} (the end of {pname})", found=str(low))
+        if hs and hs[0].base_offset < seg.base:
+            below = [b for b in hs if b.base_offset < seg.base]
+            raise OffsetOrderRefused(
+                f"segment {name} starts below its base offset: its first batch has offsets {hs[0].base_offset}.."
+                f"{hs[0].last_offset}; overlapping range {hs[0].base_offset}..{min(seg.base - 1, below[-1].last_offset)} "
+                "lies before the segment's name",
+                file=seg.path("log"), position=hs[0].position, expected=f"offset >= {seg.base}",
+                found=str(hs[0].base_offset))
+        if hs:
+            prev, prev_first, prev_last = seg, low, high
 def _high_watermark(partition_dir: str) -> tuple[int | None, str]:
     """The partition's entry in ``replication-offset-checkpoint`` (the cleaner never goes past the HW), or
     ``(None, why)`` when it is unknown.
@@ -396,6 +447,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
             if b.is_control:
                 ctypes[b.base_offset] = ct
             replay_items.append((b, ct))
+    _check_offset_order(segments, headers)
     leo = segments[-1].base
     for seg in reversed(segments):
         if headers[seg.base]:
