@@ -138,3 +138,62 @@ def test_segment_starting_below_its_name_is_refused(tmp_path) -> None:  # noqa: 
     (pdir / f"{8:020d}.log").write_bytes(_batches(5, 4))
     (pdir / f"{20:020d}.log").write_bytes(_batches(20, 1))
     _refused(str(pdir), f"{8:020d}.log", "below its base offset", "overlapping range 5..7")
+
+
+# ------------------------------------------------------------------------------------------ (4) min.compaction.lag.ms
+LAG = 3_600_000
+
+
+def _lag_partition(p: str, batch_ts: int):  # noqa: ANN202
+    pb = PartitionBuilder(p)
+    pb.ts = batch_ts
+    for i in range(4):
+        pb.batch([(b"k", b"v%d" % i)])
+    pb.roll()
+    pb.batch([(b"k", b"last")])
+    pb.roll()
+    pb.batch([(b"z", b"active")])
+    pb.write()
+    return pb
+
+
+def _plan(p: str):  # noqa: ANN202
+    from kafkalog_cli.ops.compact import CompactOptions, plan_compaction
+
+    return plan_compaction(p, CompactOptions(now_ms=NOW, min_compaction_lag_ms=LAG))
+
+
+def test_lag_uses_the_last_time_index_entry_not_the_batches(tmp_path) -> None:  # noqa: ANN001
+    """Old batches, but the .timeindex's last entry is young: the broker finds the segment uncleanable."""
+    p = str(tmp_path / "logs" / "t-0")
+    pb = _lag_partition(p, NOW - 10 * LAG)
+    with open(os.path.join(p, f"{pb.bases[0]:020d}.timeindex"), "wb") as f:
+        f.write(struct.pack(">qi", NOW - LAG // 2, 3))
+    plan = _plan(p)
+    assert plan.first_uncleanable_offset == 0, plan.notes
+    assert not plan.has_changes
+    # and the reverse: young batches, an old last time-index entry: cleanable
+    p2 = str(tmp_path / "logs2" / "t-0")
+    pb = _lag_partition(p2, NOW - LAG // 2)
+    for base in pb.bases[:2]:
+        with open(os.path.join(p2, f"{base:020d}.timeindex"), "wb") as f:
+            f.write(struct.pack(">qi", NOW - 10 * LAG, 0))
+    plan = _plan(p2)
+    assert plan.first_uncleanable_offset == pb.bases[2], plan.notes
+    assert plan.has_changes
+
+
+def test_lag_uses_the_log_mtime_when_the_time_index_is_empty(tmp_path) -> None:  # noqa: ANN001
+    p = str(tmp_path / "logs" / "t-0")
+    pb = _lag_partition(p, NOW - 10 * LAG)
+    open(os.path.join(p, f"{pb.bases[0]:020d}.timeindex"), "wb").close()
+    young = (NOW - LAG // 2) / 1000
+    os.utime(os.path.join(p, f"{pb.bases[0]:020d}.log"), (young, young))
+    plan = _plan(p)
+    assert plan.first_uncleanable_offset == 0, plan.notes
+    assert any("mtime" in n for n in plan.notes), plan.notes
+    old = (NOW - 10 * LAG) / 1000
+    os.utime(os.path.join(p, f"{pb.bases[0]:020d}.log"), (old, old))
+    os.remove(os.path.join(p, f"{pb.bases[0]:020d}.timeindex"))
+    plan = _plan(p)
+    assert plan.first_uncleanable_offset == pb.bases[2], plan.notes

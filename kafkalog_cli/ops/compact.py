@@ -414,9 +414,20 @@ def _group_segments(segs: list[ps.Segment], upper: int, opts: CompactOptions) ->
     return groups
 
 
-def _largest_timestamp(seg: ps.Segment, batches: list[Batch]) -> int:
-    ts = max((b.max_timestamp for b in batches), default=-1)
-    return ts if ts >= 0 else seg.mtime_ns // 1_000_000  # errata E14/E17: the .log mtime stands in
+def _largest_timestamp(seg: ps.Segment, notes: list[str]) -> int:
+    """The broker's ``LogSegment.largestTimestamp``, which ``LogCleanerManager.cleanableOffsets`` compares with
+    min.compaction.lag.ms: the last ``.timeindex`` entry, else the ``.log`` mtime (errata E14/E17) — not the
+    batches' max timestamp. The rule is ``seek``'s (seek-time chooses segments by the same value)."""
+    from kafkalog_cli.ops.seek import SeekStats
+    from kafkalog_cli.ops.seek import _largest_timestamp as largest_timestamp
+
+    warnings: list[str] = []
+    with MappedFile(seg.path("log")) as mf:
+        ts = largest_timestamp(seg.dir, seg.base, mf, SeekStats(), warnings)
+    if warnings:
+        notes.append(f"segment {seg.base}: {ps.seg_name(seg.base, 'timeindex')} is missing or empty, so its .log mtime "
+                     f"{ts} stands in for its largest timestamp (the broker's rule for min.compaction.lag.ms)")
+    return ts
 
 
 def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> CompactPlan:
@@ -474,9 +485,11 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
         for s in segments:
             if s.base >= cap:
                 break
-            if _largest_timestamp(s, headers[s.base]) > now - opts.min_compaction_lag_ms:
+            largest = _largest_timestamp(s, notes)
+            if largest > now - opts.min_compaction_lag_ms:
                 cap = s.base
-                notes.append(f"segment {s.base} is younger than min.compaction.lag.ms; cleaning stops before it")
+                notes.append(f"segment {s.base} is younger than min.compaction.lag.ms (largest timestamp {largest} > "
+                             f"now - lag = {now - opts.min_compaction_lag_ms}); cleaning stops before it")
                 break
     if cap < leo:
         cap = max((s.base for s in segments if s.base <= cap), default=log_start)
