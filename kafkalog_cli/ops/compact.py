@@ -3,20 +3,30 @@ E6, E11, E13, E17).
 
 Why it is built this way:
 
-* The rules are the cleaner's, decision for decision (offset map, record retention, batch retention with
-  transaction tracking, RETAIN_EMPTY for producers' last batches and for the batch ending the round, delete
-  horizons), so that what the broker does with the result next is exactly what it would do after its own clean.
+* The rules are the cleaner's, decision for decision (offset map, record retention, batch retention with one
+  transaction tracker per round, RETAIN_EMPTY for producers' last batches and for the batch ending the round,
+  delete horizons), so that what the broker does with the result next is exactly what it would do after its own
+  clean.
 * Aborted transactions come from the ``.txnindex`` files, as in the broker, but first the log is replayed and the
   indexes are cross-checked against it: compaction with a missing or wrong entry destroys committed data for good
-  (errata E1), so such a partition is refused, never "cleaned".
+  (errata E1), so such a partition is refused, never "cleaned". So are overlapping segments and offsets going
+  backwards (the output would go backwards too).
 * Offsets never change; retained batches are copied byte for byte when nothing in them changes, and re-encoded
   keeping every header field the cleaner keeps otherwise.
-* The plan is computed without writing anything; ``execute`` writes through ``safety.Transaction``.
+* Memory is bounded like the cleaner's: the offset map is Kafka's SkimpyOffsetMap (MD5 digests, 24 bytes a slot,
+  ``--dedupe-buffer-bytes``); when it fills, the round stops where Kafka's would (``buildOffsetMap``) and the plan
+  says so. Nothing is held per batch: every pass streams the segments again (``compact_io``).
+* A segment whose offsets overflow the 32-bit relative range is split first, at the batch boundaries
+  ``LocalLog.splitOverflowedSegment`` chooses, and the parts are cleaned in the same round; the split is part of the
+  plan, so a dry run shows exactly what ``--execute`` writes.
+* The plan is computed without writing anything; ``execute`` runs the same filtering again and streams it into
+  ``safety.Transaction``'s staged files, checking that every group comes out the size the plan said.
 
-Differences from the broker, all on the safe side: the offset map is exact (keys, not MD5 digests) and never
-fills, so one round covers the whole cleanable range; the first dirty offset is the log start (a full clean gives
-the same survivors as a clean from the checkpoint); producers never expire; index entries of the new segments follow
-the recovery rule (spec §6.5) rather than the cleaner's per-chunk entries (E11) — both are valid for lookups.
+Differences from the broker, all on the safe side: the first dirty offset is the log start (a full clean gives
+the same survivors as a clean from the checkpoint, while the map does not fill); producers never expire; index
+entries of the new segments follow the recovery rule (spec §6.5) rather than the cleaner's per-chunk entries (E11) —
+both are valid for lookups; a split keeps the ``.txnindex`` entries of the split segment (Kafka's split copies only
+the records and drops them).
 """
 
 from __future__ import annotations
@@ -34,6 +44,13 @@ from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.ops.compact_io import (
+    DEFAULT_DEDUPE_BUFFER_BYTES,
+    LOAD_FACTOR,
+    IndexBuilder,
+    SegmentReader,
+    SkimpyOffsetMap,
+)
 from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index, parse_checkpoint
 from kafkalog_cli.storage.segment import MappedFile
 
@@ -41,6 +58,7 @@ DEFAULT_DELETE_RETENTION_MS = 86_400_000
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 INT_MAX = 2**31 - 1
+CROSS_CHECK_BYTES = 64 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
 
 
 @dataclass
@@ -52,6 +70,7 @@ class CompactOptions:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
     index_interval_bytes: int = 4096
+    dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
 
 
 @dataclass
@@ -74,46 +93,44 @@ class SegmentStats:
     markers_removed: int = 0
 
 
-# A piece of an output log: a byte range copied from a source segment, or new bytes.
+@dataclass
+class Part:
+    """A source segment as the cleaner sees it: a whole ``.log``, or one piece of a segment split for offset overflow
+    (a byte range of that file, named after its first batch's base offset)."""
+
+    base: int
+    seg: ps.Segment
+    start: int
+    end: int
+    next_offset: int  # readNextOffset: the offset after its last batch (its base when empty)
+    index_size: int
+    timeindex_size: int
+    split: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+# A piece of an output log: a byte range of a source segment, or new bytes.
 Piece = tuple[str, int, int] | bytes
 
 
 @dataclass
 class OutputGroup:
-    """Source segments merged into one cleaned segment named after the first (spec §9.5)."""
+    """Source segments (or parts) merged into one cleaned segment named after the first (spec §9.5)."""
 
     bases: list[int]
-    pieces: list[Piece] = field(default_factory=list)
-    txn_entries: list[AbortedTxn] = field(default_factory=list)
     size: int = 0
     changed: bool = False
     mtime_ns: int = 0
     had_txnindex: bool = False
+    txn_entries: list[AbortedTxn] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list, repr=False)
 
     @property
     def out_base(self) -> int:
         return self.bases[0]
-
-    def write_log(self, f: BinaryIO) -> None:
-        """Stream the new ``.log``: copied ranges straight from the source files, new batches from memory."""
-        handles: dict[str, BinaryIO] = {}
-        try:
-            for p in self.pieces:
-                if isinstance(p, bytes):
-                    f.write(p)
-                    continue
-                path, pos, size = p
-                src = handles.get(path)
-                if src is None:
-                    src = handles[path] = open(path, "rb")  # noqa: SIM115 - closed in finally
-                src.seek(pos)
-                data = src.read(size)
-                if len(data) != size:
-                    raise UnreadableFileError("source segment shrank while being compacted", file=path, position=pos)
-                f.write(data)
-        finally:
-            for h in handles.values():
-                h.close()
 
 
 @dataclass
@@ -127,8 +144,13 @@ class CompactPlan:
     groups: list[OutputGroup] = field(default_factory=list)
     stats: list[SegmentStats] = field(default_factory=list)
     snapshot_deletes: list[str] = field(default_factory=list)
+    file_deletes: list[tuple[str, str]] = field(default_factory=list)  # (name, why) of segment files that go
+    splits: list[tuple[int, list[int]]] = field(default_factory=list)  # (segment base, bases of its parts)
+    offset_map: dict = field(default_factory=dict)  # slots, entries, full, cleaned_up_to
     notes: list[str] = field(default_factory=list)
     index_interval_bytes: int = 4096
+    segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
+    cleaner: _Cleaner | None = field(default=None, repr=False)
 
     @property
     def changed_groups(self) -> list[OutputGroup]:
@@ -150,6 +172,8 @@ class CompactPlan:
             "log_end_offset": self.log_end_offset,
             "last_stable_offset": self.last_stable_offset,
             "first_uncleanable_offset": self.first_uncleanable_offset,
+            "offset_map": self.offset_map,
+            "splits": [{"segment": b, "parts": parts} for b, parts in self.splits],
             "segments": [asdict(s) for s in self.stats],
             "groups": [
                 {"bases": g.bases, "output": ps.seg_name(g.out_base, "log"), "size": g.size, "changed": g.changed,
@@ -226,50 +250,146 @@ class OffsetOrderRefused(RepairRefused):
             "problem, and move the segment that does not belong aside (it is often a stray copy) before compacting")
 
 
-def _check_offset_order(segments: list[ps.Segment], headers: dict[int, list[Batch]]) -> None:
-    """Refuse what ``verify-crc`` reports as segment-order, offset-order or offset-below-base problems.
+class _OrderCheck:
+    """Refuse, while pass 1 streams the batches, what ``verify-crc`` reports as segment-order, offset-order or
+    offset-below-base problems.
 
-    The broker's cleaner copies batches in file order into segments named after the first base; with overlapping
-    segments or backwards offsets that output has offsets going backwards (and a map that takes an older value for
-    the latest one), which no reader can use. Nothing is planned, nothing is written."""
-    prev: ps.Segment | None = None  # the last non-empty segment
-    prev_first = prev_last = 0
-    for seg in segments:
-        hs = headers[seg.base]
-        name = os.path.basename(seg.path("log"))
-        last: Batch | None = None
-        for b in hs:
-            if b.last_offset < b.base_offset:
-                raise OffsetOrderRefused(
-                    f"batch in {name} has offsets going backwards ({b.base_offset}..{b.last_offset})",
-                    file=seg.path("log"), position=b.position, expected="lastOffsetDelta >= 0",
-                    found=str(b.last_offset_delta))
-            if last is not None and b.base_offset <= last.last_offset:
-                raise OffsetOrderRefused(
-                    f"offsets go backwards inside {name}: the batch at byte {b.position} (offsets {b.base_offset}.."
-                    f"{b.last_offset}) does not follow the batch at byte {last.position} (offsets {last.base_offset}.."
-                    f"{last.last_offset}); overlapping range {b.base_offset}..{min(b.last_offset, last.last_offset)}",
-                    file=seg.path("log"), position=b.position, expected=f"base offset > {last.last_offset}",
-                    found=str(b.base_offset))
-            last = b
-        low = min(seg.base, hs[0].base_offset) if hs else seg.base
-        high = hs[-1].last_offset if hs else seg.base
-        if prev is not None and low <= prev_last:
-            pname = os.path.basename(prev.path("log"))
+    The cleaner copies batches in file order into segments named after the first base; with overlapping segments or
+    backwards offsets that output has offsets going backwards (and a map that takes an older value for the latest
+    one), which no reader can use. Nothing is planned, nothing is written."""
+
+    def __init__(self) -> None:
+        self.prev: ps.Segment | None = None  # the last non-empty segment and its offsets
+        self.prev_first = self.prev_last = 0
+        self.seg: ps.Segment | None = None
+        self.first: Batch | None = None
+        self.last: Batch | None = None
+        self.below_last = -1  # last offset of the last batch below the segment's base
+
+    def start(self, seg: ps.Segment) -> None:
+        self.seg, self.first, self.last, self.below_last = seg, None, None, -1
+
+    def _name(self, seg: ps.Segment) -> str:
+        return os.path.basename(seg.path("log"))
+
+    def _overlap(self, low: int, high: int, empty: bool) -> None:
+        seg, prev = self.seg, self.prev
+        assert seg is not None
+        if prev is None or low > self.prev_last:
+            return
+        name, pname = self._name(seg), self._name(prev)
+        raise OffsetOrderRefused(
+            f"segment {name} (offsets {low}..{high}{', empty' if empty else ''}) overlaps segment {pname} "
+            f"(offsets {self.prev_first}..{self.prev_last}): overlapping range {max(low, self.prev_first)}.."
+            f"{min(high, self.prev_last)}",
+            file=seg.path("log"), expected=f"offsets > {self.prev_last} (the end of {pname})", found=str(low))
+
+    def batch(self, b: Batch) -> None:
+        seg = self.seg
+        assert seg is not None
+        name = self._name(seg)
+        if b.last_offset < b.base_offset:
             raise OffsetOrderRefused(
-                f"segment {name} (offsets {low}..{high}{', empty' if not hs else ''}) overlaps segment {pname} "
-                f"(offsets {prev_first}..{prev_last}): overlapping range {max(low, prev_first)}..{min(high, prev_last)}",
-                file=seg.path("log"), expected=f"offsets > {prev_last} (the end of {pname})", found=str(low))
-        if hs and hs[0].base_offset < seg.base:
-            below = [b for b in hs if b.base_offset < seg.base]
+                f"batch in {name} has offsets going backwards ({b.base_offset}..{b.last_offset})",
+                file=seg.path("log"), position=b.position, expected="lastOffsetDelta >= 0", found=str(b.last_offset_delta))
+        last = self.last
+        if last is None:
+            self.first = b
+        elif b.base_offset <= last.last_offset:
             raise OffsetOrderRefused(
-                f"segment {name} starts below its base offset: its first batch has offsets {hs[0].base_offset}.."
-                f"{hs[0].last_offset}; overlapping range {hs[0].base_offset}..{min(seg.base - 1, below[-1].last_offset)} "
-                "lies before the segment's name",
-                file=seg.path("log"), position=hs[0].position, expected=f"offset >= {seg.base}",
-                found=str(hs[0].base_offset))
-        if hs:
-            prev, prev_first, prev_last = seg, low, high
+                f"offsets go backwards inside {name}: the batch at byte {b.position} (offsets {b.base_offset}.."
+                f"{b.last_offset}) does not follow the batch at byte {last.position} (offsets {last.base_offset}.."
+                f"{last.last_offset}); overlapping range {b.base_offset}..{min(b.last_offset, last.last_offset)}",
+                file=seg.path("log"), position=b.position, expected=f"base offset > {last.last_offset}",
+                found=str(b.base_offset))
+        if b.base_offset < seg.base:
+            self.below_last = b.last_offset
+        self.last = b
+
+    def end(self) -> None:
+        seg, first, last = self.seg, self.first, self.last
+        assert seg is not None
+        if first is None or last is None:
+            self._overlap(seg.base, seg.base, True)
+            return
+        self._overlap(min(seg.base, first.base_offset), last.last_offset, False)
+        if first.base_offset < seg.base:
+            raise OffsetOrderRefused(
+                f"segment {self._name(seg)} starts below its base offset: its first batch has offsets "
+                f"{first.base_offset}..{first.last_offset}; overlapping range {first.base_offset}.."
+                f"{min(seg.base - 1, self.below_last)} lies before the segment's name",
+                file=seg.path("log"), position=first.position, expected=f"offset >= {seg.base}",
+                found=str(first.base_offset))
+        self.prev, self.prev_first, self.prev_last = seg, min(seg.base, first.base_offset), last.last_offset
+
+
+@dataclass
+class _SegFacts:
+    """What pass 1 keeps of one segment (never its batches)."""
+
+    batches: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    next_offset: int = 0
+
+
+def _scan(segments: list[ps.Segment]) -> tuple[dict[int, _SegFacts], dict[int, int | None], ps.LogFacts]:
+    """Pass 1: validate every batch (size, CRC, offset order), replay producers and transactions, keep per-segment
+    offsets and the control types (one per marker)."""
+    seg_facts: dict[int, _SegFacts] = {}
+    ctypes: dict[int, int | None] = {}
+    order = _OrderCheck()
+
+    def items():  # noqa: ANN202
+        for seg in segments:
+            sf = seg_facts[seg.base] = _SegFacts(next_offset=seg.base)
+            order.start(seg)
+            with SegmentReader(seg.path("log")) as r:
+                for b in r.batches(validate=True):
+                    order.batch(b)
+                    ct = ps.control_type(b, r.buf) if b.is_control else None
+                    if b.is_control:
+                        ctypes[b.base_offset] = ct
+                    if sf.first_offset is None:
+                        sf.first_offset = b.base_offset
+                    sf.last_offset = b.last_offset
+                    sf.next_offset = b.next_offset
+                    sf.batches += 1
+                    yield b, ct
+            order.end()
+
+    facts = ps.replay_log(items(), 0)
+    return seg_facts, ctypes, facts
+
+
+def _split_parts(seg: ps.Segment, opts: CompactOptions) -> list[Part]:
+    """LocalLog.splitOverflowedSegment: from the first batch, a new segment based at that batch's base offset takes
+    batches while their last offset fits its 32-bit relative range (LogSegment.appendFromFile stops at the first
+    that does not); the next one starts there. Index sizes are the recovery rule's for each part."""
+    parts: list[Part] = []
+    cur: tuple[int, int, int, IndexBuilder] | None = None  # base, start, next offset, builder
+    pos = 0
+
+    def close(end: int) -> None:
+        assert cur is not None
+        index, timeindex = cur[3].finish()
+        parts.append(Part(cur[0], seg, cur[1], end, cur[2], len(index), len(timeindex), split=True))
+
+    with SegmentReader(seg.path("log")) as r:
+        for b in r.batches():
+            if cur is None or b.last_offset - cur[0] > INT_MAX:
+                if cur is not None:
+                    close(b.position)
+                cur = (b.base_offset, b.position, b.next_offset,
+                       IndexBuilder(b.base_offset, opts.index_interval_bytes, opts.segment_index_bytes, seg.path("log")))
+            cur[3].add(b.size, b.last_offset, b.max_timestamp)
+            cur = (cur[0], cur[1], b.next_offset, cur[3])
+            pos = b.position + b.size
+    if cur is not None:
+        close(pos)
+    return parts
+
+
 def _high_watermark(partition_dir: str) -> tuple[int | None, str]:
     """The partition's entry in ``replication-offset-checkpoint`` (the cleaner never goes past the HW), or
     ``(None, why)`` when it is unknown.
@@ -374,22 +494,15 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 )
 
 
-def _segment_ranges(group: list[ps.Segment], headers: dict[int, list[Batch]]) -> list[tuple[int, int]]:
+def _segment_ranges(group: list[Part]) -> list[tuple[int, int]]:
     """``cleanSegments``' bounds per source segment: [base, next segment of the group's base), the last one up to
     its own ``readNextOffset`` (the offset after its last batch; its base when empty)."""
-    out = []
-    for i, s in enumerate(group):
-        if i + 1 < len(group):
-            out.append((s.base, group[i + 1].base))
-        else:
-            hs = headers[s.base]
-            out.append((s.base, hs[-1].next_offset if hs else s.base))
-    return out
+    return [(p.base, group[i + 1].base if i + 1 < len(group) else p.next_offset) for i, p in enumerate(group)]
 
 
-def _group_segments(segs: list[ps.Segment], upper: int, opts: CompactOptions) -> list[list[ps.Segment]]:
+def _group_segments(segs: list[Part], upper: int, opts: CompactOptions) -> list[list[Part]]:
     """LogCleaner.groupSegmentsBySize (spec §9.5, errata E13)."""
-    groups: list[list[ps.Segment]] = []
+    groups: list[list[Part]] = []
     i = 0
     while i < len(segs):
         group = [segs[i]]
@@ -430,9 +543,17 @@ def _largest_timestamp(seg: ps.Segment, notes: list[str]) -> int:
     return ts
 
 
+def check_dedupe_buffer(memory: int) -> None:
+    """LogCleaner's requirement: the map must hold at least one entry at the load factor."""
+    if min(memory, INT_MAX) // 24 * LOAD_FACTOR <= 1:
+        raise ValueError(f"--dedupe-buffer-bytes {memory} is too small: the offset map must hold at least one entry "
+                         f"at the load factor {LOAD_FACTOR} (24 bytes a slot, so at least 48 bytes)")
+
+
 def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> CompactPlan:
     """Compute everything ``compact`` would write, without writing. Raises RepairRefused when it must not run."""
     opts = opts or CompactOptions()
+    check_dedupe_buffer(opts.dedupe_buffer_bytes)
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
@@ -447,24 +568,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
         raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
     now = opts.now_ms if opts.now_ms is not None else int(time.time() * 1000)
 
-    # pass 1: validate every batch, replay producers and transactions, collect headers
-    headers: dict[int, list[Batch]] = {}
-    ctypes: dict[int, int | None] = {}
-    replay_items: list[tuple[Batch, int | None]] = []
-    for seg, mf, batches in ps.iter_segment_batches(segments):
-        headers[seg.base] = batches
-        for b in batches:
-            ct = ps.control_type(b, mf.buf) if b.is_control else None
-            if b.is_control:
-                ctypes[b.base_offset] = ct
-            replay_items.append((b, ct))
-    _check_offset_order(segments, headers)
+    # pass 1: validate every batch, replay producers and transactions
+    seg_facts, ctypes, facts = _scan(segments)
     leo = segments[-1].base
     for seg in reversed(segments):
-        if headers[seg.base]:
-            leo = max(leo, headers[seg.base][-1].next_offset)
+        if seg_facts[seg.base].batches:
+            leo = max(leo, seg_facts[seg.base].next_offset)
             break
-    facts = ps.replay_log(replay_items, leo)
+    facts.log_end_offset = leo
     log_start = segments[0].base
 
     lso = min(facts.open_txns.values(), default=leo)
@@ -498,75 +609,86 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
         notes.append(f"open transaction(s) hold the last stable offset at {lso}: nothing at or after it is cleaned")
 
     plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
-                       index_interval_bytes=opts.index_interval_bytes)
+                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes)
     clean_segs = [s for s in segments if s.base < upper]
     if not clean_segs:
         plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
         return plan
 
-    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
-    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
-    groups = _group_segments(clean_segs, upper, opts)
-    seg_ranges = {s.base: r for g in groups for s, r in zip(g, _segment_ranges(g, headers))}
-    _check_txn_indexes(segments, facts, log_start, [(log_start, upper), *seg_ranges.values()])
+    # segments whose offsets overflow the 32-bit relative range are split first (LogCleaner.cleanSegments catches
+    # LogSegmentOffsetOverflowException, splits the segment and cleans it on the next round: one round here)
+    parts: list[Part] = []
+    for s in clean_segs:
+        sf = seg_facts[s.base]
+        if sf.next_offset > s.base and sf.next_offset - 1 - s.base > INT_MAX:  # LogSegment.hasOverflow
+            pieces = _split_parts(s, opts)
+            plan.splits.append((s.base, [p.base for p in pieces]))
+            plan.notes.append(
+                f"segment {s.base} holds offsets up to {sf.next_offset - 1}, beyond its base + 2^31-1: it is split into "
+                f"{len(pieces)} segments at bases {', '.join(str(p.base) for p in pieces)} at the batch boundaries "
+                "Kafka's LocalLog.splitOverflowedSegment chooses, and the parts are cleaned in the same round")
+            parts.extend(pieces)
+        else:
+            parts.append(Part(s.base, s, 0, s.size, sf.next_offset, s.index_size, s.timeindex_size))
 
     # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
-    last_batches = _active_producers(pdir, replay_items, leo, facts)
+    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts)
 
-    # pass 2: the offset map over [log start, upper)
-    offset_map: dict[bytes, int] = {}
-    tracker = TxnTracker(ps.collect_aborted(segments, log_start, upper))
-    for seg in clean_segs:
-        with MappedFile(seg.path("log")) as mf:
-            for b in headers[seg.base]:
-                if b.is_control:
-                    tracker.on_control(b, ctypes.get(b.base_offset))
-                    continue
-                if tracker.on_batch(b):
-                    continue
-                for r in b.iter_records(mf.buf):
-                    if r.key is not None:
-                        offset_map[r.key] = r.offset
-    latest_offset = upper - 1
+    # pass 2: the offset map over [log start, upper), bounded like the broker's dedupe buffer
+    ranges = [(log_start, upper)]
+    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
+    end_offset = cleaner.build_offset_map(log_start)
+    cleaned_parts = [p for p in parts if p.base < end_offset]  # LogCleaner.doClean: logSegments(0, endOffset)
+    omap = cleaner.omap
+    plan.offset_map = {"bytes": omap.memory, "slots": omap.slots, "max_entries": omap.max_entries,
+                       "entries": omap.entries, "full": cleaner.full, "cleaned_up_to": end_offset}
+    if cleaner.full:
+        plan.notes.append(
+            f"the offset map is full ({omap.entries} keys, the limit for --dedupe-buffer-bytes {omap.memory} is "
+            f"{omap.max_entries} = {omap.slots} slots x {LOAD_FACTOR}): keys are deduplicated only up to offset "
+            f"{end_offset - 1}, as Kafka limits the round; records after it are kept as they are, segments from "
+            f"{cleaned_parts[-1].base if cleaned_parts else log_start} on are not merged further. Give a larger "
+            "--dedupe-buffer-bytes to clean the rest")
 
-    # pass 3: group and filter. ONE tracker for the whole round, as LogCleaner.doClean creates it once and
-    # cleanSegments only switches its output index per group: a transaction whose data and marker fall into different
-    # groups must still be seen as one (a per-group tracker took a COMMIT for empty and let it expire)
+    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
+    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
+    groups = _group_segments(cleaned_parts, upper, opts)
+    cleaner.groups = groups
+    cleaner.seg_ranges = {p.base: r for g in groups for p, r in zip(g, _segment_ranges(g))}
+    _check_txn_indexes(segments, facts, log_start, [*ranges, *cleaner.seg_ranges.values()])
+
+    # pass 3: group and filter (nothing is kept but sizes and statistics)
     tracker = TxnTracker()
     for group in groups:
-        last = group[-1]
-        out = OutputGroup([s.base for s in group], mtime_ns=last.mtime_ns, had_txnindex=group[0].has_txnindex)
-        tracker.cleaned_index = []
-        for seg in group:
-            tracker.add(ps.collect_aborted(segments, *seg_ranges[seg.base]))
-            st = SegmentStats(seg.base, bytes_before=seg.size)
-            plan.stats.append(st)
-            with MappedFile(seg.path("log")) as mf:
-                for b in headers[seg.base]:
-                    piece = _filter_batch(b, mf.buf, seg.path("log"), tracker, ctypes.get(b.base_offset), offset_map,
-                                          latest_offset, last_batches, upper, now, opts, st)
-                    if piece is None:
-                        out.changed = True
-                        continue
-                    size = piece[2] if isinstance(piece, tuple) else len(piece)
-                    if isinstance(piece, bytes):
-                        out.changed = True
-                    out.pieces.append(piece)
-                    out.size += size
-                    st.bytes_after += size
-        out.txn_entries = tracker.cleaned_index
-        if len(group) > 1:
+        out = OutputGroup([p.base for p in group], mtime_ns=group[-1].seg.mtime_ns, parts=group,
+                          had_txnindex=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "txnindex"))))
+        stats = [SegmentStats(p.base, bytes_before=p.size) for p in group]
+        plan.stats.extend(stats)
+        cleaner.clean_group(group, out, tracker, stats, None)
+        if len(group) > 1 or any(p.split for p in group):
             out.changed = True
         plan.groups.append(out)
+    plan.cleaner = cleaner
 
-    # errata E13: snapshots at the bases of merged-away segments go (but never the newest one)
+    # segment files that go: those of source segments whose base is no longer a segment's (merged away, or split
+    # with the first part based elsewhere); errata E13: so do their producer snapshots (never the newest one)
+    new_bases = {g.out_base for g in plan.groups}
+    gone: list[int] = []
+    for g in plan.changed_groups:
+        for p in g.parts:
+            if p.seg.base not in new_bases and p.seg.base not in gone:
+                gone.append(p.seg.base)
+                into = ps.seg_name(g.out_base, "log")
+                for ext in ("log", "index", "timeindex", "txnindex"):
+                    if os.path.exists(p.seg.path(ext)):
+                        why = f"split into {into} and others" if p.split else f"merged into {into}"
+                        plan.file_deletes.append((ps.seg_name(p.seg.base, ext), why))
     snaps = sorted(n for n in os.listdir(pdir) if n.endswith(".snapshot"))
     newest = snaps[-1] if snaps else None
-    for g in plan.changed_groups:
-        for base in g.bases[1:]:
-            name = ps.seg_name(base, "snapshot")
-            if name in snaps and name != newest:
-                plan.snapshot_deletes.append(name)
+    for base in gone:
+        name = ps.seg_name(base, "snapshot")
+        if name in snaps and name != newest:
+            plan.snapshot_deletes.append(name)
     plan.notes.append(
         "cleaner-offset-checkpoint is left unchanged: the broker re-reads the cleaned range on its next clean and "
         "finds nothing more to remove (same survivors), it only costs one extra pass"
@@ -574,18 +696,98 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     return plan
 
 
-def _active_producers(pdir: str, items: list[tuple[Batch, int | None]], leo: int,
-                      facts: ps.LogFacts) -> dict[int, ps.ProducerState]:
+def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int, _SegFacts],
+                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts) -> dict[int, ps.ProducerState]:
+    """The newest snapshot at or below the log end, then the batches after it (a header walk of the tail only)."""
     snap = ps.newest_snapshot(pdir, at_most=leo)
     if snap is None:
         return facts.producers
     off, entries = snap
     state = {e.producer_id: ps.ProducerState(e.producer_id, e.producer_epoch, e.last_offset, e.current_txn_first_offset)
              for e in entries}
-    for b, ct in items:
-        if b.base_offset >= off:
-            ps.replay_batch(state, b, ct)
+    for seg in segments:
+        sf = seg_facts[seg.base]
+        if not sf.batches or sf.next_offset <= off:
+            continue
+        with SegmentReader(seg.path("log")) as r:
+            for b in r.batches():
+                if b.base_offset >= off:
+                    ps.replay_batch(state, b, ctypes.get(b.base_offset))
     return state
+
+
+class _Cleaner:
+    """The state of one round shared by the plan and the execution: the offset map, the producers' last batches,
+    the groups. ``clean_group`` is the one place batches are filtered; the dry run calls it without a sink, the
+    execution with the staged file, so both see the same batches, in the same order, with the same decisions."""
+
+    def __init__(self, parts: list[Part], segments: list[ps.Segment], ctypes: dict[int, int | None],
+                 producers: dict[int, ps.ProducerState], upper: int, now: int, opts: CompactOptions) -> None:
+        self.parts = parts
+        self.segments = segments
+        self.ctypes = ctypes
+        self.producers = producers
+        self.upper = upper
+        self.now = now
+        self.opts = opts
+        self.omap = SkimpyOffsetMap(opts.dedupe_buffer_bytes)
+        self.full = False
+        self.groups: list[list[Part]] = []
+        self.seg_ranges: dict[int, tuple[int, int]] = {}
+
+    def build_offset_map(self, start: int) -> int:
+        """LogCleaner.buildOffsetMap over the parts below ``upper``; returns the end offset of the round
+        (``offsetMap.latestOffset + 1``). When the map reaches slots x load factor, it stops at that record, as
+        ``buildOffsetMapForSegment`` returns, and later segments are not read."""
+        omap = self.omap
+        dirty = [p for p in self.parts if p.base < self.upper]
+        tracker = TxnTracker(ps.collect_aborted(self.segments, start, self.upper))
+        for i, part in enumerate(dirty):
+            next_start = dirty[i + 1].base if i + 1 < len(dirty) else self.upper
+            with SegmentReader(part.seg.path("log")) as r:
+                for b in r.batches(part.start, part.end):
+                    if b.is_control:
+                        tracker.on_control(b, self.ctypes.get(b.base_offset))
+                    elif not tracker.on_batch(b):
+                        for rec in b.iter_records(r.buf):
+                            if rec.key is not None and rec.offset >= start:
+                                if omap.entries >= omap.max_entries:
+                                    self.full = True
+                                    return omap.latest_offset + 1
+                                omap.put(rec.key, rec.offset)
+                    if b.last_offset >= start:
+                        omap.latest_offset = b.last_offset
+            omap.latest_offset = next_start - 1  # offset gaps: fast forward to the next segment
+        return omap.latest_offset + 1
+
+    def clean_group(self, group: list[Part], out: OutputGroup, tracker: TxnTracker, stats: list[SegmentStats],
+                    sink: BinaryIO | None) -> None:
+        """cleanSegments for one group: filter every batch of its parts, write the survivors to ``sink`` (if any),
+        record the group's size, whether anything changed, and the aborted transactions it re-indexes."""
+        tracker.cleaned_index = []  # the shared tracker's output index switches to this group's
+        for part, st in zip(group, stats):
+            tracker.add(ps.collect_aborted(self.segments, *self.seg_ranges[part.base]))
+            path = part.seg.path("log")
+            with SegmentReader(path) as r:
+                buf = r.buf
+                for b in r.batches(part.start, part.end):
+                    piece = _filter_batch(b, buf, path, tracker, self.ctypes.get(b.base_offset), self.omap,
+                                          self.producers, self.upper, self.now, self.opts, st)
+                    if piece is None:
+                        out.changed = True
+                        continue
+                    if isinstance(piece, bytes):
+                        out.changed = True
+                        size = len(piece)
+                        if sink is not None:
+                            sink.write(piece)
+                    else:
+                        size = piece[2]
+                        if sink is not None:
+                            sink.write(buf[piece[1] : piece[1] + size])
+                    out.size += size
+                    st.bytes_after += size
+        out.txn_entries = tracker.cleaned_index
 
 
 def _is_producer_last(b: Batch, producers: dict[int, ps.ProducerState]) -> bool:
@@ -598,7 +800,7 @@ def _is_producer_last(b: Batch, producers: dict[int, ps.ProducerState]) -> bool:
 
 
 def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTracker, ctype: int | None,
-                  offset_map: dict[bytes, int], latest_offset: int, producers: dict[int, ps.ProducerState],
+                  omap: SkimpyOffsetMap, producers: dict[int, ps.ProducerState],
                   upper: int, now: int, opts: CompactOptions, st: SegmentStats) -> Piece | None:
     """The cleaner's checkBatchRetention + shouldRetainRecord + filterTo for one batch: the output piece or None."""
     st.batches_before += 1
@@ -634,13 +836,13 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
                 st.aborted_records_removed += 1
         elif b.is_control:
             keep = True
-        elif r.offset > latest_offset:
+        elif r.offset > omap.latest_offset:
             keep = True
         elif r.key is None:
             keep = False
             st.keyless_removed += 1
         else:
-            latest = r.offset >= offset_map.get(r.key, -1)
+            latest = r.offset >= omap.get(r.key)
             horizon = b.delete_horizon_ms
             keep = latest and (r.value is not None or horizon is None or now < horizon)
             if latest and not keep:
@@ -703,10 +905,13 @@ def plan_actions(plan: CompactPlan) -> list:
     for g in plan.changed_groups:
         name = ps.seg_name(g.out_base, "log")
         merged = f" (merges {', '.join(str(b) for b in g.bases)})" if len(g.bases) > 1 else ""
-        acts.append(safety.FileAction("replace", os.path.join(plan.partition_dir, name), g.size,
-                                      f"cleaned segment{merged}"))
+        split = " (part of a split segment)" if any(p.split for p in g.parts) else ""
+        exists = os.path.exists(os.path.join(plan.partition_dir, name))
+        acts.append(safety.FileAction("replace" if exists else "create", os.path.join(plan.partition_dir, name), g.size,
+                                      f"cleaned segment{merged}{split}"))
         for ext in ("index", "timeindex"):
-            acts.append(safety.FileAction("replace", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, ext)),
+            acts.append(safety.FileAction("replace" if exists else "create",
+                                          os.path.join(plan.partition_dir, ps.seg_name(g.out_base, ext)),
                                           0, "rebuilt by the recovery rule"))
         if g.txn_entries:
             acts.append(safety.FileAction("replace", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, "txnindex")),
@@ -714,44 +919,70 @@ def plan_actions(plan: CompactPlan) -> list:
         elif g.had_txnindex:
             acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, "txnindex")),
                                           detail="no aborted transaction left"))
-        for base in g.bases[1:]:
-            for ext in ("log", "index", "timeindex", "txnindex"):
-                p = os.path.join(plan.partition_dir, ps.seg_name(base, ext))
-                if os.path.exists(p):
-                    acts.append(safety.FileAction("delete", p, detail=f"merged into {ps.seg_name(g.out_base, 'log')}"))
+    for name, why in plan.file_deletes:
+        acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name), detail=why))
     for name in plan.snapshot_deletes:
         acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name),
                                       detail="its segment base no longer exists (errata E13)"))
     return acts
 
 
-def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: bool = True,
-                       on_staged: Callable[[], None] | None = None) -> str:
-    """Write the plan through ``safety.Transaction``; return the backup directory."""
-    from kafkalog_cli.ops import safety
+def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes]:
+    """Read the staged ``.log`` back (sizes, CRCs) and build its indexes with the recovery rule, page by page; a small
+    output is also run through ``rebuild_index.rebuild_segment``, the reference, which must agree."""
     from kafkalog_cli.ops.rebuild_index import rebuild_segment
 
+    builder = IndexBuilder(base, plan.index_interval_bytes, plan.segment_index_bytes, staged)
+    with SegmentReader(staged) as r:
+        for b in r.batches(validate=True):
+            builder.add(b.size, b.last_offset, b.max_timestamp)
+    index, timeindex = builder.finish()
+    if os.path.getsize(staged) <= CROSS_CHECK_BYTES:
+        with MappedFile(staged) as mf:
+            rb = rebuild_segment(mf.buf, base, plan.index_interval_bytes, segment_index_bytes=plan.segment_index_bytes)
+        if rb.problem is not None:  # our own output must pass the broker's recovery checks
+            raise CorruptRecordError(f"compacted output failed validation: {rb.problem.describe()}", file=staged)
+        if (rb.index, rb.timeindex) != (index, timeindex):
+            raise CorruptRecordError("internal error: the streamed index differs from rebuild-index's", file=staged)
+    return index, timeindex
+
+
+def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: bool = True,
+                       on_staged: Callable[[], None] | None = None) -> str:
+    """Write the plan through ``safety.Transaction``; return the backup directory.
+
+    The groups are filtered again in plan order with a fresh round tracker: unchanged groups only advance it, changed
+    ones stream into their staged ``.log``, which must come out exactly the size the plan computed."""
+    from kafkalog_cli.ops import safety
+
+    cleaner = plan.cleaner
+    assert cleaner is not None
     pdir = plan.partition_dir
+    tracker = TxnTracker()
     with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        for g in plan.changed_groups:
+        for g in plan.groups:
+            again = OutputGroup(list(g.bases), parts=g.parts)
+            stats = [SegmentStats(p.base) for p in g.parts]
+            if not g.changed:
+                cleaner.clean_group(g.parts, again, tracker, stats, None)
+                continue
             log_name = ps.seg_name(g.out_base, "log")
             mtime = g.mtime_ns / 1e9
-            tx.stage(log_name, g.write_log, mtime=mtime)
-            staged = os.path.join(pdir, log_name + safety.BUILD_SUFFIX)
-            with MappedFile(staged) as mf:
-                rb = rebuild_segment(mf.buf, g.out_base, plan.index_interval_bytes)
-            if rb.problem is not None:  # our own output must pass the broker's recovery checks
-                raise CorruptRecordError(f"compacted output failed validation: {rb.problem.describe()}", file=staged)
-            tx.stage(ps.seg_name(g.out_base, "index"), rb.index, mtime=mtime)
-            tx.stage(ps.seg_name(g.out_base, "timeindex"), rb.timeindex, mtime=mtime)
+            tx.stage(log_name, lambda f, g=g, again=again, stats=stats: cleaner.clean_group(g.parts, again, tracker,
+                                                                                              stats, f), mtime=mtime)
+            staged = os.path.join(pdir, safety.staging_name(log_name))
+            if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
+                raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan said "
+                                         f"{g.size}", file=staged)
+            index, timeindex = _indexes_of(staged, g.out_base, plan)
+            tx.stage(ps.seg_name(g.out_base, "index"), index, mtime=mtime)
+            tx.stage(ps.seg_name(g.out_base, "timeindex"), timeindex, mtime=mtime)
             if g.txn_entries:
                 tx.stage(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries))
             elif g.had_txnindex:
                 tx.delete(ps.seg_name(g.out_base, "txnindex"))
-            for base in g.bases[1:]:
-                for ext in ("log", "index", "timeindex", "txnindex"):
-                    if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
-                        tx.delete(ps.seg_name(base, ext))
+        for name, _why in plan.file_deletes:
+            tx.delete(name)
         for name in plan.snapshot_deletes:
             tx.delete(name)
         if on_staged is not None:
