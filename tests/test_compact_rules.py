@@ -197,3 +197,148 @@ def test_lag_uses_the_log_mtime_when_the_time_index_is_empty(tmp_path) -> None: 
     os.remove(os.path.join(p, f"{pb.bases[0]:020d}.timeindex"))
     plan = _plan(p)
     assert plan.first_uncleanable_offset == pb.bases[2], plan.notes
+
+
+# ------------------------------------------------------------------------------------------ (3) overflow split
+def _json(pdir: str, *args: str, execute: bool = False) -> dict:
+    import json
+
+    r = _compact(pdir, "--format", "json", "--now-ms", str(NOW), *args, execute=execute)
+    assert r.exit_code != 2, r.output
+    return json.loads(r.stdout)
+
+
+def _actions(doc: dict) -> list[tuple[str, str, int]]:
+    return [(a["kind"], os.path.basename(a["path"]), a["size"]) for a in doc["actions"]]
+
+
+def _offsets_in_range(pdir: str) -> None:
+    from kafkalog_cli.ops.rebuild_index import rebuild_segment
+
+    for name in sorted(os.listdir(pdir)):
+        if name.endswith(".log"):
+            data = open(os.path.join(pdir, name), "rb").read()
+            rb = rebuild_segment(data, int(name[:20]))
+            assert rb.problem is None, (name, rb.problem)
+            if os.path.exists(os.path.join(pdir, name[:-4] + ".index")):  # the untouched active segment has none
+                assert open(os.path.join(pdir, name[:-4] + ".index"), "rb").read() == rb.index
+                assert open(os.path.join(pdir, name[:-4] + ".timeindex"), "rb").read() == rb.timeindex
+
+
+def test_overflowed_segment_is_split_and_dry_run_agrees_with_execute(tmp_path) -> None:  # noqa: ANN001
+    """Segment 0 holds offsets 3..4 and 2^31+10..2^31+12 (a pre-KAFKA-6264 broker wrote such files). The dry run
+    showed a plan whose --execute then refused (the output failed the 32-bit check); now both split it where
+    LocalLog.splitOverflowedSegment does: a part based at 3, one based at 2^31+10."""
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    hi = 2**31 + 10
+
+    def one(off: int, key: bytes, value: bytes) -> bytes:
+        return encode_batch([RecordSpec(key, value, timestamp=1000 + off % 1000)], base_offset=off,
+                            partition_leader_epoch=0)
+
+    seg0 = one(3, b"a", b"old") + one(4, b"b", b"1") + one(hi, b"a", b"new") + one(hi + 1, b"c", b"1")
+    seg0 += one(hi + 2, b"c", b"2")
+    (pdir / f"{0:020d}.log").write_bytes(seg0)
+    (pdir / f"{hi + 3:020d}.log").write_bytes(one(hi + 3, b"z", b"active"))
+    p = str(pdir)
+    dry = _json(p)
+    assert dry["splits"] == [{"segment": 0, "parts": [3, hi]}]
+    run = _json(p, "--backup-dir", str(tmp_path / "bk"), execute=True)
+    assert run["written"] and _actions(run) == _actions(dry)
+    names = sorted(n for n in os.listdir(p) if n.endswith(".log"))
+    assert names == [f"{3:020d}.log", f"{hi:020d}.log", f"{hi + 3:020d}.log"]
+    recs = sorted(decode_dir(p)[0])
+    assert recs == [(4, b"b", b"1"), (hi, b"a", b"new"), (hi + 2, b"c", b"2"), (hi + 3, b"z", b"active")]
+    _offsets_in_range(p)
+    again = _json(p)  # the result needs no further split and nothing more to remove
+    assert again["splits"] == [] and not [a for a in again["actions"] if a["kind"] != "delete" or "txnindex" in a["path"]]
+
+
+# ------------------------------------------------------------------------------------------ (5) bounded offset map
+def test_skimpy_offset_map_sizing_and_probing() -> None:
+    """SkimpyOffsetMap: slots = memory // 24 (16-byte MD5 + 8-byte offset), filled to 90% (load factor)."""
+    from kafkalog_cli.ops.compact_io import SkimpyOffsetMap
+
+    m = SkimpyOffsetMap(128 * 1024 * 1024)
+    assert (m.slots, m.max_entries) == (5592405, 5033164)
+    m.close()
+    m = SkimpyOffsetMap(24 * 3)  # 3 slots: every put past the first probes
+    m.put(b"a", 1)
+    m.put(b"b", 2)
+    m.put(b"a", 7)
+    m.put(b"c", 9)
+    assert (m.get(b"a"), m.get(b"b"), m.get(b"c"), m.entries, m.latest_offset) == (7, 2, 9, 3, 9)
+    m2 = SkimpyOffsetMap(24 * 3)
+    assert m2.get(b"zz") == -1 and m2.max_entries == 2
+
+
+def _many_keys(p: str) -> PartitionBuilder:
+    pb = PartitionBuilder(p)
+    for i in range(6):
+        pb.batch([(b"k%d" % i, b"old")])  # offsets 0..5
+    pb.roll()
+    for i in range(6):
+        pb.batch([(b"k%d" % i, b"new")])  # 6..11: updates of known keys
+    for i in range(6, 12):
+        pb.batch([(b"k%d" % i, b"x")])  # 12..17: new keys
+    pb.roll()
+    for i in range(12):
+        pb.batch([(b"k%d" % i, b"newest")])  # 18..29
+    pb.roll()
+    pb.batch([(b"z", b"active")])
+    pb.write()
+    return pb
+
+
+def test_full_offset_map_limits_the_round_like_kafka(tmp_path) -> None:  # noqa: ANN001
+    """10 slots -> 9 keys. Kafka's buildOffsetMapForSegment stops at the record that would be the 10th key (offset
+    15, k9): the map's latest offset is 14, so records from 15 on are kept as they are and segment 18 is not
+    cleaned; the plan says so. Before, the map was an unbounded dict of exact keys."""
+    p = str(tmp_path / "logs" / "t-0")
+    pb = _many_keys(p)
+    dry = _json(p, "--dedupe-buffer-bytes", str(24 * 10))
+    m = dry["offset_map"]
+    assert (m["slots"], m["max_entries"], m["entries"], m["full"], m["cleaned_up_to"]) == (10, 9, 9, True, 15)
+    assert any("offset map is full" in n for n in dry["notes"])
+    assert [g["bases"] for g in dry["groups"]] == [[0, 6]]  # segment 18 lies past the round's end offset
+    run = _json(p, "--dedupe-buffer-bytes", str(24 * 10), "--backup-dir", str(tmp_path / "bk"), execute=True)
+    assert _actions(run) == _actions(dry)
+    recs = sorted(decode_dir(p)[0])
+    expect = [(o, k, v) for o, k, v in [(r.offset, r.key, r.value) for r in pb.records]
+              if o >= 15 or (k, o) in {(b"k%d" % i, 6 + i) for i in range(6)} | {(b"k%d" % i, 6 + i) for i in range(6, 9)}]
+    assert recs == sorted(expect)
+    # with the default buffer everything up to the active segment is cleaned
+    full = _json(p)
+    assert not full["offset_map"]["full"] and full["offset_map"]["cleaned_up_to"] == pb.bases[-1]
+
+
+def test_dedupe_buffer_too_small_is_a_usage_error(tmp_path) -> None:  # noqa: ANN001
+    p = str(tmp_path / "logs" / "t-0")
+    _many_keys(p)
+    r = _compact(p, "--dedupe-buffer-bytes", "47", execute=False)
+    assert r.exit_code == 2 and "too small" in r.stderr
+
+
+def test_streamed_index_matches_rebuild_index(tmp_path) -> None:  # noqa: ANN001
+    """IndexBuilder (fed one batch at a time) is rebuild_segment's rule: same bytes on varied segments."""
+    from partition_gen import random_partition
+
+    from kafkalog_cli.ops.compact_io import IndexBuilder, SegmentReader
+    from kafkalog_cli.ops.rebuild_index import rebuild_segment
+
+    for seed, interval in ((1, 0), (2, 100), (3, 4096), (4, 300)):
+        p = str(tmp_path / f"s{seed}" / "t-0")
+        random_partition(p, seed)
+        for name in sorted(os.listdir(p)):
+            if not name.endswith(".log"):
+                continue
+            path = os.path.join(p, name)
+            b = IndexBuilder(int(name[:20]), interval, 10 * 1024 * 1024, path)
+            with SegmentReader(path) as r:
+                for batch in r.batches(validate=True):
+                    b.add(batch.size, batch.last_offset, batch.max_timestamp)
+            rb = rebuild_segment(open(path, "rb").read(), int(name[:20]), interval)
+            assert rb.problem is None and b.finish() == (rb.index, rb.timeindex), (seed, name)

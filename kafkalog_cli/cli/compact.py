@@ -23,7 +23,9 @@ Examples:
 Applies the broker's log-cleaner rules (latest value per key, tombstones kept
 until their delete horizon, aborted transactions removed, each producer's last
 batch kept) to every segment below the first uncleanable offset (the active
-segment is left alone unless --include-active). Offsets never change. Refuses
+segment is left alone unless --include-active). Memory is bounded by
+--dedupe-buffer-bytes like the broker's cleaner; a segment whose offsets
+overflow 32 bits is split first, as Kafka splits it. Offsets never change. Refuses
 when the .txnindex files miss an aborted transaction the log holds (compaction
 would then destroy committed data). Without --execute nothing is written.
 
@@ -46,13 +48,17 @@ overlapping segments or offsets going backwards).""",
               help="The topic's segment.index.bytes (also limits merging).")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="The topic's index.interval.bytes, for the new indexes.")
+@click.option("--dedupe-buffer-bytes", type=click.IntRange(min=1), default=128 * 1024 * 1024, show_default=True,
+              help="The broker's log.cleaner.dedupe.buffer.size: memory of the offset map (24 bytes a key, filled to "
+                   "90%). When the keys do not fit, only the part of the log that fits is cleaned, as in Kafka.")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where replaced files go (default: <parent of log dir>/kafkalog-backups or $KAFKALOG_BACKUP_DIR).")
 @click.option("--no-backup", is_flag=True, help="Delete the replaced files once the change is committed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_compaction_lag_ms: int,
             now_ms: int | None, include_active: bool, segment_bytes: int, segment_index_bytes: int,
-            index_interval_bytes: int, backup_dir: str | None, no_backup: bool, fmt: str) -> None:
+            index_interval_bytes: int, dedupe_buffer_bytes: int, backup_dir: str | None, no_backup: bool,
+            fmt: str) -> None:
     """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
     from kafkalog_cli.ops import compact as cp
@@ -60,7 +66,12 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     out, err = line_writers()
     opts = cp.CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
                              now_ms=now_ms, include_active=include_active, segment_bytes=segment_bytes,
-                             segment_index_bytes=segment_index_bytes, index_interval_bytes=index_interval_bytes)
+                             segment_index_bytes=segment_index_bytes, index_interval_bytes=index_interval_bytes,
+                             dedupe_buffer_bytes=dedupe_buffer_bytes)
+    try:
+        cp.check_dedupe_buffer(dedupe_buffer_bytes)
+    except ValueError as exc:
+        fail(str(exc), "give --dedupe-buffer-bytes 48 or more (the broker's default is 134217728)")
     try:
         plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
                                           keep_backup=not no_backup)
@@ -92,6 +103,12 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
                 f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.aborted_records_removed} "
                 f"aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
                 f"{s.batches_rewritten} re-encoded, {s.batches_emptied} kept empty, {s.horizons_set} horizons set)")
+        for base, bases in plan.splits:
+            out(f"  split: segment {base} -> segments {', '.join(str(b) for b in bases)} (offset overflow)")
+        if plan.offset_map:
+            m = plan.offset_map
+            out(f"  offset map: {m['entries']} keys of {m['max_entries']} ({m['slots']} slots, {m['bytes']} bytes)"
+                + (f", FULL: cleaned up to offset {m['cleaned_up_to'] - 1}" if m["full"] else ""))
         t = plan.totals()
         out(f"  total: records {t['records_before']} -> {t['records_after']}, bytes {t['bytes_before']} -> "
             f"{t['bytes_after']}")

@@ -125,6 +125,7 @@ class OutputGroup:
     changed: bool = False
     mtime_ns: int = 0
     had_txnindex: bool = False
+    existed: bool = True  # ``<out_base>.log`` exists before the change (not so for a split part based elsewhere)
     txn_entries: list[AbortedTxn] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list, repr=False)
 
@@ -661,7 +662,8 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     tracker = TxnTracker()
     for group in groups:
         out = OutputGroup([p.base for p in group], mtime_ns=group[-1].seg.mtime_ns, parts=group,
-                          had_txnindex=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "txnindex"))))
+                          had_txnindex=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "txnindex"))),
+                          existed=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "log"))))
         stats = [SegmentStats(p.base, bytes_before=p.size) for p in group]
         plan.stats.extend(stats)
         cleaner.clean_group(group, out, tracker, stats, None)
@@ -906,7 +908,7 @@ def plan_actions(plan: CompactPlan) -> list:
         name = ps.seg_name(g.out_base, "log")
         merged = f" (merges {', '.join(str(b) for b in g.bases)})" if len(g.bases) > 1 else ""
         split = " (part of a split segment)" if any(p.split for p in g.parts) else ""
-        exists = os.path.exists(os.path.join(plan.partition_dir, name))
+        exists = g.existed
         acts.append(safety.FileAction("replace" if exists else "create", os.path.join(plan.partition_dir, name), g.size,
                                       f"cleaned segment{merged}{split}"))
         for ext in ("index", "timeindex"):
