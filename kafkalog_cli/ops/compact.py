@@ -58,7 +58,7 @@ DEFAULT_DELETE_RETENTION_MS = 86_400_000
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 INT_MAX = 2**31 - 1
-CROSS_CHECK_BYTES = 64 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
+CROSS_CHECK_BYTES = 16 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
 
 
 @dataclass
@@ -854,7 +854,6 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
             tombstones |= r.value is None
         else:
             write_original = False
-    original = bytes(buf[b.position : b.position + b.size])
     if retained:
         st.records_after += len(retained)
         st.batches_after += 1
@@ -875,7 +874,7 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
             producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
             partition_leader_epoch=b.partition_leader_epoch, records_count=0,
         )
-        if empty == original:
+        if empty == buf[b.position : b.position + b.size]:
             return (path, b.position, b.size)
         st.batches_emptied += 1
         return empty
