@@ -154,13 +154,13 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
         created = False
         try:
             created = locks.create_lock_file(lock_path)
-            if created:
-                _slow()
             held, state = locks.acquire(lock_path)
         except OSError as exc:
             raise _lock_error(logdir, lock_path, exc) from None
         if state.locked:
             raise _lock_refusal(logdir, lock_path, state)
+        if created:
+            _slow()
         try:
             yield
         finally:
