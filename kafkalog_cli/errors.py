@@ -101,3 +101,7 @@ class CheckpointError(KafkalogError):
 
 class RepairRefused(KafkalogError):
     """A writing command that refuses to act (broker lock held, unsafe path, ...)."""
+
+
+class WriteFailedError(KafkalogError):
+    """Writing a repair's file failed (ENOSPC, EIO, ...): the half-written file was removed; names that file."""

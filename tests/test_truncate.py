@@ -221,6 +221,7 @@ def test_truncate_crash_leaves_old_or_new(tmp_path):
 def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, monkeypatch):
     """The marker is removed inside the transaction: its backup outlives --no-backup, and a commit that fails puts
     it back (it was once removed before the commit and never restored)."""
+    from kafkalog_cli.errors import WriteFailedError
     from kafkalog_cli.ops import safety, truncate
 
     pdir = str(tmp_path / "logs" / "t-0")
@@ -235,7 +236,7 @@ def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, mo
             raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(safety, "_slow", fail_once_marker_gone)
-    with pytest.raises(OSError):
+    with pytest.raises(WriteFailedError):
         truncate.run(pdir, pb.epochs[1][0], None, execute=True, backup_dir=str(tmp_path / "bk1"))
     assert marker.read_text().startswith('{"version"')
     assert _hashes(pdir) == old

@@ -42,7 +42,7 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
     """Rebuild the offset and time indexes of segments exactly as the broker's recovery does.
 
     PATH is a partition directory or a segment file (.log, .index or .timeindex)."""
-    from kafkalog_cli.errors import KafkalogError, RepairRefused
+    from kafkalog_cli.errors import KafkalogError, RepairRefused, WriteFailedError
     from kafkalog_cli.ops import rebuild_index as rb
 
     out, err = line_writers()
@@ -50,11 +50,15 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
         res = rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
                      segment_index_bytes=segment_index_bytes)
     except RepairRefused as exc:
-        fail(exc.describe(), "stop the broker (or wait for it to exit) and run again; nothing was changed")
+        fail(exc.describe(), "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
+             "again; nothing was changed")
+    except WriteFailedError as exc:
+        fail(exc.describe(), "free space or fix the device, then run again; an interrupted write is finished or "
+             "undone by the next --execute run")
     except KafkalogError as exc:
         fail(exc.describe(), "check the path; nothing was changed")
     except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check permissions and free space; "
+        fail(f"{exc.filename or ', '.join(paths)}: {exc.strerror or exc}", "check permissions and free space; "
              "an interrupted write is finished or undone by the next --execute run")
     for line in res.recovered:
         err(f"kafkalog: recovered an interrupted change: {line}")

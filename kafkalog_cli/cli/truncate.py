@@ -41,7 +41,7 @@ unreadable input, unknown epoch, or refused repair (locked log dir).""",
 def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | None, execute: bool,
                       backup_dir: str | None, no_backup: bool, fmt: str) -> None:
     """Truncate a partition to the end offset of leader epoch EPOCH, as a follower would."""
-    from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
+    from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError, WriteFailedError
     from kafkalog_cli.ops import truncate as tr
 
     out, err = line_writers()
@@ -52,6 +52,9 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
                                           keep_backup=not no_backup)
     except RepairRefused as exc:
         fail(exc.describe(), "nothing was changed; stop the broker or pick another epoch / --to-offset")
+    except WriteFailedError as exc:
+        fail(exc.describe(), "free space or fix the device, then run again; an interrupted write is finished or "
+             "undone by the next --execute run")
     except UnreadableFileError as exc:
         fail(exc.describe(), "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
     except KafkalogError as exc:

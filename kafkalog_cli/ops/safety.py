@@ -43,6 +43,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import time
 import zlib
@@ -52,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import BinaryIO
 
-from kafkalog_cli.errors import RepairRefused
+from kafkalog_cli.errors import RepairRefused, WriteFailedError
 from kafkalog_cli.storage import lock as locks
 
 BUILD_SUFFIX = ".cleaned"
@@ -61,6 +62,10 @@ _OFFSET_NAME = re.compile(r"[0-9]{20}\.")
 JOURNAL_NAME = "journal.json"
 BACKUP_ENV = "KAFKALOG_BACKUP_DIR"
 SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between commit steps
+KILL_ENV = "KAFKALOG_TEST_KILL_AT_STEP"  # test-only: SIGKILL after the k-th file-changing step
+STEP_LOG_ENV = "KAFKALOG_TEST_STEP_LOG"  # test-only: append a line per file-changing step to this file
+# checkpoint files Kafka writes as ``<name>.tmp`` and renames (CheckpointFile): a left-over ``.tmp`` is never read
+CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata")
 
 
 # ------------------------------------------------------------------------------------------------ lock and paths
@@ -76,7 +81,8 @@ def log_dir_of(partition_dir: str) -> str:
 def _lock_refusal(logdir: str, lock_path: str, state: locks.LockState) -> RepairRefused:
     who = f"pid {state.pid}" if state.pid else "pid unknown"
     return RepairRefused(
-        f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock on .lock)",
+        f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock on .lock; or by another "
+        "kafkalog command writing in that log directory)",
         file=lock_path,
         expected="no process holding the lock",
         found=f"{state.kind} lock held by {who}",
@@ -108,28 +114,65 @@ def ensure_unlocked(partition_dir: str) -> None:
         raise _lock_refusal(logdir, lock_path, state)
 
 
+def _own_lock_refusal(real: str, state: locks.LockState) -> RepairRefused:
+    who = f"pid {state.pid}" if state.pid else "pid unknown"
+    return RepairRefused(
+        f"another kafkalog command ({who}) is changing this partition: two writing commands must not interleave; "
+        "wait for it to finish",
+        file=real,
+        expected="no other kafkalog command writing this partition",
+        found=f"kafkalog's partition lock held by {who}",
+    )
+
+
 @contextmanager
 def locked_log_dir(partition_dir: str) -> Iterator[None]:
-    """Hold ``<logdir>/.lock`` (fcntl + flock, non-blocking) for the whole ``--execute``.
+    """Hold kafkalog's partition lock and ``<logdir>/.lock`` for the whole ``--execute`` (recovery included).
 
-    A probe that releases at once would let a broker start between the check and the last rename, and then load
-    half-written files; holding the lock makes that broker's ``tryLock`` fail instead. Refuses (RepairRefused, same
-    message as ``ensure_unlocked``) when another process holds it. A missing ``.lock`` is not created: see
-    ``log_dir_warnings``.
+    1. kafkalog's own lock: an exclusive flock on the partition directory itself (``lock.lock_directory``), so two
+       writing commands on the same partition never interleave and recovery never runs while the change it would
+       finish or undo is still being made. The second command is refused and told the holder's pid.
+    2. the broker's lock: ``.lock`` taken exactly as Kafka's ``FileLock`` takes it (created when missing, mode
+       0666 minus umask, exclusive POSIX ``tryLock``, plus an flock), so a broker that starts during the repair
+       fails to lock the directory instead of loading half-written files. Kafka 3.8+ deletes ``.lock`` on a clean
+       shutdown, so a missing file means "unlocked now", not "never locked". A ``.lock`` this call created is
+       removed again (while still held) so the directory is left as found.
     """
-    logdir = log_dir_of(partition_dir)
-    lock_path = os.path.join(logdir, ".lock")
+    real = os.path.realpath(partition_dir)
     try:
-        held, state = locks.acquire(lock_path)
+        own, own_state = locks.lock_directory(real)
     except OSError as exc:
-        raise _lock_error(logdir, lock_path, exc) from None
-    if state.locked:
-        raise _lock_refusal(logdir, lock_path, state)
+        raise RepairRefused(
+            f"cannot lock the partition directory: {exc.strerror}", file=real, expected="a directory kafkalog can open",
+            found=exc.strerror or str(exc),
+        ) from None
+    if own is None:
+        raise _own_lock_refusal(real, own_state)
     try:
-        yield
+        logdir = log_dir_of(partition_dir)
+        lock_path = os.path.join(logdir, ".lock")
+        created = False
+        try:
+            created = locks.create_lock_file(lock_path)
+            held, state = locks.acquire(lock_path)
+        except OSError as exc:
+            raise _lock_error(logdir, lock_path, exc) from None
+        if state.locked:
+            raise _lock_refusal(logdir, lock_path, state)
+        if created:
+            _slow()
+        try:
+            yield
+        finally:
+            if held is not None:
+                if created:
+                    try:
+                        os.unlink(lock_path)
+                    except OSError:
+                        pass
+                held.release()
     finally:
-        if held is not None:
-            held.release()
+        own.release()
 
 
 def log_dir_warnings(partition_dir: str) -> list[str]:
@@ -202,11 +245,57 @@ def backup_root(partition_dir: str) -> str:
     return os.path.join(os.path.dirname(log_dir_of(partition_dir)), "kafkalog-backups")
 
 
-def _pointer_path(partition_dir: str) -> str:
-    """Where the pointer to an in-flight journal lives: outside the log dir, derived from the partition path only."""
+def _pointer_paths(partition_dir: str) -> list[str]:
+    """Where a pointer to an in-flight journal may live, in the order they are tried; none depends on
+    ``$KAFKALOG_BACKUP_DIR``, so the next run finds the journal whatever that variable says then.
+
+    1. ``<parent of the log dir>/kafkalog-backups/.journals/`` (outside the log dir, derived from the partition's
+       real path alone);
+    2. ``~/.local/state/kafkalog/journals/`` when 1 cannot be created (a read-only parent);
+    3. ``$KAFKALOG_BACKUP_DIR/.journals/`` (read only: where kafkalog before this change put it).
+    """
     real = os.path.realpath(partition_dir)
     key = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return os.path.join(backup_root(partition_dir), ".journals", f"{os.path.basename(real)}-{key}.json")
+    name = f"{os.path.basename(real)}-{key}.json"
+    out = [
+        os.path.join(os.path.dirname(log_dir_of(partition_dir)), "kafkalog-backups", ".journals", name),
+        os.path.join(os.path.expanduser("~"), ".local", "state", "kafkalog", "journals", name),
+    ]
+    env = os.environ.get(BACKUP_ENV)
+    if env:
+        out.append(os.path.join(os.path.abspath(env), ".journals", name))
+    return out
+
+
+def _write_pointer(partition_dir: str, data: dict) -> None:
+    """Write the pointer at the first location whose directory can be created (see ``_pointer_paths``)."""
+    paths = _pointer_paths(partition_dir)[:2]
+    for i, path in enumerate(paths):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError:
+            if i == len(paths) - 1:
+                raise
+            continue
+        _write_json_atomic(path, data)
+        for other in paths[i + 1:]:  # a stale pointer elsewhere must not shadow this one
+            _unlink_quiet(other)
+        return
+
+
+def _read_pointer(partition_dir: str) -> tuple[str | None, dict | None]:
+    for path in _pointer_paths(partition_dir):
+        data = _read_json(path)
+        if data is not None:
+            return path, data
+    return None, None
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 # ------------------------------------------------------------------------------------------------ plans
@@ -259,21 +348,44 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+_steps = 0
+
+
 def _slow() -> None:
+    """Called after every file-changing step of a write (create, write+fsync, link, rename, unlink).
+
+    Test hooks only: ``KAFKALOG_TEST_SLOW_COMMIT`` sleeps that many seconds; ``KAFKALOG_TEST_KILL_AT_STEP=k``
+    SIGKILLs this process right after the k-th step (deterministic crash tests: k = 1..N covers every step), and
+    ``KAFKALOG_TEST_STEP_LOG`` appends one line per step to that file (how a test learns N).
+    """
+    global _steps
+    _steps += 1
+    log = os.environ.get(STEP_LOG_ENV)
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{_steps}\n")
+    kill_at = os.environ.get(KILL_ENV)
+    if kill_at and int(kill_at) == _steps:
+        os.kill(os.getpid(), signal.SIGKILL)
     delay = os.environ.get(SLOW_ENV)
     if delay:
         time.sleep(float(delay))
 
 
-def _write_json_atomic(path: str, data: dict) -> None:
+def _write_json_atomic(path: str, data: dict, *, step: bool = True) -> None:
+    """Write ``path`` via ``<path>.tmp`` + rename, durably; ``step``: a commit step (see ``_slow``), not recovery."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
+    if step:
+        _slow()
     os.replace(tmp, path)
     _fsync_dir(os.path.dirname(path))
+    if step:
+        _slow()
 
 
 def _read_json(path: str) -> dict | None:
@@ -357,42 +469,71 @@ class Transaction:
         self.staged: dict[str, bool] = {}  # final name -> existed before
         self.digests: dict[str, tuple[int, int]] = {}  # final name -> (size, CRC-32) of the new content
         self.deletes: list[str] = []
+        self.early_deletes: list[str] = []  # deleted before the new files become visible (see ``delete``)
         self.log_dir_deletes: list[str] = []  # files of the log dir itself (``.kafka_cleanshutdown``)
         self.committed = False
+        self._pointer_written = False
 
     # ------------------------------------------------------------------------------------------ building
     def stage(self, final_name: str, data: bytes | Callable[[BinaryIO], None], *, mtime: float | None = None) -> None:
         """Write ``<final>.cleaned`` (or ``<final>.tmp``), fsync it, copy the owner/mode of the file it replaces (or
-        of the ``.log``)."""
+        of the ``.log``).
+
+        Before the first staged byte a pointer (state ``staging``, with this process's pid) is written, so that a
+        crash while staging is cleaned up by the next run and a live writer is never rolled back. A failing write
+        (ENOSPC, EIO, ...) removes the half-written file and raises ``WriteFailedError`` naming it.
+        """
         final = safe_child(self.partition_dir, final_name)
         tmp = safe_child(self.partition_dir, staging_name(final_name))
+        if not self._pointer_written:
+            try:
+                _write_pointer(self.partition_dir, {"backup_dir": self.backup_dir, "state": "staging", **_me()})
+            except OSError as exc:
+                raise _write_failed(exc, "cannot write kafkalog's journal pointer") from None
+            self._pointer_written = True
         ref = final if os.path.exists(final) else None
         if ref is None:
             log = os.path.join(self.partition_dir, final_name.split(".", 1)[0] + ".log")
             ref = log if os.path.exists(log) else None
-        with open(tmp, "wb") as f:
-            if callable(data):
-                data(f)
-            else:
-                f.write(data)
-            f.flush()
-            if ref is not None:
-                st = os.stat(ref)
-                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
-                try:
-                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
-                except PermissionError:
-                    pass
-            os.fsync(f.fileno())
-        if mtime is not None:
-            os.utime(tmp, (mtime, mtime))
+        try:
+            with open(tmp, "wb") as f:
+                _slow()
+                if callable(data):
+                    data(f)
+                else:
+                    f.write(data)
+                f.flush()
+                if ref is not None:
+                    st = os.stat(ref)
+                    os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+                    try:
+                        os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                    except PermissionError:
+                        pass
+                os.fsync(f.fileno())
+            if mtime is not None:
+                os.utime(tmp, (mtime, mtime))
+        except OSError as exc:
+            _unlink_quiet(tmp)
+            raise _write_failed(exc, "cannot write the staged file (removed again; nothing was changed)", tmp) from None
+        _slow()
         self.staged[final_name] = os.path.exists(final)
         self.digests[final_name] = _digest(tmp)
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, *, early: bool = False) -> None:
+        """Delete ``name`` in the commit.
+
+        By default after the new ``.swap`` files exist: the files a segment ``.swap`` replaces lie in that swap's
+        offset range, which the broker's loader deletes itself, so a crash between the two is safe for it. With
+        ``early`` the file is deleted *before* any new file becomes visible (highest base offset first): for files
+        no new segment covers, e.g. the segments after a truncation point. Deleting those after the commit point would
+        let a broker starting in between load the new (cut) segment plus the later segments (a gap, resurrected
+        data); deleting them first, from the end, only ever shows it the old log minus some of its last segments.
+        """
         safe_child(self.partition_dir, name)
-        if name not in self.deletes:
-            self.deletes.append(name)
+        target = self.early_deletes if early else self.deletes
+        if name not in self.deletes and name not in self.early_deletes:
+            target.append(name)
 
     def remove_log_dir_file(self, name: str) -> None:
         """Remove ``<logdir>/<name>`` as part of the commit (e.g. ``.kafka_cleanshutdown``).
@@ -411,14 +552,14 @@ class Transaction:
         for name, existed in self.staged.items():
             p = os.path.join(self.partition_dir, name)
             acts.append(FileAction("replace" if existed else "create", p, os.path.getsize(os.path.join(self.partition_dir, staging_name(name)))))
-        for name in self.deletes:
+        for name in self.early_deletes + self.deletes:
             acts.append(FileAction("delete", os.path.join(self.partition_dir, name)))
         return acts
 
     # ------------------------------------------------------------------------------------------ commit
     def _journal(self, state: str) -> dict:
         return {
-            "version": 1,
+            "version": 2,
             "state": state,
             "partition_dir": self.partition_dir,
             "backup_dir": self.backup_dir,
@@ -427,28 +568,29 @@ class Transaction:
             "replace": sorted(n for n, e in self.staged.items() if e),
             "create": sorted(n for n, e in self.staged.items() if not e),
             "delete": list(self.deletes),
+            "early_delete": list(self.early_deletes),
             "log_dir": log_dir_of(self.partition_dir),
             "log_dir_delete": list(self.log_dir_deletes),
             "backups": self._backup_names(),
             # size and CRC-32 of every new file: recovery rolls forward only onto files that are really ours
             "digests": {n: list(d) for n, d in self.digests.items()},
             "written_at": datetime.now(timezone.utc).isoformat(),
+            **_me(),
         }
 
     def _set_state(self, state: str) -> None:
         data = self._journal(state)
         _write_json_atomic(os.path.join(self.backup_dir, JOURNAL_NAME), data)
         if state in ("done", "rolled-back"):
-            try:
-                os.unlink(_pointer_path(self.partition_dir))
-            except FileNotFoundError:
-                pass
+            _unlink_pointer(self.partition_dir)
         else:
-            _write_json_atomic(_pointer_path(self.partition_dir), {"backup_dir": self.backup_dir, "state": state})
+            _write_pointer(self.partition_dir, {"backup_dir": self.backup_dir, "state": state, **_me()})
+            self._pointer_written = True
 
     def _backup_names(self) -> list[str]:
         """The files this transaction creates in the backup dir: rollback deletes exactly these, nothing else."""
-        return [n for n, e in self.staged.items() if e] + list(self.deletes) + list(self.log_dir_deletes)
+        return ([n for n, e in self.staged.items() if e] + list(self.early_deletes) + list(self.deletes)
+                + list(self.log_dir_deletes))
 
     def commit(self) -> None:
         if self.committed:
@@ -462,34 +604,50 @@ class Transaction:
                 expected="a new or empty backup directory",
                 found=", ".join(taken[:5]),
             )
-        os.makedirs(self.backup_dir, exist_ok=True)
-        _fsync_dir(os.path.dirname(self.backup_dir))
-        self._set_state("backing-up")
-        _slow()
         logdir = log_dir_of(self.partition_dir)
         sources = [os.path.join(self.partition_dir, n) for n, e in self.staged.items() if e]
-        sources += [os.path.join(self.partition_dir, n) for n in self.deletes]
+        sources += [os.path.join(self.partition_dir, n) for n in self.early_deletes + self.deletes]
         sources += [os.path.join(logdir, n) for n in self.log_dir_deletes]
-        for src in sources:
-            if os.path.exists(src):
-                _backup_file(src, self.backup_dir)
-                _slow()
-        _fsync_dir(self.backup_dir)
-        self._set_state("committing")
-        self._past_backup = True
-        _slow()
+        current = self.backup_dir
         try:
-            _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
-                    logdir, self.log_dir_deletes)
-        except BaseException:
-            # finish or undo now, as recovery after a crash would (any .cleaned left: roll back, which also puts
-            # log-dir files such as .kafka_cleanshutdown back); if that fails too, the next run's recovery does it
+            os.makedirs(self.backup_dir, exist_ok=True)
+            _fsync_dir(os.path.dirname(self.backup_dir))
+            self._set_state("backing-up")
+            for src in sources:
+                if os.path.exists(src):
+                    current = os.path.join(self.backup_dir, os.path.basename(src))
+                    _backup_file(src, self.backup_dir)
+                    _slow()
+            current = self.backup_dir
+            _fsync_dir(self.backup_dir)
+        except OSError as exc:
+            # before the commit point: the next run (or abort now) rolls back; say which file could not be written
             try:
-                _recover_with_journal(self.partition_dir, self._journal("committing"))
+                _recover_with_journal(self.partition_dir, self._journal("backing-up"))
                 _unlink_pointer(self.partition_dir)
             except Exception:
                 pass
             self.staged.clear()
+            raise _write_failed(exc, "cannot back up the files to be replaced (nothing was changed)", current) from None
+        self._set_state("committing")
+        self._past_backup = True
+        try:
+            _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
+                    logdir, self.log_dir_deletes, self.early_deletes,
+                    on_early=lambda: self._set_state("deleting"))
+        except BaseException as exc:
+            # finish or undo now, as recovery after a crash would (any .cleaned left: roll back, which also puts
+            # log-dir files such as .kafka_cleanshutdown back); if that fails too, the next run's recovery does it
+            state = "deleting" if any(not os.path.lexists(os.path.join(self.partition_dir, n))
+                                      for n in self.early_deletes) else "committing"
+            try:
+                _recover_with_journal(self.partition_dir, self._journal(state))
+                _unlink_pointer(self.partition_dir)
+            except Exception:
+                pass
+            self.staged.clear()
+            if isinstance(exc, OSError):
+                raise _write_failed(exc, "the commit failed (finished or undone again; see the backup)") from None
             raise
         self._set_state("done")
         if not self.keep_backup:
@@ -497,15 +655,15 @@ class Transaction:
         self.committed = True
 
     def abort(self) -> None:
-        """Remove the staged ``.cleaned``/``.tmp`` files (nothing else was touched yet)."""
+        """Remove the staged ``.cleaned``/``.tmp`` files (nothing else was touched yet) and the pointer."""
         if getattr(self, "_past_backup", False):
             return  # past step 4 the journal decides (commit() already finished or undid it)
         for name in self.staged:
-            try:
-                os.unlink(os.path.join(self.partition_dir, staging_name(name)))
-            except FileNotFoundError:
-                pass
+            _unlink_quiet(os.path.join(self.partition_dir, staging_name(name)))
         self.staged.clear()
+        if self._pointer_written:
+            _unlink_pointer(self.partition_dir)
+            self._pointer_written = False
 
     def __enter__(self) -> Transaction:
         return self
@@ -515,11 +673,49 @@ class Transaction:
             self.abort()
 
 
-def _unlink_pointer(partition_dir: str) -> None:
+def _me() -> dict:
+    """This process, as recorded in the pointer and the journal: recovery never undoes a live writer's change."""
+    return {"pid": os.getpid(), "pid_start": _process_start(os.getpid())}
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of ``pid`` (field 22 of /proc/<pid>/stat), so a recycled pid is not taken for the writer;
+    "dead" for a zombie (killed, not yet reaped: it writes nothing any more)."""
     try:
-        os.unlink(_pointer_path(partition_dir))
-    except FileNotFoundError:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            text = f.read()
+        fields = text[text.rindex(")") + 2:].split()
+        return "dead" if fields[0] in ("Z", "X") else fields[19]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _writer_alive(data: dict) -> int | None:
+    """The pid of the process that wrote ``data`` (pointer or journal) when it still runs and is not us."""
+    pid = data.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
         pass
+    start, now = data.get("pid_start"), _process_start(pid)
+    if now == "dead" or (start is not None and now not in (None, start)):
+        return None  # a zombie, or the pid was reused by another process
+    return pid
+
+
+def _write_failed(exc: OSError, what: str, path: str | None = None) -> WriteFailedError:
+    name = path or exc.filename or ""
+    return WriteFailedError(f"{what}: {exc.strerror or exc}", file=str(name) if name else None,
+                            expected="a writable file system with free space", found=exc.strerror or str(exc))
+
+
+def _unlink_pointer(partition_dir: str) -> None:
+    for path in _pointer_paths(partition_dir):
+        _unlink_quiet(path)
 
 
 def _drop_backup(backup_dir: str, keep: list[str]) -> None:
@@ -552,9 +748,9 @@ def _discarded_by_someone_else(pdir: str, j: dict, staged: list[str], suffix: st
     """Why rolling forward would be wrong, or None.
 
     Rolling forward deletes the files the change replaces. That is only right while our new files are still there:
-    as ``.swap`` files, or already in place with the content we wrote. If a broker started in between, its loader
-    deleted our ``.cleaned``/``.swap`` files and kept the old segments; rolling forward would then delete segments
-    whose replacements no longer exist.
+    as ``.cleaned`` (state ``deleting``) or ``.swap`` files, or already in place with the content we wrote. If a broker
+    started in between, its loader deleted our ``.cleaned``/``.swap`` files and kept the old segments; rolling
+    forward would then delete segments whose replacements no longer exist.
     """
     digests = j.get("digests")
     if digests is None:
@@ -562,10 +758,13 @@ def _discarded_by_someone_else(pdir: str, j: dict, staged: list[str], suffix: st
     for name in staged:
         if not offset_named(name):
             continue
+        want = digests.get(name)
         if os.path.exists(os.path.join(pdir, name + suffix)):
             continue
+        cleaned = os.path.join(pdir, name + BUILD_SUFFIX)
+        if os.path.exists(cleaned) and (want is None or list(_digest(cleaned)) == list(want)):
+            continue
         final = os.path.join(pdir, name)
-        want = digests.get(name)
         if want is None:
             continue
         if not os.path.exists(final):
@@ -575,9 +774,38 @@ def _discarded_by_someone_else(pdir: str, j: dict, staged: list[str], suffix: st
     return None
 
 
+_EXT_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3}
+
+
+def _install_key(name: str) -> tuple[int, int, str]:
+    """Per segment, ``.log`` first, then its indexes, in ascending base offset order (Kafka's own
+    ``LogSegment.changeFileSuffixes`` order).
+
+    While ``N.log.swap`` exists the broker's loader opens it with ``N.index.swap`` to compute the swap's offset
+    range (``LogLoader.load``: ``LogSegment.open(..., SWAP_FILE_SUFFIX)`` then ``readNextOffset``, which reads the
+    offset index). Had ``N.index.swap`` already been renamed, ``AbstractIndex`` would create a new, preallocated,
+    zero-filled ``N.index.swap`` and the loader would install it as ``N.index``: a full index of (0, 0) entries
+    that passes ``OffsetIndex.sanityCheck``. Renaming the ``.log`` first leaves only index ``.swap`` files, which
+    the loader simply renames into place.
+    """
+    base, _ = _name_key(name)
+    ext = name.split(".", 1)[1] if "." in name else ""
+    return base, _EXT_ORDER.get(ext, 9), name
+
+
+def _early_key(name: str) -> tuple[int, int, str]:
+    """Early deletes: highest base offset first, and per segment the ``.log`` first (an index without its ``.log``
+    is an orphan the broker deletes; a ``.log`` without its index is recovered), so the log the broker would load
+    is always the old one minus some of its last segments."""
+    base, _ = _name_key(name)
+    ext = name.split(".", 1)[1] if "." in name else ""
+    return -base, _EXT_ORDER.get(ext, 9), name
+
+
 def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: list[str], suffix: str,
-            log_dir: str = "", log_dir_deletes: list[str] | None = None) -> None:
-    """Steps 5-7 of the commit (after removing log-dir files); idempotent, so recovery re-runs it to roll forward.
+            log_dir: str = "", log_dir_deletes: list[str] | None = None, early_deletes: list[str] | None = None,
+            on_early: Callable[[], None] | None = None) -> None:
+    """Steps 5-8 of the commit; idempotent, so recovery re-runs it to roll forward.
 
     Log-dir files were backed up in step 3 and are not backed up again here: if one came back since (a broker
     wrote a new marker), re-backing it up would overwrite the original's only copy.
@@ -588,6 +816,17 @@ def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: lis
             os.unlink(path)
             _fsync_dir(log_dir)
             _slow()
+    early = [n for n in early_deletes or [] if os.path.lexists(os.path.join(partition_dir, n))]
+    if early:
+        if on_early is not None:
+            on_early()  # journal state "deleting": from here on recovery rolls forward
+        for name in sorted(early, key=_early_key):
+            path = os.path.join(partition_dir, name)
+            if os.path.lexists(path):
+                _backup_file(path, backup_dir)  # no-op when the backup is already there
+                os.unlink(path)
+                _slow()
+        _fsync_dir(partition_dir)
     segs = [n for n in staged if offset_named(n)]
     plain = [n for n in staged if not offset_named(n)]
     for name in sorted(segs, key=_name_key, reverse=True):
@@ -602,7 +841,7 @@ def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: lis
             _backup_file(path, backup_dir)  # no-op when the backup is already there
             os.unlink(path)
             _slow()
-    for name in sorted(segs, key=_name_key):
+    for name in sorted(segs, key=_install_key):
         swap = os.path.join(partition_dir, name + suffix)
         if os.path.exists(swap):
             os.replace(swap, os.path.join(partition_dir, name))
@@ -620,31 +859,39 @@ def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: lis
 def recover_interrupted(partition_dir: str) -> list[str]:
     """Finish or discard an interrupted ``Transaction``; return one line per thing done (empty when clean).
 
-    With a journal: any ``.cleaned`` left (or state ``backing-up``) means the commit point was not reached: delete
-    the ``.cleaned``/``.swap`` files and the backup. Otherwise roll forward. Without a journal, apply Kafka's loader
-    rules (delete ``.cleaned`` and the ``.swap`` files at or above the smallest ``.cleaned`` base; install index
-    ``.swap`` files); a ``.log.swap`` without a journal is a broker clean/split and is left to the broker (refused).
+    The pointer (found whatever ``$KAFKALOG_BACKUP_DIR`` says now) leads to the journal. Refuses (RepairRefused)
+    when the process that wrote it still runs: its change is in progress, not interrupted. With a journal: state
+    ``backing-up`` or ``committing`` with a ``.cleaned`` left means the commit point was not reached: delete the
+    ``.cleaned``/``.swap`` files and the backup. Otherwise (``deleting``, or no ``.cleaned`` left) roll forward.
+    Without a journal, apply Kafka's loader rules (delete ``.cleaned`` and the ``.swap`` files at or above the
+    smallest ``.cleaned`` base; install index ``.swap`` files) and remove left-over checkpoint ``.tmp`` files; a
+    ``.log.swap`` without a journal is a broker clean/split and is left to the broker (refused).
     """
     pdir = os.path.abspath(partition_dir)
     done: list[str] = []
-    pointer = _pointer_path(pdir)
-    ptr = _read_json(pointer)
+    pointer, ptr = _read_pointer(pdir)
+    if ptr is not None:
+        alive = _writer_alive(ptr)
+        if alive is not None:
+            raise RepairRefused(
+                f"a kafkalog command (pid {alive}) is still changing this partition; its change is not interrupted "
+                "and is neither finished nor undone",
+                file=pointer, expected="no running writer", found=f"pid {alive} running",
+            )
     journal = None
     if ptr and isinstance(ptr.get("backup_dir"), str):
         journal = _read_json(os.path.join(ptr["backup_dir"], JOURNAL_NAME))
     if journal and os.path.realpath(journal.get("partition_dir", "")) == os.path.realpath(pdir):
         done += _recover_with_journal(pdir, journal)
-        try:
-            os.unlink(pointer)
-        except FileNotFoundError:
-            pass
+        _unlink_pointer(pdir)
         return done
     if ptr is not None:
-        try:
-            os.unlink(pointer)
-        except FileNotFoundError:
-            pass
+        _unlink_pointer(pdir)
     names = os.listdir(pdir)
+    for name in CHECKPOINT_NAMES:
+        if name + PLAIN_SUFFIX in names and os.path.isfile(os.path.join(pdir, name + PLAIN_SUFFIX)):
+            os.unlink(os.path.join(pdir, name + PLAIN_SUFFIX))
+            done.append(f"deleted {name + PLAIN_SUFFIX} (a checkpoint write that never completed; never read)")
     cleaned = [n for n in names if n.endswith(BUILD_SUFFIX)]
     swaps = [n for n in names if n.endswith(".swap")]
     if cleaned:
@@ -679,13 +926,15 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
     suffix = j.get("suffix", ".swap")
     staged = list(j.get("replace", [])) + list(j.get("create", []))
     deletes = list(j.get("delete", []))
+    early = list(j.get("early_delete", []))
     state = j.get("state")
     done: list[str] = []
-    if state in ("done", "rolled-back"):
+    if state in ("done", "rolled-back", "abandoned"):
         return done
-    # the commit point is the last offset-named ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
+    # the commit point is the journal reaching "deleting" (early deletes started) or else the last offset-named
+    # ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
     leftover = [n for n in staged if offset_named(n) and os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
-    if state == "backing-up" or leftover:
+    if state == "backing-up" or (leftover and state != "deleting"):
         log_dir = j.get("log_dir", "")
         for n in j.get("log_dir_delete", []):  # removed right after "committing": put it back
             path, saved = os.path.join(log_dir, n), os.path.join(backup_dir, n)
@@ -706,7 +955,7 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
                     done.append(f"deleted {n + suf} (interrupted before its commit point: rolled back)")
         _fsync_dir(pdir)
         j["state"] = "rolled-back"
-        _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
+        _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j, step=False)
         # the old files are all still in place, so our copies back up nothing; only files this transaction created
         # are removed (a journal without the list, from an older kafkalog, removes none)
         for n in j.get("backups", []):
@@ -714,22 +963,24 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
             for q in (p, p + ".partial"):
                 if os.path.exists(q):
                     os.unlink(q)
-        done.append(f"rolled back the interrupted change of {len(staged) + len(deletes)} file(s); old files unchanged")
+        done.append(f"rolled back the interrupted change of {len(staged) + len(deletes) + len(early)} file(s); "
+                    "old files unchanged")
         return done
     abandoned = _discarded_by_someone_else(pdir, j, staged, suffix)
     if abandoned:
         j["state"] = "abandoned"
-        _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
+        _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j, step=False)
         done.append(
             f"the interrupted change was discarded by someone else (e.g. the broker's loader deleted its "
-            f".cleaned/.swap files): {abandoned}; nothing deleted, the partition keeps its current files"
+            f".cleaned/.swap files): {abandoned}; nothing deleted, the partition keeps its current files "
+            f"(the old files are in {backup_dir})"
         )
         return done
-    _finish(pdir, backup_dir, staged, deletes, suffix, j.get("log_dir", ""), list(j.get("log_dir_delete", [])))
+    _finish(pdir, backup_dir, staged, deletes, suffix, j.get("log_dir", ""), list(j.get("log_dir_delete", [])), early)
     j["state"] = "done"
-    _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j)
+    _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j, step=False)
     done.append(
-        f"finished the interrupted change of {len(staged) + len(deletes)} file(s) (rolled forward); "
+        f"finished the interrupted change of {len(staged) + len(deletes) + len(early)} file(s) (rolled forward); "
         f"old versions are in {backup_dir}"
     )
     if not j.get("keep_backup", True):

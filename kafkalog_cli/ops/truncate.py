@@ -315,14 +315,16 @@ def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: 
             tx.stage(ps.seg_name(seg.base, "log"), write_log, mtime=mtime)
             for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, cut).items():
                 tx.stage(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None)
+            # early: removed (highest first) before the cut segment becomes visible, since no new segment's
+            # offset range covers them and a broker must never load the cut segment beside them
             for base in plan.deleted_segments:
                 for ext in ("log", "index", "timeindex", "txnindex"):
                     if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
-                        tx.delete(ps.seg_name(base, ext))
+                        tx.delete(ps.seg_name(base, ext), early=True)
         if plan.checkpoint_after != plan.checkpoint_before:
             tx.stage(CHECKPOINT, encode_leader_epoch_checkpoint(plan.checkpoint_after).encode())
         for name in plan.snapshot_deletes:
-            tx.delete(name)
+            tx.delete(name, early=True)  # producer state above the new end: never loaded beside the cut segment
         if plan.remove_clean_shutdown:
             tx.remove_log_dir_file(CLEAN_SHUTDOWN)
         tx.commit()

@@ -128,3 +128,60 @@ def acquire(path: str) -> tuple[HeldLock | None, LockState]:
     finally:
         if not ok:
             os.close(fd)
+
+
+# ------------------------------------------------------------------------------------------------ kafkalog's own lock
+def _flock_holder(fd: int) -> int | None:
+    """The pid holding an flock(2) on the file behind ``fd``, from ``/proc/locks`` (Linux), or None.
+
+    flock(2) has no F_GETLK; the kernel lists every lock with its owner in ``/proc/locks`` as
+    ``N: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`` (major/minor in hex). Blocked waiters are
+    listed with ``->`` and skipped.
+    """
+    try:
+        st = os.fstat(fd)
+        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 6 or "->" in parts or parts[1] != "FLOCK":
+                    continue
+                if parts[5] == key and parts[4].isdigit() and int(parts[4]) > 0:
+                    return int(parts[4])
+    except OSError:
+        pass
+    return None
+
+
+def lock_directory(path: str) -> tuple[HeldLock | None, LockState]:
+    """Take and keep a non-blocking exclusive flock(2) on the directory ``path`` itself.
+
+    This is kafkalog's own lock of a partition: two writing commands on the same partition must never interleave,
+    whether or not the log directory has a ``.lock``. Locking the directory inode needs no file at all (nothing the
+    broker could trip on is created in or beside the log directory), is keyed by the real directory (every path,
+    symlink or bind mount that leads to it finds the same lock) and is dropped by the kernel when the process dies,
+    so a killed run never leaves a stale lock. Returns ``(held, LockState(False))`` or ``(None, LockState(True,
+    "flock", pid))`` when another process holds it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        try:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None, LockState(True, "flock", _flock_holder(fd))
+            raise
+        finally:
+            os.close(fd)
+    return HeldLock(fd, path), LockState(False)
+
+
+def create_lock_file(path: str) -> bool:
+    """Create ``path`` as Kafka's ``FileLock`` does (``FileChannel.open`` with CREATE, READ, WRITE: mode 0666 minus
+    the umask, never truncated); True when this call created it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
