@@ -103,7 +103,7 @@ def test_snapshot_writer_matches_real_broker_snapshots():
     for snap in sorted(root.rglob("*.snapshot")):
         off = int(snap.name[:20])
         logs = segment_logs(str(snap.parent))
-        if not logs or any(not os.path.exists(p) for _b, p in logs) or snap.stat().st_size <= 10 and checked > 20:
+        if not logs or any(not os.path.exists(p) for _b, p in logs):
             continue
         st = pst.ProducerState()
         for _b, p in logs:
@@ -113,7 +113,7 @@ def test_snapshot_writer_matches_real_broker_snapshots():
         assert st.snapshot_bytes() == snap.read_bytes(), snap
         checked += 1
         with_entries += snap.stat().st_size > 10
-    assert checked and with_entries >= 5
+    assert checked >= 200 and with_entries >= 20  # 245 and 22 in the realdata of 2026-11-23
 
 
 # ------------------------------------------------------------------------------------------------ recover

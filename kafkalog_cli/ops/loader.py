@@ -667,6 +667,11 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
     main = _Psm(store, version.java_producer_map, now)
     rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
     _snapshot_changes(plan, store, before_snaps)
+    written = {c.name for c in changes if c.kind == "write"}
+    plan.changes = [c for c in changes if not (c.kind == "create-empty" and c.name in written)]
+    if not clean and plan.recovered:
+        plan.notes.append("without .kafka_cleanshutdown the broker recovers these segments again at its next start; "
+                          "after 'recover --execute' it finds nothing left to change")
     if not version.catches_ioexception:
         plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory offline "
                           "(only 4.0+ empties the segment instead, errata E3)")
