@@ -302,3 +302,20 @@ def test_salvage_refuses_a_transaction_whose_marker_may_be_cut(tmp_path):
     code, out = run("salvage", "--execute", pdir)
     assert code == 2 and "transaction from offset 12" in out, out
     assert {n: open(os.path.join(pdir, n), "rb").read() for n in os.listdir(pdir)} == before
+
+
+def test_clean_interrupted_between_cleaned_and_swap_renames_is_discarded(tmp_path):
+    """LogSegment.changeFileSuffixes renames .log first: a crash leaves 0.log.swap beside 0.index.cleaned, whose base
+    is <= the swap's, so the loader deletes the swap and the old segments stay (errata E12)."""
+    pdir, _pb, _layout = build(tmp_path, producers=False)
+    merged = open(os.path.join(pdir, f"{0:020d}.log"), "rb").read() + open(os.path.join(pdir, f"{10:020d}.log"), "rb").read()
+    open(os.path.join(pdir, f"{0:020d}.log.swap"), "wb").write(merged)
+    open(os.path.join(pdir, f"{0:020d}.index.cleaned"), "wb").write(b"")
+    plan = ld.plan_load(pdir)
+    left = [(c.kind, c.name) for c in plan.changes if c.phase == "leftovers"]
+    assert sorted(left) == [("delete", f"{0:020d}.index.cleaned"), ("delete", f"{0:020d}.log.swap")]
+    assert plan.log_end_offset == 30 and not plan.deleted_segments
+    code, out = run("recover", "--execute", "--backup-dir", str(tmp_path / "bk"), pdir)
+    assert code == 0, out
+    assert not [n for n in os.listdir(pdir) if n.endswith((".swap", ".cleaned"))]
+    verify_crc_clean(pdir)

@@ -207,12 +207,17 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
         plan.changes.append(ld.FileChange("write", name, f"producer snapshot ({(len(data) - 10) // 46} producers)",
                                           len(data), data=data))
     plan.epochs_before = list(broker.epochs_before)
-    cache: list[tuple[int, int]] = []
-    for v in infos.values():
-        for b in v:
+    batches = [b for v in infos.values() for b in v]
+    kept_file = ld.epoch_truncate_from_start(ld.epoch_truncate_from_end(plan.epochs_before, leo),
+                                             broker.log_start_checkpoint)
+    if _epochs_consistent(kept_file, batches):
+        cache = kept_file  # the checkpoint already describes the kept batches: keep its history (E7)
+    else:
+        cache = []
+        for b in batches:
             if b.leader_epoch >= 0 and (not cache or b.leader_epoch > cache[-1][0]):
                 cache.append((b.leader_epoch, b.base_offset))
-    cache = ld.epoch_truncate_from_start(cache, broker.log_start_checkpoint)
+        cache = ld.epoch_truncate_from_start(cache, broker.log_start_checkpoint)
     plan.epochs_after = cache
     if cache != plan.epochs_before:
         text = comp.encode_leader_epoch_checkpoint(cache).encode()
@@ -220,12 +225,27 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
                                           "batch of each higher epoch, errata E7)", len(text), data=text))
         dropped = [e for e in plan.epochs_before if e not in cache]
         if dropped:
-            plan.notes.append("leader-epoch entries not backed by any kept batch are dropped: "
-                              + ", ".join(f"{e}@{s}" for e, s in dropped)
-                              + " (e.g. an epoch whose leader wrote no data; errata E7)")
+            plan.notes.append("leader-epoch entries dropped: " + ", ".join(f"{e}@{s}" for e, s in dropped)
+                              + " (not consistent with the kept batches or at/after the log end; errata E7)")
     if plan.has_changes and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(pdir)), ld.CLEAN_SHUTDOWN)):
         plan.notes.append(f"{ld.CLEAN_SHUTDOWN} is present: the broker will load the rebuilt snapshots as they are")
     return plan
+
+
+def _epochs_consistent(cache: list[tuple[int, int]], batches: list[pst.BatchInfo]) -> bool:
+    """Every kept batch with a leader epoch lies in that epoch's range of the cache, and the cache is strictly
+    increasing (what the broker's recovery checks: it only adds epochs above the latest, errata E7)."""
+    if any(cache[i][0] >= cache[i + 1][0] or cache[i][1] >= cache[i + 1][1] for i in range(len(cache) - 1)):
+        return False
+    i = -1
+    for b in batches:
+        if b.leader_epoch < 0:
+            continue
+        while i + 1 < len(cache) and cache[i + 1][1] <= b.base_offset:
+            i += 1
+        if i < 0 or cache[i][0] != b.leader_epoch:
+            return False
+    return True
 
 
 def _cut_after(c: Cut, first: int) -> bool:
