@@ -319,3 +319,25 @@ def test_clean_interrupted_between_cleaned_and_swap_renames_is_discarded(tmp_pat
     assert code == 0, out
     assert not [n for n in os.listdir(pdir) if n.endswith((".swap", ".cleaned"))]
     verify_crc_clean(pdir)
+
+
+def test_invalid_offset_empties_in_the_unclean_pass_but_is_fatal_at_load(tmp_path):
+    """Non-increasing offsets at an index point make recovery throw InvalidOffsetException: recoverLog empties the
+    segment and deletes the later ones; in the load-time path (missing .index) nothing catches it and the broker
+    does not start (LogLoader.java 371-386 call recoverSegment inside the catch blocks)."""
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+
+    pdir, _pb, _layout = build(tmp_path, producers=False, per_segment=3)
+    path = os.path.join(pdir, f"{3:020d}.log")
+    big = [RecordSpec(key=b"k", value=b"x" * 5000, timestamp=1, offset_delta=0)]
+    data = encode_batch(big, base_offset=3) + encode_batch(big, base_offset=4) + encode_batch(big, base_offset=4)
+    open(path, "wb").write(data)
+    plan = ld.plan_load(pdir)
+    rec = {r.base: r for r in plan.recovered}
+    assert rec[3].outcome == "emptied" and rec[3].valid_bytes == 0
+    assert [d.segment for d in plan.deleted_segments] == [6] and plan.log_end_offset == 3
+    os.unlink(os.path.join(pdir, f"{3:020d}.index"))
+    plan = ld.plan_load(pdir)
+    assert plan.fatal and "InvalidOffsetException" in plan.fatal[0]
+    code, out = run("recover", "--execute", pdir)
+    assert code == 2 and open(path, "rb").read() == data

@@ -540,7 +540,7 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
             scans[base] = scan_segment(files[f"{base:020d}.log"], base, index_interval_bytes, segment_index_bytes)
         return scans[base]
 
-    def recover(s: Scan, reason: str, loaded: list[Scan]) -> SegmentRecovery:
+    def recover(s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
         nonlocal cache
         psm = _Psm(store, version.java_producer_map, now)
         rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
@@ -551,6 +551,13 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
             what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start "
                     "(errata E3)") if s.stop == "overflow" else "the broker fails to start (errata E3, E16)"
             plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else s.stop}: {what}")
+            return rec
+        if s.stop == "empty" and at_load:
+            # loadSegmentFiles calls recoverSegment inside its catch blocks and catches nothing around it: the
+            # InvalidOffsetException escapes LogLoader.load and LogManager.loadLogs rethrows it (LogLoader.java
+            # 371-386, errata E3): the broker does not start
+            plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else 'invalid offset'}: during the "
+                              "load-time recovery this InvalidOffsetException is not caught: the broker fails to start")
             return rec
         stop_at = s.problem.position if s.stop == "empty" and s.problem is not None else None
         aborted: list[tuple[int, int, int, int]] = []
@@ -584,7 +591,8 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
             return rec
         _segment_file_changes(plan, files, s, aborted, rec)
         plan.recovered.append(rec)
-        s.size = s.valid_bytes  # the file is cut now
+        s.size = s.valid_bytes  # the file is cut now: recovering it again finds nothing
+        s.stop, s.problem = None, None
         return rec
 
     for base, _n in logs:
@@ -608,7 +616,7 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
             elif base in recover_now:
                 reason = recover_now[base]
         if reason:
-            recover(s, reason + " (recovered at load; truncation here keeps later segments, errata E2)", segs)
+            recover(s, reason + " (recovered at load; truncation here keeps later segments, errata E2)", segs, True)
         segs.append(s)
     if plan.fatal:
         return plan
