@@ -341,3 +341,11 @@ def test_invalid_offset_empties_in_the_unclean_pass_but_is_fatal_at_load(tmp_pat
     assert plan.fatal and "InvalidOffsetException" in plan.fatal[0]
     code, out = run("recover", "--execute", pdir)
     assert code == 2 and open(path, "rb").read() == data
+
+
+def test_salvage_refuses_what_it_cannot_repair(tmp_path):
+    pdir, _pb, layout = build(tmp_path)
+    flip(pdir, 10, layout[10][4][1] + 70)
+    open(os.path.join(pdir, "backup.log"), "wb").write(b"")
+    code, out = run("salvage", pdir)
+    assert code == 2 and "backup.log" in out, out

@@ -227,6 +227,11 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
         if dropped:
             plan.notes.append("leader-epoch entries dropped: " + ", ".join(f"{e}@{s}" for e, s in dropped)
                               + " (not consistent with the kept batches or at/after the log end; errata E7)")
+    rewritten = {c.name for c in plan.changes}
+    blocking = [f for f in broker.fatal if f.split(":", 1)[0] not in rewritten]
+    if blocking:
+        raise _refuse("the broker would not load this partition for a reason salvage does not repair: "
+                      + "; ".join(blocking), pdir, expected="a state the loader handles", found=blocking[0][:80])
     if plan.has_changes and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(pdir)), ld.CLEAN_SHUTDOWN)):
         plan.notes.append(f"{ld.CLEAN_SHUTDOWN} is present: the broker will load the rebuilt snapshots as they are")
     return plan
