@@ -244,7 +244,8 @@ def _stop_kind(problem: KafkalogError | None) -> str | None:
 
 @dataclass
 class Scan:
-    """One segment as recovery sees it: where it stops, the indexes it writes, the batches it keeps."""
+    """One segment as recovery sees it: where it stops, the indexes it writes, and of the batches it keeps those
+    the loader model needs (producer batches, leader-epoch rises, the last one)."""
 
     base: int
     path: str
@@ -271,11 +272,15 @@ def scan_segment(path: str, base: int, interval: int, sib: int) -> Scan:
         problem = rb.problem
         stop = _stop_kind(problem)
         valid = rb.valid_bytes
+        top_epoch = -1
         for pos, size, magic in walk(buf, 0, valid, file=path):
             if magic < 2:
                 continue
             b = read_entry(buf, pos, magic, file=path)
             assert isinstance(b, Batch)
+            if b.producer_id < 0 and b.partition_leader_epoch <= top_epoch and pos + size < valid:
+                continue  # memory: only producer batches, epoch rises and the last batch matter to the loader
+            top_epoch = max(top_epoch, b.partition_leader_epoch)
             info = pst.safe_batch_info(b, buf)
             if isinstance(info, KafkalogError):
                 # InvalidRecordException in updateProducerState: thrown after this batch was counted valid
