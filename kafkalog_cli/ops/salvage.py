@@ -131,7 +131,9 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
             for pos, _size, b_base, b_last in m.entries:
                 if prev_last is not None and b_base <= prev_last:
                     raise _refuse(f"kept batch at offset {b_base} does not follow offset {prev_last}: offsets would go "
-                                  "backwards (a stale or misplaced batch?); decide which copy to keep first", pdir,
+                                  "backwards. Its CRC verifies, but the baseOffset field is outside the CRC (errata "
+                                  "E3): a damaged offset field, or a stale/misplaced batch. Decide which bytes to keep "
+                                  "first (verify-crc lists it as offset-order)", pdir,
                                   file=path, position=pos, expected=f"offset > {prev_last}", found=str(b_base))
                 if b_base < base or b_last - base > INT32_MAX:
                     raise _refuse("kept batch's offsets do not fit the segment (the broker would fail to load it)",
@@ -281,7 +283,10 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
         entries = kept[base]
         size = os.path.getsize(path)
         new_size = sum(e[1] for e in entries)
-        contiguous = all(entries[k][0] == sum(e[1] for e in entries[:k]) for k in range(len(entries)))
+        contiguous, at = True, 0
+        for pos, sz, _b, _l in entries:
+            contiguous = contiguous and pos == at
+            at = pos + sz
         if new_size != size or not contiguous:
             ch = ld.FileChange("write", stem + ".log", f"{len(entries)} intact batches kept, "
                                f"{size - new_size} bytes cut", new_size)
