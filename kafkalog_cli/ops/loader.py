@@ -811,6 +811,8 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
             if n.endswith(".swap"):
                 continue
             off = part.loader_offset(n)
+            if version.legacy_swap and part.loader_file_kind(n) not in ("log", "index"):
+                continue  # <= 2.8 replaceSegments deletes only the old segments' files, not snapshots
             if off is not None and lo <= off < hi:
                 ch.append(FileChange("delete", n, f"replaced by the interrupted clean/split's .swap files (range "
                                      f"[{lo}, {hi}))", phase="leftovers"))
