@@ -349,3 +349,16 @@ def test_salvage_refuses_what_it_cannot_repair(tmp_path):
     open(os.path.join(pdir, "backup.log"), "wb").write(b"")
     code, out = run("salvage", pdir)
     assert code == 2 and "backup.log" in out, out
+
+
+def test_stray_snapshots_removed_from_2_8(tmp_path):
+    """removeStraySnapshots (new in 2.8.0): snapshots not at a segment base go, except the newest one above the
+    last base."""
+    pdir, _pb, _layout = build(tmp_path, producers=False)
+    Path(os.path.dirname(pdir), ".kafka_cleanshutdown").write_text("")
+    empty = encode_producer_snapshot([])
+    for off in (5, 10, 25, 27, 30):
+        open(os.path.join(pdir, f"{off:020d}.snapshot"), "wb").write(empty)
+    plan = ld.plan_load(pdir, "3.9")
+    assert plan.snapshots_deleted == [5, 25, 27] and not plan.snapshots_written
+    assert ld.plan_load(pdir, "2.7").snapshots_deleted == []

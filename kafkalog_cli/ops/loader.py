@@ -26,7 +26,8 @@ The steps, with their sources (apache/kafka 1eb7644 ``storage/.../log/LogLoader.
    Every temporary ProducerStateManager of step 2/3 runs ``truncateAndReload``, which deletes the snapshots above
    the segment's base, and takes snapshots; that is simulated exactly (``_Psm``).
 
-Version differences modelled by ``--kafka-version``: the swap handling of <= 2.8; the producer map's iteration
+Version differences modelled by ``--kafka-version``: the swap handling of <= 2.8; ``removeStraySnapshots`` only
+from 2.8 (2.7.x leaves stray snapshots in place); the producer map's iteration
 order in written snapshots (Scala HashMap before 3.5); IOException during recovery empties the segment only in
 4.0+ (errata E3; an I/O error cannot be predicted offline, it is named in the notes).
 """
@@ -80,6 +81,11 @@ class KafkaVersion:
     def java_producer_map(self) -> bool:
         """3.5+: ProducerStateManager in Java (java.util.HashMap order in snapshots)."""
         return (self.major, self.minor) >= (3, 5)
+
+    @property
+    def removes_stray_snapshots(self) -> bool:
+        """2.8+: ProducerStateManager.removeStraySnapshots runs at load (absent from 2.7.x Log.scala)."""
+        return (self.major, self.minor) >= (2, 8)
 
     @property
     def catches_ioexception(self) -> bool:
@@ -676,7 +682,8 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
                                   len(text), data=text))
     elif not epoch_file:
         changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
-    remove_stray_snapshots(store, [s.base for s in segs])
+    if version.removes_stray_snapshots:
+        remove_stray_snapshots(store, [s.base for s in segs])
     main = _Psm(store, version.java_producer_map, now)
     rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
     _snapshot_changes(plan, store, before_snaps)
