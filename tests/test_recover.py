@@ -362,3 +362,23 @@ def test_stray_snapshots_removed_from_2_8(tmp_path):
     plan = ld.plan_load(pdir, "3.9")
     assert plan.snapshots_deleted == [5, 25, 27] and not plan.snapshots_written
     assert ld.plan_load(pdir, "2.7").snapshots_deleted == []
+
+
+@pytest.mark.slow
+def test_real_log_dir_recover_execute_then_nothing_left(tmp_path):
+    """A real broker log dir (copied): execute the plan, then the loader model finds nothing left to change and
+    verify-crc is clean."""
+    root = _realdata()
+    src = root / "DonaldY__kafka-2.7.1" / "kafka-logs" if root else None
+    if src is None or not src.is_dir():
+        pytest.skip("shared/realdata not present")
+    dst = tmp_path / "kafka-logs"
+    shutil.copytree(src, dst)
+    for p in [dst, *dst.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    code, out = run("recover", "--kafka-version", "2.7", "--execute", "--backup-dir", str(tmp_path / "bk"), str(dst))
+    assert code == 0, out
+    code, out = run("recover", "--kafka-version", "2.7", str(dst))
+    assert code == 0 and "the broker would change nothing" in out, out
+    code, out = run("verify-crc", str(dst))
+    assert code == 0, out

@@ -663,6 +663,8 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
     if not segs:
         base = plan.log_start_checkpoint
         changes.append(FileChange("create-empty", f"{base:020d}.log", "no segment left: a new empty active segment"))
+        for ext in ("index", "timeindex"):  # resizeIndexes on the active segment creates them (LogLoader.load)
+            changes.append(FileChange("create-empty", f"{base:020d}.{ext}", "index of the new active segment"))
         segs = [Scan(base, "", 0, 0, [], b"", b"", None, None)]
     elif clean and not before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
         plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips rebuilding "
