@@ -138,7 +138,7 @@ def test_corrupt_batch_mid_segment_truncates_and_deletes_later_segments(tmp_path
     rec = {r.base: r for r in plan.recovered}
     assert rec[0].outcome == "intact"
     assert rec[10].outcome == "truncated" and rec[10].stop_position == bad_pos and rec[10].valid_bytes == bad_pos
-    assert rec[10].lost.first_offset == bad_base == 14 and rec[10].lost.last_offset == 19
+    assert rec[10].lost.first_offset == bad_base == 14 == rec[10].truncate_offset and rec[10].lost.last_offset == 19
     assert rec[10].lost.batches == 5 and rec[10].lost.corrupt_bytes == bad_size  # 15..19 intact, 14 unreadable
     assert [d.segment for d in plan.deleted_segments] == [20, 30]  # every later segment (recoverLog)
     assert sum(d.records for d in plan.deleted_segments) == 20

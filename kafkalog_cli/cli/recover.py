@@ -96,8 +96,8 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
             if r.outcome == "intact":
                 out(head + f"intact ({r.valid_bytes} bytes, next offset {r.next_offset})")
             else:
-                out(head + f"{r.outcome.upper()} at byte {r.stop_position} of {r.size} ({r.stop}); log continues to "
-                    f"offset {r.next_offset - 1}")
+                out(head + f"{r.outcome.upper()} at byte {r.stop_position} of {r.size}, offset {r.truncate_offset} "
+                    f"({r.stop})")
                 if r.lost:
                     out(f"    lose {_lost_text(r.lost)}")
         for d in plan.deleted_segments:

@@ -139,6 +139,7 @@ class SegmentRecovery:
     time_entries: int = 0
     txn_entries: int = 0
     lost: Lost | None = None
+    truncate_offset: int | None = None  # the first offset the cut removes (the kept prefix's next offset)
 
 
 @dataclass
@@ -594,6 +595,8 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
         if rec.outcome != "intact" and lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
         rec.next_offset = s.next_offset
+        if rec.outcome != "intact":
+            rec.truncate_offset = s.next_offset
         rec.index_entries, rec.time_entries, rec.txn_entries = len(s.index) // 8, len(s.timeindex) // 12, len(aborted)
         if again:
             # recovered at load already (its file is cut now): recovering it again changes no file
