@@ -382,3 +382,17 @@ def test_real_log_dir_recover_execute_then_nothing_left(tmp_path):
     assert code == 0 and "the broker would change nothing" in out, out
     code, out = run("verify-crc", str(dst))
     assert code == 0, out
+
+
+def test_non_transactional_batch_inside_an_open_transaction_is_fatal(tmp_path):
+    """ProducerAppendInfo.appendDataBatch throws InvalidTxnStateException; nothing in the loader catches it."""
+    logdir = tmp_path / "logs"
+    pdir = logdir / "t-0"
+    pb = PartitionBuilder(str(pdir))
+    pb.batch([(b"a", b"1")], pid=5, txn=True)
+    pb.batch([(b"b", b"2")], pid=5, txn=False)
+    pb.write()
+    plan = ld.plan_load(str(pdir))
+    assert plan.fatal and "InvalidTxnStateException" in plan.fatal[0] and not plan.changes
+    code, out = run("salvage", str(pdir))
+    assert code == 2, out

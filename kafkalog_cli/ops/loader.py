@@ -494,6 +494,20 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
               index_interval_bytes: int = ri.DEFAULT_INTERVAL,
               segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES, lost_detail: bool = True) -> LoaderPlan:
     """Simulate the broker's load of ``partition_dir``; return every file change and what is lost."""
+    holder: list[LoaderPlan] = []
+    try:
+        return _plan_load(holder, partition_dir, kafka_version, now_ms, index_interval_bytes, segment_index_bytes,
+                          lost_detail)
+    except pst.InvalidTxnStateError as exc:
+        plan = holder[0]
+        plan.fatal.append(f"{exc.message}: producer-state replay at load throws it and nothing catches it, the "
+                          "broker fails to start (errata E3)")
+        plan.changes.clear()
+        return plan
+
+
+def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
+               segment_index_bytes: int, lost_detail: bool) -> LoaderPlan:
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory",
@@ -507,6 +521,7 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
     ls, _ls_src = read_offset_checkpoint(logdir, LOG_START_FILE, tp)
     plan = LoaderPlan(pdir, str(version), clean, rp if rp is not None else 0,
                       rp_src if rp is not None else f"{rp_src}: 0 (recover every segment)", ls or 0)
+    holder.append(plan)  # for plan_load's InvalidTxnStateError path
     try:
         names = sorted(n for n in os.listdir(pdir) if os.path.isfile(os.path.join(pdir, n)))
     except OSError as exc:

@@ -33,6 +33,11 @@ NUM_BATCHES_TO_RETAIN = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
+class InvalidTxnStateError(KafkalogError):
+    """ProducerAppendInfo.appendDataBatch's InvalidTxnStateException: a non-transactional batch from a producer
+    whose transaction is open. Nothing in the loader catches it: the broker does not start (errata E3)."""
+
+
 # ------------------------------------------------------------------------------------------------ batches
 @dataclass(frozen=True)
 class BatchInfo:
@@ -168,6 +173,11 @@ class ProducerState:
             cur.current_txn_first_offset = -1
             cur.last_timestamp = b.control_timestamp
             return done
+        if cur.current_txn_first_offset >= 0 and not b.transactional:
+            raise InvalidTxnStateError(
+                f"producer {b.producer_id} writes a non-transactional batch at offset {b.base_offset} while its "
+                f"transaction from offset {cur.current_txn_first_offset} is open (InvalidTxnStateException)",
+                position=b.position, expected="a transactional batch or a marker", found="non-transactional batch")
         if cur.epoch != b.producer_epoch:
             cur.batches.clear()
             cur.epoch = b.producer_epoch
