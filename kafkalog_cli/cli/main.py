@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "completion": ("kafkalog_cli.cli.completion", "completion", "Print the bash, zsh or fish completion script."),
     "scan": ("kafkalog_cli.cli.scan", "scan", "Scan log dirs into Parquet datasets (batches, problems, records) and report."),
     "compact": ("kafkalog_cli.cli.compact", "compact", "Compact a partition offline by the log cleaner's rules."),
+    "recover": ("kafkalog_cli.cli.recover", "recover", "Show (or do offline) what the broker's loader does at restart."),
+    "salvage": ("kafkalog_cli.cli.recover", "salvage", "Cut out only the corrupt ranges; keep every intact batch."),
     "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
 }
 

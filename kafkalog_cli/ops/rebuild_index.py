@@ -484,9 +484,11 @@ class RebuildResult:
     def problems(self) -> int:
         return sum(1 for s in self.segments if s.problem is not None)
 
+    txn_differences: int = 0  # .txnindex files missing or different (rebuild_txnindex)
+
     @property
     def differences(self) -> int:
-        return sum(1 for s in self.segments if s.differs)
+        return sum(1 for s in self.segments if s.differs) + self.txn_differences
 
 
 def _needs_write(rep: SegmentReport, kind: str) -> bool:
@@ -583,6 +585,7 @@ def _run_partition(
                 if txn is not None:
                     txn.stage(name, data)
                     rep.written.append(name)
+        result.txn_differences += _stage_txn_indexes(pdir, [b for b, _ in chosen], plan, txn)
         if active_base in [b for b, _ in chosen]:
             plan.notes.append(
                 "the active segment's indexes are written trimmed to their entries; the broker preallocates them "
@@ -601,3 +604,21 @@ def _run_partition(
             txn.abort()
     plan.notes += safety.log_dir_warnings(pdir)
     result.plans.append(plan)
+
+
+def _stage_txn_indexes(pdir: str, bases: list[int], plan: object, txn: object) -> int:
+    """The ``.txnindex`` call site (rebuild_txnindex.py): plan (and stage) every one that is missing or differs."""
+    from kafkalog_cli.ops import safety
+    from kafkalog_cli.ops.rebuild_txnindex import rebuild_txn_indexes
+
+    n = 0
+    for t in rebuild_txn_indexes(pdir):
+        if t.base not in bases or not t.needs_write or t.data is None:
+            continue
+        n += 1
+        plan.actions.append(safety.FileAction(  # type: ignore[attr-defined]
+            "create" if t.status == "missing" else "replace", os.path.join(pdir, t.name), len(t.data),
+            f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries, errata E1)"))
+        if txn is not None:
+            txn.stage(t.name, t.data)  # type: ignore[attr-defined]
+    return n

@@ -457,7 +457,8 @@ def _segment_base(path: str) -> int | None:
 
 def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
                    indexes: bool = True, max_problems: int = DEFAULT_MAX_PROBLEMS,
-                   progress: Callable[[int], None] | None = None) -> SegmentReport:
+                   progress: Callable[[int], None] | None = None,
+                   extra_observers: list[Any] | None = None) -> SegmentReport:
     """Verify one ``.log`` segment (and, with ``indexes``, its ``.index``/``.timeindex`` against it).
 
     Never raises for corrupt content; an unreadable file gives a report with ``unreadable=True`` and one problem.
@@ -474,7 +475,7 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
         report.unreadable = True
         report.add(Problem(path, 0, 0, "unreadable", exc.describe()))
         return report
-    observers: list[Any] = []
+    observers: list[Any] = list(extra_observers or [])
     opened: list[MappedFile] = []
     try:
         report.size = mf.size
@@ -496,7 +497,8 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
         walker.run()
         report.magics = sorted(walker.magics)
         for obs in observers:
-            obs.finish(report.last_offset)
+            if hasattr(obs, "finish"):
+                obs.finish(report.last_offset)
     finally:
         for imf in opened:
             imf.close()
@@ -627,3 +629,25 @@ def cross_segment_problems(reports: list[SegmentReport]) -> list[Problem]:
             if seg.last_offset is not None:
                 prev = seg
     return out
+
+
+class SegmentMap:
+    """The resync map of one segment as data: every intact entry (position, size, base offset, last offset) and
+    every region ``(start, end, is_error)`` the walk skipped, in file order. ``salvage`` and ``recover`` read it."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, int, int, int]] = []
+        self.regions: list[tuple[int, int, bool]] = []
+
+    def on_entry(self, pos: int, size: int, base: int, last: int, _max_ts: int) -> None:
+        self.entries.append((pos, size, base, last))
+
+    def on_region(self, start: int, end: int, error: bool) -> None:
+        self.regions.append((start, end, error))
+
+
+def map_segment(path: str, *, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> tuple[SegmentReport, SegmentMap]:
+    """``verify_segment`` (without the index checks) plus its resync map."""
+    m = SegmentMap()
+    report = verify_segment(path, max_batch_size=max_batch_size, indexes=False, extra_observers=[m])
+    return report, m

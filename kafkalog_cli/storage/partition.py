@@ -43,3 +43,38 @@ def segment_name(base: int, ext: str = "log") -> str:
 def segment_logs(partition_dir: str) -> list[tuple[int, str]]:
     """(base offset, .log path) of every segment, in offset order."""
     return [(b, os.path.join(partition_dir, segment_name(b))) for b in segment_bases(partition_dir)]
+
+
+# ------------------------------------------------------------------------------------------------ loader view
+LOADER_INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
+def loader_file_kind(name: str) -> str:
+    """How the broker's LogLoader classifies a file name (LogFileUtils, LogLoader.removeTempFilesAndCollectSwapFiles):
+    ``deleted`` (any ``*.deleted`` except a KRaft ``*.checkpoint.deleted``), ``cleaned``, ``swap``, ``log``
+    (``*.log``), ``index`` (``*.index``/``*.timeindex``/``*.txnindex``), ``snapshot`` or ``other``. Checked in
+    the loader's order, so ``X.log.swap`` is ``swap``."""
+    if name.endswith(".deleted"):
+        return "other" if name.endswith(".checkpoint.deleted") else "deleted"
+    if name.endswith(".cleaned"):
+        return "cleaned"
+    if name.endswith(".swap"):
+        return "swap"
+    if name.endswith(".log"):
+        return "log"
+    if name.endswith(LOADER_INDEX_SUFFIXES):
+        return "index"
+    if name.endswith(".snapshot"):
+        return "snapshot"
+    return "other"
+
+
+def loader_offset(name: str) -> int | None:
+    """LogFileUtils.offsetFromFile: Long.parseLong of the text before the first '.'; None where Java throws
+    NumberFormatException (which the loader does not catch for log/index/.cleaned files: the broker fails to start,
+    errata E15)."""
+    prefix = name.split(".", 1)[0]
+    if not prefix or not prefix.isascii() or not (prefix.isdigit() or (prefix[0] in "+-" and prefix[1:].isdigit())):
+        return None
+    v = int(prefix)
+    return v if -(1 << 63) <= v <= INT64_MAX else None

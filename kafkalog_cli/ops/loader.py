@@ -1,0 +1,867 @@
+"""A model of the broker's LogLoader: what one partition directory becomes at the broker's next start.
+
+Why a model and not a guess: after a crash the broker truncates at the first invalid batch of each segment past the
+recovery point and DELETES every later segment (spec §8, errata E2/E3), and the only way to see that today is to
+restart it. This module replays the loader's steps over the files on disk, in the broker's order, and returns the
+plan as data (``LoaderPlan``): nothing here writes or prints. ``ops/recover.py`` executes the plan.
+
+The steps, with their sources (apache/kafka 1eb7644 ``storage/.../log/LogLoader.java`` unless stated):
+
+1. leftovers (``removeTempFilesAndCollectSwapFiles``, 260-313): ``*.deleted`` removed, ``.swap`` files at or above
+   the smallest ``.cleaned`` base removed, every ``.cleaned`` removed. Then (3.0+, ``load`` 140-191) the range
+   [min ``.log.swap`` base, max swap next offset) is computed, every non-swap file whose name starts with an
+   offset in it is removed (errata E12) and every ``.swap`` is renamed. Kafka <= 2.8 (``Log.scala``) instead deletes
+   the index files of every ``.swap``'s base, recovers each ``.log.swap`` segment and replaces the old segments it
+   overlaps (the "index-swap deletion" that 3.0 dropped).
+2. ``loadSegmentFiles`` (356-389): orphan index files deleted; a missing ``.timeindex`` is created empty; a missing
+   ``.index`` or a ``.txnindex`` entry below the base recovers that segment at once (truncation there keeps later
+   segments, errata E2); a ``.txnindex`` entry of version > 0 stops the broker (errata E8).
+3. ``recoverLog`` (464-520), only without ``.kafka_cleanshutdown``: recover every segment from the one holding the
+   recovery point; the first one that loses a byte ends it and every later segment is deleted.
+   ``LogSegment.recover`` (472-520) = ``rebuild_index.rebuild_segment`` (same stop rules), plus producer state,
+   leader epochs and the rebuilt ``.txnindex``; an InvalidOffsetException empties the segment.
+4. log end < log start checkpoint: everything deleted; no segment: an empty one at the log start.
+5. leader-epoch cache ``truncateFromEnd(LEO)`` / ``truncateFromStart(log start checkpoint)``; producer snapshots:
+   ``removeStraySnapshots`` then ``rebuildProducerState`` (UnifiedLog.java 43-130; ProducerStateManager.java).
+   Every temporary ProducerStateManager of step 2/3 runs ``truncateAndReload``, which deletes the snapshots above
+   the segment's base, and takes snapshots; that is simulated exactly (``_Psm``).
+
+Version differences modelled by ``--kafka-version``: the swap handling of <= 2.8; ``removeStraySnapshots`` only
+from 2.8 (2.7.x leaves stray snapshots in place); the producer map's iteration
+order in written snapshots (Scala HashMap before 3.5); IOException during recovery empties the segment only in
+4.0+ (errata E3; an I/O error cannot be predicted offline, it is named in the notes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import time
+from dataclasses import asdict, dataclass, field
+
+from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
+from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.ops import producer_state as pst
+from kafkalog_cli.ops import rebuild_index as ri
+from kafkalog_cli.ops import verify
+from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage import partition as part
+from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
+
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+DEFAULT_VERSION = "3.9"
+
+
+# ------------------------------------------------------------------------------------------------ versions
+@dataclass(frozen=True)
+class KafkaVersion:
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str) -> KafkaVersion:
+        m = re.match(r"^(\d+)\.(\d+)(?:\.\d+)?(?:-\S*)?$", text.strip())
+        if not m:
+            raise ValueError(f"not a Kafka version: {text!r} (e.g. 3.9, 3.6.2, 4.0)")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def legacy_swap(self) -> bool:
+        """<= 2.8: Log.scala's swap handling (index files deleted, swap segment recovered)."""
+        return (self.major, self.minor) <= (2, 8)
+
+    @property
+    def java_producer_map(self) -> bool:
+        """3.5+: ProducerStateManager in Java (java.util.HashMap order in snapshots)."""
+        return (self.major, self.minor) >= (3, 5)
+
+    @property
+    def removes_stray_snapshots(self) -> bool:
+        """2.8+: ProducerStateManager.removeStraySnapshots runs at load (absent from 2.7.x Log.scala)."""
+        return (self.major, self.minor) >= (2, 8)
+
+    @property
+    def catches_ioexception(self) -> bool:
+        return self.major >= 4
+
+
+# ------------------------------------------------------------------------------------------------ plan values
+@dataclass
+class FileChange:
+    """One file change the broker's loader makes. ``kind``: delete | rename | write | truncate | create-empty."""
+
+    kind: str
+    name: str
+    detail: str = ""
+    size: int = 0
+    source: str | None = None  # rename: the file renamed
+    phase: str = "load"  # "leftovers" (done first) or "load"
+    data: bytes | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("data")
+        return d
+
+
+@dataclass
+class Lost:
+    """Data the broker removes from one segment (a cut tail or a whole deleted segment)."""
+
+    segment: int
+    first_offset: int | None
+    last_offset: int | None
+    batches: int
+    records: int
+    bytes: int
+    whole_segment: bool
+    corrupt_bytes: int = 0  # bytes in regions verify-crc cannot read (their offsets are unknown)
+
+
+@dataclass
+class SegmentRecovery:
+    base: int
+    reason: str
+    size: int
+    valid_bytes: int
+    outcome: str  # intact | truncated | emptied
+    stop: str | None = None
+    stop_position: int | None = None
+    next_offset: int = 0
+    index_entries: int = 0
+    time_entries: int = 0
+    txn_entries: int = 0
+    lost: Lost | None = None
+    truncate_offset: int | None = None  # the first offset the cut removes (the kept prefix's next offset)
+
+
+@dataclass
+class LoaderPlan:
+    partition_dir: str
+    kafka_version: str
+    clean_shutdown: bool
+    recovery_point: int
+    recovery_point_source: str
+    log_start_checkpoint: int
+    recovered: list[SegmentRecovery] = field(default_factory=list)
+    deleted_segments: list[Lost] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
+    snapshots_deleted: list[int] = field(default_factory=list)
+    snapshots_written: list[int] = field(default_factory=list)
+    epochs_before: list[tuple[int, int]] = field(default_factory=list)
+    epochs_after: list[tuple[int, int]] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    log_end_before: int = 0
+    new_recovery_point: int = 0
+    fatal: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def lost_records(self) -> int:
+        return sum(r.lost.records for r in self.recovered if r.lost) + sum(d.records for d in self.deleted_segments)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["changes"] = [c.to_dict() for c in self.changes]
+        d["has_changes"] = self.has_changes
+        d["lost_records"] = self.lost_records
+        return d
+
+
+# ------------------------------------------------------------------------------------------------ log-dir inputs
+def topic_partition(pdir: str) -> tuple[str, int] | None:
+    """``<topic>-<partition>`` split at the last '-' (spec §7.6)."""
+    name = os.path.basename(os.path.abspath(pdir))
+    topic, _, p = name.rpartition("-")
+    return (topic, int(p)) if topic and p.isdigit() else None
+
+
+def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -> tuple[int | None, str]:
+    """(offset or None, how it was found) from a log-dir checkpoint (``topic partition offset`` lines)."""
+    path = os.path.join(logdir, name)
+    if not os.path.isfile(path):
+        return None, f"{name} missing"
+    try:
+        cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
+    except CheckpointError as exc:
+        return None, f"{name} unreadable ({exc.message}): the broker resets every partition to 0"
+    if tp is not None:
+        for topic, p, off in cp.entries:
+            if topic == tp[0] and p == str(tp[1]):
+                try:
+                    return comp.java_parse_int(off, 64), f"{name}: {off}"
+                except ValueError:
+                    return None, f"{name} has a malformed offset for this partition"
+    return None, f"no entry for this partition in {name}"
+
+
+def epoch_assign(cache: list[tuple[int, int]], epoch: int, start: int) -> list[tuple[int, int]]:
+    """LeaderEpochFileCache.assign (spec §10.1, errata E7 load semantics)."""
+    if cache and cache[-1][0] == epoch and start >= cache[-1][1]:
+        return cache
+    out = [(e, s) for e, s in cache if e < epoch and s < start]
+    out.append((epoch, start))
+    return out
+
+
+def epoch_truncate_from_end(cache: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:
+    if end >= 0 and cache and cache[-1][1] >= end:
+        return [(e, s) for e, s in cache if s < end]
+    return cache
+
+
+def epoch_truncate_from_start(cache: list[tuple[int, int]], start: int) -> list[tuple[int, int]]:
+    removed = [(e, s) for e, s in cache if s <= start]
+    if not removed:
+        return cache
+    return [(removed[-1][0], start)] + [(e, s) for e, s in cache if s > start]
+
+
+# ------------------------------------------------------------------------------------------------ segments
+_TRUNCATE = ("record size below", "partial batch", "v2 batch smaller", "batch CRC mismatch", "trailing bytes",
+             "legacy message CRC", "unreadable legacy")
+_INVALID_OFFSET = ("non-increasing offset", "time index offset going backwards")
+
+
+def _stop_kind(problem: KafkalogError | None) -> str | None:
+    """How LogSegment.recover ends at rebuild_segment's problem: truncate, empty (InvalidOffsetException), fatal."""
+    if problem is None:
+        return None
+    msg = problem.message
+    if msg.startswith(_TRUNCATE):
+        return "truncate"
+    if msg.startswith(_INVALID_OFFSET):
+        return "empty"
+    if msg.startswith("batch offset outside"):
+        return "overflow"
+    return "fatal"
+
+
+@dataclass
+class Scan:
+    """One segment as recovery sees it: where it stops, the indexes it writes, and of the batches it keeps those
+    the loader model needs (producer batches, leader-epoch rises, the last one)."""
+
+    base: int
+    path: str
+    size: int
+    valid_bytes: int
+    infos: list[pst.BatchInfo]
+    index: bytes
+    timeindex: bytes
+    stop: str | None  # truncate | empty | overflow | fatal
+    problem: KafkalogError | None
+    last: int | None = None  # last offset of the valid prefix (legacy entries included)
+
+    @property
+    def next_offset(self) -> int:
+        return self.last + 1 if self.last is not None else self.base
+
+
+def scan_segment(path: str, base: int, interval: int, sib: int) -> Scan:
+    """Run the recovery rule over one ``.log``; also the reader's view of segments that are not recovered."""
+    with MappedFile(path) as mf:
+        buf = mf.buf
+        rb = ri.rebuild_segment(buf, base, interval, file=path, segment_index_bytes=sib)
+        infos: list[pst.BatchInfo] = []
+        problem = rb.problem
+        stop = _stop_kind(problem)
+        valid = rb.valid_bytes
+        top_epoch = -1
+        for pos, size, magic in walk(buf, 0, valid, file=path):
+            if magic < 2:
+                continue
+            b = read_entry(buf, pos, magic, file=path)
+            assert isinstance(b, Batch)
+            if b.producer_id < 0 and b.partition_leader_epoch <= top_epoch and pos + size < valid:
+                continue  # memory: only producer batches, epoch rises and the last batch matter to the loader
+            top_epoch = max(top_epoch, b.partition_leader_epoch)
+            info = pst.safe_batch_info(b, buf)
+            if isinstance(info, KafkalogError):
+                # InvalidRecordException in updateProducerState: thrown after this batch was counted valid
+                valid = pos + size
+                rb = ri.rebuild_segment(bytes(buf[:valid]), base, interval, file=path, segment_index_bytes=sib)
+                problem = KafkalogError(f"unreadable control record ({info.message}): InvalidRecordException",
+                                        file=path, position=pos)
+                stop = "truncate"
+                infos.append(pst.BatchInfo(pos, size, b.base_offset, b.last_offset, b.records_count, -1, -1, -1,
+                                           b.max_timestamp, b.partition_leader_epoch, b.is_transactional, True))
+                break
+            infos.append(info)
+        size = len(buf)
+    return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset)
+
+
+def _count_records(path: str, entries: list[tuple[int, int, int, int]]) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for pos, _size, _base, _last in entries:
+            f.seek(pos + 16)
+            magic = f.read(1)
+            if magic and magic[0] >= 2:
+                f.seek(pos + 57)
+                n += max(struct.unpack(">i", f.read(4))[0], 0)
+            else:
+                n += 1
+    return n
+
+
+def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | None = None) -> Lost:
+    """What the bytes from ``cut`` on hold, by verify-crc's resync map (intact batches beyond a bad one count).
+    ``from_offset``: the first offset the cut removes (the kept prefix's next offset), when known."""
+    _rep, m = verify.map_segment(path)
+    ents = [e for e in m.entries if e[0] >= cut]
+    size = os.path.getsize(path)
+    corrupt = sum(min(e, size) - max(s, cut) for s, e, err in m.regions if err and e > cut)
+    first = min((e[2] for e in ents), default=None)
+    if from_offset is not None and (first is None or corrupt):
+        first = from_offset if first is None else min(first, from_offset)
+    last = max((e[3] for e in ents), default=None)
+    if first is not None and last is None:
+        last = first if corrupt else None
+    return Lost(base, first, last, len(ents), _count_records(path, ents), size - cut, whole, corrupt)
+
+
+# ------------------------------------------------------------------------------------------------ snapshots
+class _Snapshots:
+    """The partition's ``.snapshot`` files as the simulation changes them (content read lazily from disk)."""
+
+    def __init__(self, pdir: str, names: list[str]) -> None:
+        self.pdir = pdir
+        self.present: dict[int, bytes | None] = {}
+        for n in names:
+            if part.loader_file_kind(n) == "snapshot":
+                off = part.loader_offset(n)
+                if off is not None and n == f"{off:020d}.snapshot":
+                    self.present[off] = None
+        self.original = set(self.present)
+        self.written: dict[int, bytes] = {}
+
+    def offsets(self) -> list[int]:
+        return sorted(self.present)
+
+    def read(self, off: int) -> list[comp.ProducerEntry]:
+        data = self.present[off]
+        path = os.path.join(self.pdir, f"{off:020d}.snapshot")
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+        return comp.parse_producer_snapshot(data, path).entries
+
+    def delete(self, off: int) -> None:
+        self.present.pop(off, None)
+        self.written.pop(off, None)
+
+    def write(self, off: int, data: bytes) -> None:
+        self.present[off] = data
+        self.written[off] = data
+
+
+class _Psm:
+    """One ProducerStateManager: its own view of the snapshot files, the producer map, map/snapshot end offsets."""
+
+    def __init__(self, store: _Snapshots, java_map: bool, now_ms: int | None) -> None:
+        self.store = store
+        self.view = set(store.offsets())
+        self.state = pst.ProducerState(0)
+        self.last_snap = 0
+        self.java_map = java_map
+        self.now_ms = now_ms
+
+    def remove(self, off: int) -> None:
+        self.view.discard(off)
+        self.store.delete(off)
+
+    def take_snapshot(self) -> None:
+        if self.state.map_end_offset > self.last_snap:
+            off = self.state.map_end_offset
+            self.store.write(off, self.state.snapshot_bytes(self.java_map))
+            self.view.add(off)
+            self.last_snap = off
+
+    def load_from_snapshot(self, log_start: int) -> None:
+        while True:
+            live = sorted(o for o in self.view if o in self.store.present)
+            if not live:
+                self.last_snap = self.state.map_end_offset = log_start
+                return
+            off = live[-1]
+            try:
+                entries = self.store.read(off)
+            except KafkalogError:
+                self.remove(off)  # CorruptSnapshotException: deleted, the next older one tried
+                continue
+            loaded = pst.load_snapshot_state(entries, off, self.now_ms)
+            self.state.producers, self.state.ongoing = loaded.producers, loaded.ongoing
+            self.state.inserted = loaded.inserted
+            self.state.max_size = max(self.state.max_size, loaded.max_size)
+            self.last_snap = self.state.map_end_offset = off
+            return
+
+    def truncate_and_reload(self, log_start: int, log_end: int) -> None:
+        for off in sorted(self.view):
+            if off > log_end or off <= log_start:
+                self.remove(off)
+        if log_end != self.state.map_end_offset:
+            self.state.clear()
+            self.load_from_snapshot(log_start)
+
+    def is_empty(self) -> bool:
+        return not self.state.producers
+
+
+def rebuild_producer_state(psm: _Psm, segs: list[Scan], log_start: int, last_offset: int, clean: bool) -> None:
+    """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order)."""
+    to_snap: list[int] = []
+    if segs:
+        if len(segs) > 1:
+            to_snap.append(segs[-2].base)
+        to_snap.append(segs[-1].base)
+    to_snap.append(last_offset)
+    if not psm.view.intersection(psm.store.present) and clean:
+        for off in to_snap:
+            psm.state.map_end_offset = off
+            psm.take_snapshot()
+        return
+    empty_before = psm.is_empty() and psm.state.map_end_offset >= last_offset
+    psm.truncate_and_reload(log_start, last_offset)
+    if last_offset > psm.state.map_end_offset and not empty_before:
+        floor = [s for s in segs if s.base <= last_offset]
+        floor_seg = floor[-1] if floor else None
+        start_from = psm.state.map_end_offset
+        chosen = [s for s in segs if s.base < last_offset]
+        lower = [s for s in chosen if s.base <= start_from]
+        if lower:
+            chosen = [s for s in chosen if s.base >= lower[-1].base]
+        for s in chosen:
+            start = max(s.base, psm.state.map_end_offset, log_start)
+            psm.state.map_end_offset = start
+            if s.base in to_snap:
+                psm.take_snapshot()
+            batches = [b for b in s.infos if b.last_offset >= start]
+            if s is floor_seg:
+                batches = [b for b in batches if b.last_offset < last_offset]
+            end_keep = psm.state.map_end_offset
+            psm.state.replay(batches)
+            psm.state.map_end_offset = end_keep  # loadProducersFromRecords does not move the map end offset
+    psm.state.map_end_offset = last_offset
+    psm.take_snapshot()
+
+
+def remove_stray_snapshots(store: _Snapshots, bases: list[int]) -> None:
+    """ProducerStateManager.removeStraySnapshots."""
+    base_set = set(bases)
+    stray: int | None = None
+    for off in store.offsets():
+        if off not in base_set:
+            if stray is not None:
+                store.delete(stray)
+            stray = off
+    if stray is not None and bases and stray < max(bases):
+        store.delete(stray)
+
+
+# ------------------------------------------------------------------------------------------------ the loader
+def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bool]:
+    path = os.path.join(pdir, EPOCH_CHECKPOINT)
+    if not os.path.isfile(path):
+        return [], False
+    try:
+        raw = comp.parse_leader_epoch_checkpoint(comp.read_checkpoint_text(path), path)
+    except CheckpointError as exc:
+        plan.fatal.append(f"{EPOCH_CHECKPOINT}: {exc.message} (the broker takes the log directory offline or fails "
+                          "to start, errata E7)")
+        return [], True
+    cache: list[tuple[int, int]] = []
+    for e, s in raw:
+        cache = epoch_assign(cache, e, s)
+    return cache, True
+
+
+def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_ms: int | None = None,
+              index_interval_bytes: int = ri.DEFAULT_INTERVAL,
+              segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES, lost_detail: bool = True) -> LoaderPlan:
+    """Simulate the broker's load of ``partition_dir``; return every file change and what is lost."""
+    holder: list[LoaderPlan] = []
+    try:
+        return _plan_load(holder, partition_dir, kafka_version, now_ms, index_interval_bytes, segment_index_bytes,
+                          lost_detail)
+    except pst.InvalidTxnStateError as exc:
+        plan = holder[0]
+        plan.fatal.append(f"{exc.message}: producer-state replay at load throws it and nothing catches it, the "
+                          "broker fails to start (errata E3)")
+        plan.changes.clear()
+        return plan
+
+
+def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
+               segment_index_bytes: int, lost_detail: bool) -> LoaderPlan:
+    pdir = os.path.abspath(partition_dir)
+    if not os.path.isdir(pdir):
+        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory",
+                                  found="no such directory")
+    version = KafkaVersion.parse(kafka_version)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    logdir = os.path.dirname(os.path.realpath(pdir))
+    tp = topic_partition(pdir)
+    clean = os.path.exists(os.path.join(logdir, CLEAN_SHUTDOWN))
+    rp, rp_src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
+    ls, _ls_src = read_offset_checkpoint(logdir, LOG_START_FILE, tp)
+    plan = LoaderPlan(pdir, str(version), clean, rp if rp is not None else 0,
+                      rp_src if rp is not None else f"{rp_src}: 0 (recover every segment)", ls or 0)
+    holder.append(plan)  # for plan_load's InvalidTxnStateError path
+    try:
+        names = sorted(n for n in os.listdir(pdir) if os.path.isfile(os.path.join(pdir, n)))
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot list the directory: {exc.strerror}", file=pdir) from None
+    files: dict[str, str] = {n: os.path.join(pdir, n) for n in names}  # final name -> file holding its content
+    changes = plan.changes
+    recover_now: dict[int, str] = {}
+    _leftovers(plan, files, version, recover_now)
+
+    # ---- loadSegmentFiles
+    for n in sorted(files):
+        if part.loader_file_kind(n) == "index":
+            off = part.loader_offset(n)
+            if off is None:
+                plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
+                                  "fails to start, errata E15)")
+                continue
+            if f"{off:020d}.log" not in files:
+                changes.append(FileChange("delete", n, "orphaned index file (no .log)"))
+                del files[n]
+    logs = []
+    for n in sorted(files):
+        if part.loader_file_kind(n) != "log":
+            continue
+        off = part.loader_offset(n)
+        if off is None or n != f"{off:020d}.log":
+            plan.fatal.append(f"{n}: not a segment name the loader handles (it parses the text before the first '.' "
+                              "as an offset, errata E15); move it out of the partition directory")
+            continue
+        logs.append((off, n))
+    plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
+    if plan.fatal:
+        return plan
+    cache = list(plan.epochs_before)
+    store = _Snapshots(pdir, list(files))
+    before_snaps = set(store.offsets())
+    segs: list[Scan] = []
+    scans: dict[int, Scan] = {}
+    recovered_bases: set[int] = set()
+
+    def scan(base: int) -> Scan:
+        if base not in scans:
+            scans[base] = scan_segment(files[f"{base:020d}.log"], base, index_interval_bytes, segment_index_bytes)
+        return scans[base]
+
+    def recover(s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
+        nonlocal cache
+        psm = _Psm(store, version.java_producer_map, now)
+        rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
+        rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
+        again = s.base in recovered_bases
+        recovered_bases.add(s.base)
+        if s.stop in ("fatal", "overflow"):
+            what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start "
+                    "(errata E3)") if s.stop == "overflow" else "the broker fails to start (errata E3, E16)"
+            plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else s.stop}: {what}")
+            return rec
+        if s.stop == "empty" and at_load:
+            # loadSegmentFiles calls recoverSegment inside its catch blocks and catches nothing around it: the
+            # InvalidOffsetException escapes LogLoader.load and LogManager.loadLogs rethrows it (LogLoader.java
+            # 371-386, errata E3): the broker does not start
+            plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else 'invalid offset'}: during the "
+                              "load-time recovery this InvalidOffsetException is not caught: the broker fails to start")
+            return rec
+        stop_at = s.problem.position if s.stop == "empty" and s.problem is not None else None
+        aborted: list[tuple[int, int, int, int]] = []
+        for b in s.infos:
+            if stop_at is not None and b.position >= stop_at:
+                break
+            if b.leader_epoch >= 0 and (not cache or b.leader_epoch > cache[-1][0]):
+                cache = epoch_assign(cache, b.leader_epoch, b.base_offset)
+            if stop_at is None:
+                psm.state.replay([b], aborted)
+        if s.stop == "empty":
+            rec.outcome, rec.valid_bytes = "emptied", 0
+            rec.stop = (f"{s.problem.message if s.problem else 'invalid offset'}: InvalidOffsetException, the "
+                        "segment is truncated to its base offset")
+            rec.stop_position = stop_at
+            s.valid_bytes, s.infos, s.index, s.timeindex, s.last = 0, [], b"", b"", None
+        else:
+            psm.take_snapshot()
+            if s.valid_bytes < s.size:
+                rec.outcome = "truncated"
+                rec.stop = s.problem.message if s.problem else "bytes after the last complete batch"
+                rec.stop_position = s.valid_bytes
+        if rec.outcome != "intact" and lost_detail:
+            rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
+        rec.next_offset = s.next_offset
+        if rec.outcome != "intact":
+            rec.truncate_offset = s.next_offset
+        rec.index_entries, rec.time_entries, rec.txn_entries = len(s.index) // 8, len(s.timeindex) // 12, len(aborted)
+        if again:
+            # recovered at load already (its file is cut now): recovering it again changes no file
+            prev = next(r for r in plan.recovered if r.base == s.base)
+            prev.reason += "; recovered again by the unclean-shutdown pass (no further change)"
+            return rec
+        _segment_file_changes(plan, files, s, aborted, rec)
+        plan.recovered.append(rec)
+        s.size = s.valid_bytes  # the file is cut now: recovering it again finds nothing
+        s.stop, s.problem = None, None
+        return rec
+
+    for base, _n in logs:
+        s = scan(base)
+        tname, iname, xname = f"{base:020d}.timeindex", f"{base:020d}.index", f"{base:020d}.txnindex"
+        if iname in files and tname not in files:
+            changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt (errata "
+                                      "E14: retention then uses the .log mtime); run rebuild-index to rebuild it"))
+            files[tname] = ""
+        reason = None
+        if iname not in files:
+            reason = recover_now.get(base, "the .index file is missing")
+        else:
+            txn_err = _txn_sanity(files.get(xname), base)
+            if txn_err == "fatal":
+                plan.fatal.append(f"{xname}: an entry has a version > 0 (KafkaException at load: the broker fails to "
+                                  "start, errata E8)")
+                return plan
+            if txn_err:
+                reason = txn_err
+            elif base in recover_now:
+                reason = recover_now[base]
+        if reason:
+            recover(s, reason + " (recovered at load; truncation here keeps later segments, errata E2)", segs, True)
+        segs.append(s)
+    if plan.fatal:
+        return plan
+    plan.log_end_before = max((s.next_offset for s in segs), default=0)
+
+    # ---- recoverLog
+    if not clean and segs:
+        floor = [s for s in segs if s.base <= plan.recovery_point]
+        first = floor[-1].base if floor else segs[0].base
+        todo = [s for s in segs if s.base >= first]
+        for i, s in enumerate(todo):
+            rec = recover(s, "unclean shutdown: at or above the recovery point", segs)
+            if plan.fatal:
+                return plan
+            if rec.outcome != "intact":
+                for later in todo[i + 1:]:
+                    _delete_segment(plan, files, later, lost_detail)
+                    segs.remove(later)
+                break
+    elif clean:
+        plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing .index "
+                          "or a .txnindex that fails its check (spec §8)")
+    leo = segs[-1].next_offset if segs else plan.log_start_checkpoint
+    if segs and leo < plan.log_start_checkpoint:
+        for s in list(segs):
+            _delete_segment(plan, files, s, lost_detail)
+        segs = []
+        cache = []
+        for off in store.offsets():
+            store.delete(off)
+        plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint {plan.log_start_checkpoint}: "
+                          "the broker deletes every segment (spec §8 step 5)")
+    if not segs:
+        base = plan.log_start_checkpoint
+        changes.append(FileChange("create-empty", f"{base:020d}.log", "no segment left: a new empty active segment"))
+        for ext in ("index", "timeindex"):  # resizeIndexes on the active segment creates them (LogLoader.load)
+            changes.append(FileChange("create-empty", f"{base:020d}.{ext}", "index of the new active segment"))
+        segs = [Scan(base, "", 0, 0, [], b"", b"", None, None)]
+    elif clean and not before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
+        plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips rebuilding "
+                          "producer state and writes empty snapshots (idempotence/transaction state lost, spec §7.2); "
+                          f"remove {CLEAN_SHUTDOWN} first to make it replay the log")
+    leo = segs[-1].next_offset
+    plan.log_end_offset = leo
+    plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
+    plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
+
+    # ---- epochs, producer state
+    cache = epoch_truncate_from_start(epoch_truncate_from_end(cache, leo), plan.log_start_checkpoint)
+    plan.epochs_after = cache
+    if cache != plan.epochs_before:
+        text = comp.encode_leader_epoch_checkpoint(cache).encode()
+        changes.append(FileChange("write", EPOCH_CHECKPOINT, "leader-epoch cache after recovery and truncation",
+                                  len(text), data=text))
+    elif not epoch_file:
+        changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
+    if version.removes_stray_snapshots:
+        remove_stray_snapshots(store, [s.base for s in segs])
+    main = _Psm(store, version.java_producer_map, now)
+    rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+    _snapshot_changes(plan, store, before_snaps)
+    written = {c.name for c in changes if c.kind == "write"}
+    plan.changes = [c for c in changes if not (c.kind == "create-empty" and c.name in written)]
+    if not clean and plan.recovered:
+        plan.notes.append("without .kafka_cleanshutdown the broker recovers these segments again at its next start; "
+                          "after 'recover --execute' it finds nothing left to change")
+    if not version.catches_ioexception:
+        plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory offline "
+                          "(only 4.0+ empties the segment instead, errata E3)")
+    return plan
+
+
+def _txn_sanity(path: str | None, base: int) -> str | None:
+    """TransactionIndex.sanityCheck: 'fatal' for a version > 0, a reason to recover for lastOffset < base."""
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    for e in comp.parse_txn_index(data):
+        if e.version > 0:
+            return "fatal"
+        if e.last_offset < base:
+            return f"the .txnindex has an entry (last offset {e.last_offset}) below the base offset"
+    return None
+
+
+def _segment_file_changes(plan: LoaderPlan, files: dict[str, str], s: Scan, aborted: list, rec: SegmentRecovery) -> None:
+    """Compare what recovery writes for one segment with the files on disk; add the differences."""
+    stem = f"{s.base:020d}"
+    if s.valid_bytes < s.size:
+        plan.changes.append(FileChange("truncate", stem + ".log", f"cut at byte {s.valid_bytes} of {s.size}",
+                                       s.valid_bytes))
+    for ext, data in (("index", s.index), ("timeindex", s.timeindex)):
+        path = files.get(f"{stem}.{ext}")
+        existing = None
+        if path:
+            with open(path, "rb") as f:
+                existing = f.read()
+        status = ri.compare(ext, path or "", s.base, existing, data).status
+        if status not in ("match", "match-trimmed"):
+            plan.changes.append(FileChange("write", f"{stem}.{ext}", f"rebuilt ({len(data) // (8 if ext == 'index' else 12)}"
+                                           f" entries; on disk: {status})", len(data), data=data))
+    txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted])
+    xpath = files.get(stem + ".txnindex")
+    if xpath or txn:
+        existing = b""
+        if xpath:
+            with open(xpath, "rb") as f:
+                existing = f.read()
+        if existing != txn:
+            plan.changes.append(FileChange("write", stem + ".txnindex", f"rebuilt from the log's markers "
+                                           f"({len(aborted)} aborted transactions)", len(txn), data=txn))
+
+
+def _delete_segment(plan: LoaderPlan, files: dict[str, str], s: Scan, lost_detail: bool) -> None:
+    stem = f"{s.base:020d}"
+    for ext in ("log", "index", "timeindex", "txnindex"):
+        if f"{stem}.{ext}" in files:
+            plan.changes.append(FileChange("delete", f"{stem}.{ext}", "later segment deleted after a truncation"))
+            del files[f"{stem}.{ext}"]
+    lost = lost_after(s.path, s.base, 0, True) if lost_detail and s.path else Lost(s.base, None, None, 0, 0, s.size, True)
+    plan.deleted_segments.append(lost)
+
+
+def _snapshot_changes(plan: LoaderPlan, store: _Snapshots, before: set[int]) -> None:
+    for off in sorted(before - set(store.present)):
+        plan.snapshots_deleted.append(off)
+        plan.changes.append(FileChange("delete", f"{off:020d}.snapshot", "producer snapshot removed by the loader"))
+    for off in sorted(store.written):
+        if off not in store.present:
+            continue
+        data = store.written[off]
+        path = os.path.join(plan.partition_dir, f"{off:020d}.snapshot")
+        if off in before and os.path.isfile(path):
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    continue
+        plan.snapshots_written.append(off)
+        plan.changes.append(FileChange("write", f"{off:020d}.snapshot", f"producer snapshot ({(len(data) - 10) // 46} "
+                                       "producers)", len(data), data=data))
+
+
+def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, recover_now: dict[int, str]) -> None:
+    """Step 1-2 of the load: .deleted/.cleaned/.swap files (see the module docstring)."""
+    ch = plan.changes
+    cleaned, swaps = [], []
+    for n in sorted(files):
+        kind = part.loader_file_kind(n)
+        if kind == "deleted":
+            ch.append(FileChange("delete", n, "stray file marked for deletion", phase="leftovers"))
+        elif kind in ("cleaned", "swap"):
+            if part.loader_offset(n) is None:
+                plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
+                                  "fails to start, errata E15)")
+                continue
+            (cleaned if kind == "cleaned" else swaps).append(n)
+    for c in ch:
+        files.pop(c.name, None)
+    min_cleaned = min((part.loader_offset(n) or 0 for n in cleaned), default=None)
+    valid = []
+    for n in swaps:
+        off = part.loader_offset(n) or 0
+        if min_cleaned is not None and off >= min_cleaned:
+            ch.append(FileChange("delete", n, f"unfinished split/clean: base >= the smallest .cleaned base {min_cleaned}",
+                                 phase="leftovers"))
+            files.pop(n, None)
+        else:
+            valid.append(n)
+    for n in cleaned:
+        ch.append(FileChange("delete", n, "cleaner output that was never swapped in", phase="leftovers"))
+        files.pop(n, None)
+    log_swaps = [n for n in valid if n[: -len(".swap")].endswith(".log")]
+    if version.legacy_swap:
+        for n in valid:
+            off = part.loader_offset(n) or 0
+            for ext in ("index", "timeindex", "txnindex"):
+                name = f"{off:020d}.{ext}"
+                if name in files:
+                    ch.append(FileChange("delete", name, f"Kafka {version}: index files of a .swap base are deleted "
+                                         "and rebuilt", phase="leftovers"))
+                    files.pop(name)
+        if not log_swaps:
+            for n in valid:
+                plan.notes.append(f"Kafka {version}: {n} is left in place (no .log.swap for its base)")
+            return
+    if log_swaps:
+        lo = min(part.loader_offset(n) or 0 for n in log_swaps)
+        hi = max(_swap_next_offset(files[n], part.loader_offset(n) or 0) for n in log_swaps)
+        for n in sorted(files):
+            if n.endswith(".swap"):
+                continue
+            off = part.loader_offset(n)
+            if version.legacy_swap and part.loader_file_kind(n) not in ("log", "index"):
+                continue  # <= 2.8 replaceSegments deletes only the old segments' files, not snapshots
+            if off is not None and lo <= off < hi:
+                ch.append(FileChange("delete", n, f"replaced by the interrupted clean/split's .swap files (range "
+                                     f"[{lo}, {hi}))", phase="leftovers"))
+                files.pop(n)
+    for n in sorted(valid):
+        if version.legacy_swap and not n[: -len(".swap")].endswith(".log"):
+            continue
+        final = n[: -len(".swap")]
+        ch.append(FileChange("rename", final, "completes an interrupted clean/split", source=n, phase="leftovers"))
+        files[final] = files.pop(n)
+        if version.legacy_swap:
+            recover_now[part.loader_offset(n) or 0] = f"Kafka {version}: completed .swap segment"
+    if version.legacy_swap:
+        for n in valid:
+            if not n[: -len(".swap")].endswith(".log"):
+                files.pop(n, None)
+                ch.append(FileChange("delete", n, f"Kafka {version}: index .swap replaced by the recovered segment's "
+                                     "rebuilt index", phase="leftovers"))
+
+
+def _swap_next_offset(path: str, base: int) -> int:
+    """LogSegment.readNextOffset of a swap segment: last batch's offset + 1 (its valid prefix), or its base."""
+    with MappedFile(path) as mf:
+        rb = ri.rebuild_segment(mf.buf, base, file=path)
+    return rb.last_offset + 1 if rb.last_offset is not None else base

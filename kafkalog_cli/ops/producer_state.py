@@ -1,0 +1,269 @@
+"""Producer-state replay and ``.snapshot`` writing, as the broker's ProducerStateManager does them (spec §7.2).
+
+Why a model of its own: ``recover`` must say which snapshots the broker's loader deletes and writes, and ``salvage``
+must leave snapshots the loader accepts without replaying anything surprising. Both need the broker's producer map,
+built batch by batch exactly as ``ProducerAppendInfo``/``ProducerStateEntry`` build it (storage/.../log/
+ProducerAppendInfo.java, ProducerStateEntry.java at apache/kafka 1eb7644):
+
+* a data batch: epoch change clears the batch metadata; the batch (lastSeq, lastOffset, offsetDelta, maxTimestamp)
+  is added (5 kept); ``lastTimestamp`` = the batch's max timestamp; the first transactional batch opens a
+  transaction at its base offset;
+* a control batch with a record: (epoch, coordinator epoch, the record's timestamp) replace the entry's, batch
+  metadata survives unless the epoch changed, the open transaction (if any) completes; an empty control batch
+  leaves the entry unchanged (but creates an empty entry for an unknown producer);
+* the ``.snapshot`` holds one 46-byte entry per producer in the iteration order of the broker's producer map: a
+  ``java.util.HashMap<Long, _>`` since 3.5 (ProducerStateManager moved to Java), a Scala 2.13 ``mutable.HashMap``
+  before. Byte compatibility needs that order, so it is reproduced here.
+
+Reading and encoding the file format lives in ``storage/companions.py``; this module only decides the content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key, parse_end_txn_marker
+from kafkalog_cli.internal.javahash import int32, scala213_order
+from kafkalog_cli.storage.companions import ProducerEntry, encode_producer_snapshot
+
+NUM_BATCHES_TO_RETAIN = 5
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+
+class InvalidTxnStateError(KafkalogError):
+    """ProducerAppendInfo.appendDataBatch's InvalidTxnStateException: a non-transactional batch from a producer
+    whose transaction is open. Nothing in the loader catches it: the broker does not start (errata E3)."""
+
+
+# ------------------------------------------------------------------------------------------------ batches
+@dataclass(frozen=True)
+class BatchInfo:
+    """What producer-state replay (and the loader) needs from one v2 batch; built once per batch."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    records: int
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    max_timestamp: int
+    leader_epoch: int
+    transactional: bool
+    control: bool
+    control_type: int | None = None  # type of the first control record; None for an empty control batch
+    coordinator_epoch: int = -1
+    control_timestamp: int = -1
+
+
+def batch_info(b: Batch, buf: bytes | memoryview) -> BatchInfo:
+    """A BatchInfo from a parsed header; reads the first control record (as ProducerAppendInfo.append does).
+
+    An unreadable control record raises InvalidRecordError, which the broker's recovery treats like a corrupt batch
+    (LogSegment.recover catches InvalidRecordException and truncates there).
+    """
+    ctype = None
+    cepoch = -1
+    cts = -1
+    if b.is_control and b.producer_id >= 0:
+        for rec in b.iter_records(buf):
+            ctype = parse_control_key(rec.key)[1]
+            if ctype in (ABORT, COMMIT):
+                cepoch = parse_end_txn_marker(rec.value)[1]
+            cts = rec.timestamp
+            break
+    return BatchInfo(b.position, b.size, b.base_offset, b.last_offset, b.records_count, b.producer_id,
+                     b.producer_epoch, b.last_sequence, b.max_timestamp, b.partition_leader_epoch,
+                     b.is_transactional, b.is_control, ctype, cepoch, cts)
+
+
+# ------------------------------------------------------------------------------------------------ entries
+@dataclass
+class StateEntry:
+    """ProducerStateEntry: the broker's per-producer state (batch metadata: (lastSeq, lastOffset, delta, ts))."""
+
+    producer_id: int
+    epoch: int = -1
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+    current_txn_first_offset: int = -1
+    batches: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def snapshot_entry(self) -> ProducerEntry:
+        """The 46-byte entry ``writeSnapshot`` writes: the last batch's metadata, or -1/-1/0 when there is none."""
+        if self.batches:
+            last_seq, last_off, delta, _ts = self.batches[-1]
+        else:
+            last_seq, last_off, delta = -1, -1, 0
+        return ProducerEntry(self.producer_id, self.epoch, last_seq, last_off, delta, self.last_timestamp,
+                             self.coordinator_epoch, self.current_txn_first_offset)
+
+    @classmethod
+    def from_snapshot(cls, e: ProducerEntry) -> StateEntry:
+        """``readSnapshot``: batch metadata only when lastOffset >= 0."""
+        batches = [(e.last_sequence, e.last_offset, e.offset_delta, e.timestamp)] if e.last_offset >= 0 else []
+        return cls(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
+                   batches)
+
+
+@dataclass(frozen=True)
+class CompletedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    aborted: bool
+
+
+class ProducerState:
+    """The producer map of one ProducerStateManager: replay, ongoing transactions, map end offset, snapshot content.
+
+    ``inserted`` keeps every producer id in first-insertion order and ``capacity`` the largest table size reached,
+    which is all the broker's HashMap iteration order depends on (clear() keeps the table).
+    """
+
+    def __init__(self, map_end_offset: int = 0) -> None:
+        self.producers: dict[int, StateEntry] = {}
+        self.ongoing: dict[int, int] = {}  # first offset -> producer id
+        self.map_end_offset = map_end_offset
+        self.inserted: list[int] = []
+        self.max_size = 0
+
+    # ---------------------------------------------------------------------------------------- map bookkeeping
+    def _add(self, e: StateEntry) -> None:
+        if e.producer_id not in self.producers:
+            self.inserted.append(e.producer_id)
+        self.producers[e.producer_id] = e
+        self.max_size = max(self.max_size, len(self.producers))
+
+    def clear(self) -> None:
+        """clearProducerIds + ongoingTxns.clear(): the table keeps its size, insertion history restarts."""
+        self.producers.clear()
+        self.ongoing.clear()
+        self.inserted = []
+
+    def load_entry(self, e: StateEntry) -> None:
+        """loadProducerEntry: an entry read from a snapshot (its open transaction becomes ongoing)."""
+        self._add(e)
+        if e.current_txn_first_offset >= 0:
+            self.ongoing[e.current_txn_first_offset] = e.producer_id
+
+    # ---------------------------------------------------------------------------------------- replay
+    def apply(self, b: BatchInfo) -> CompletedTxn | None:
+        """One batch (LogSegment.updateProducerState without the map end offset): returns a completed transaction."""
+        if b.producer_id < 0:
+            return None
+        cur = self.producers.get(b.producer_id)
+        if cur is None:
+            cur = StateEntry(b.producer_id)
+            self._add(cur)
+        if b.control:
+            if b.control_type is None:
+                return None  # an empty control batch: nothing appended
+            done = None
+            if cur.current_txn_first_offset >= 0:
+                done = CompletedTxn(b.producer_id, cur.current_txn_first_offset, b.base_offset, b.control_type == ABORT)
+            if cur.epoch != b.producer_epoch:
+                cur.batches.clear()
+                cur.epoch = b.producer_epoch
+            cur.coordinator_epoch = b.coordinator_epoch
+            cur.current_txn_first_offset = -1
+            cur.last_timestamp = b.control_timestamp
+            return done
+        if cur.current_txn_first_offset >= 0 and not b.transactional:
+            raise InvalidTxnStateError(
+                f"producer {b.producer_id} writes a non-transactional batch at offset {b.base_offset} while its "
+                f"transaction from offset {cur.current_txn_first_offset} is open (InvalidTxnStateException)",
+                position=b.position, expected="a transactional batch or a marker", found="non-transactional batch")
+        if cur.epoch != b.producer_epoch:
+            cur.batches.clear()
+            cur.epoch = b.producer_epoch
+        if len(cur.batches) == NUM_BATCHES_TO_RETAIN:
+            cur.batches.pop(0)
+        cur.batches.append((b.last_sequence, b.last_offset, int32(b.last_offset - b.base_offset), b.max_timestamp))
+        cur.last_timestamp = b.max_timestamp
+        if b.transactional and cur.current_txn_first_offset < 0:
+            cur.current_txn_first_offset = b.base_offset
+            self.ongoing[b.base_offset] = b.producer_id
+        return None
+
+    def last_stable_offset(self, txn: CompletedTxn) -> int:
+        """ProducerStateManager.lastStableOffset: first ongoing transaction of another producer, else marker + 1."""
+        for first in sorted(self.ongoing):
+            if self.ongoing[first] != txn.producer_id:
+                return first
+        return txn.last_offset + 1
+
+    def complete(self, txn: CompletedTxn) -> None:
+        self.ongoing.pop(txn.first_offset, None)
+
+    def replay(self, batches: Iterable[BatchInfo], on_abort: list | None = None) -> None:
+        """Apply batches and advance the map end offset; aborted transactions go to ``on_abort`` as
+        (producer id, first offset, marker offset, last stable offset), the ``.txnindex`` entry recovery writes."""
+        for b in batches:
+            done = self.apply(b)
+            if done is not None:
+                if done.aborted and on_abort is not None:
+                    on_abort.append((done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset(done)))
+                self.complete(done)
+            self.map_end_offset = b.last_offset + 1
+
+    # ---------------------------------------------------------------------------------------- snapshots
+    def snapshot_entries(self, java_map: bool = True) -> list[ProducerEntry]:
+        """Entries in the broker's map iteration order (java.util.HashMap since 3.5, Scala 2.13 HashMap before)."""
+        ids = [p for p in self.inserted if p in self.producers]
+        order = java_hashmap_order(ids, self.max_size) if java_map else scala213_order(ids, long_hash)
+        return [self.producers[p].snapshot_entry() for p in order]
+
+    def snapshot_bytes(self, java_map: bool = True) -> bytes:
+        return encode_producer_snapshot(self.snapshot_entries(java_map))
+
+
+def long_hash(v: int) -> int:
+    """``Long.hashCode``: (int)(v ^ (v >>> 32)). Scala's ``##`` of a Long agrees with it for every int-range value
+    and for all others too (it falls back to the same formula)."""
+    u = v & 0xFFFFFFFFFFFFFFFF
+    return int32(u ^ (u >> 32))
+
+
+def java_hashmap_order(keys: list[int], max_size: int | None = None) -> list[int]:
+    """Iteration order of a ``java.util.HashMap<Long, _>`` whose keys were first inserted in ``keys`` order.
+
+    The table starts at 16 buckets and doubles once the size exceeds 0.75 of it; iteration walks buckets in index
+    order (spread hash & (n - 1)) and each bucket in insertion order (resizes split buckets keeping that order).
+    Bins of 8+ colliding keys are treeified by Java; their order is not modelled (sequential producer ids never
+    collide that much).
+    """
+    size = max(max_size or 0, len(keys))
+    cap = 16
+    while size > cap * 3 // 4:
+        cap *= 2
+
+    def bucket(k: int) -> int:
+        h = long_hash(k) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (cap - 1)
+
+    return [k for _i, k in sorted(((bucket(k), i), k) for i, k in enumerate(keys))]
+
+
+def load_snapshot_state(entries: list[ProducerEntry], offset: int, now_ms: int | None,
+                        expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> ProducerState:
+    """loadFromSnapshot: entries of producers that have expired (no open transaction and idle for
+    ``producer.id.expiration.ms``) are dropped; ``now_ms`` None keeps every entry."""
+    st = ProducerState(offset)
+    for e in entries:
+        if now_ms is not None and e.current_txn_first_offset < 0 and now_ms - e.timestamp >= expiration_ms:
+            continue
+        st.load_entry(StateEntry.from_snapshot(e))
+    return st
+
+
+def safe_batch_info(b: Batch, buf: bytes | memoryview) -> BatchInfo | KafkalogError:
+    """``batch_info`` or the error that makes recovery stop at this batch."""
+    try:
+        return batch_info(b, buf)
+    except KafkalogError as exc:
+        return exc

@@ -1,0 +1,141 @@
+"""``recover``: do offline, now, exactly what the broker's loader would do at its next start (``ops/loader.py``).
+
+Why offline: the broker's recovery deletes every segment after the first bad batch, and it does so silently while
+the partition is offline for everyone. Running the same plan here shows it first (dry run), keeps a backup of
+everything removed or replaced, and leaves a partition whose next load finds nothing to change.
+
+Execution goes through ``safety`` in two transactions, because Kafka's own leftover handling is two-step:
+
+1. leftovers: the files the loader deletes (``.deleted``, ``.cleaned``, invalid ``.swap``, the segments an
+   interrupted clean/split replaces) are removed through a ``Transaction`` (backed up); then the remaining ``.swap``
+   files are renamed to their final names, exactly as the loader's third pass does (a crash between renames leaves
+   a state the broker's loader, and the next run, finish the same way);
+2. load: truncated segments, rebuilt indexes, deleted later segments, producer snapshots and the leader-epoch
+   checkpoint, in one ``Transaction``.
+
+The plan is recomputed under the log-dir lock right before writing, so dry run and execute cannot disagree.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import BinaryIO
+
+from kafkalog_cli.errors import RepairRefused, UnreadableFileError
+from kafkalog_cli.ops import loader as ld
+from kafkalog_cli.ops import safety
+from kafkalog_cli.storage.partition import segment_bases
+
+
+def partition_dirs(paths: list[str]) -> list[str]:
+    """Expand PATH arguments: a partition dir as is, a log dir into its ``<topic>-<n>`` dirs (not ``-delete``)."""
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            raise UnreadableFileError("no such directory", file=p, expected="a partition or log directory",
+                                      found="missing or not a directory")
+        names = os.listdir(p)
+        is_partition = ld.topic_partition(p) is not None and (
+            any(n.endswith((".log", ".snapshot", ".swap", ".cleaned")) for n in names)
+            or "leader-epoch-checkpoint" in names or "partition.metadata" in names)
+        if is_partition:
+            out.append(os.path.abspath(p))
+            continue
+        subs = sorted(os.path.join(p, n) for n in names if os.path.isdir(os.path.join(p, n))
+                      and ld.topic_partition(os.path.join(p, n)) is not None and not n.endswith("-delete"))
+        if not subs:
+            raise UnreadableFileError("neither a partition directory nor a log directory with partitions", file=p,
+                                      expected="<topic>-<partition> directories", found="none")
+        out.extend(os.path.abspath(s) for s in subs)
+    return out
+
+
+def _copy_prefix(src: str, length: int) -> Callable[[BinaryIO], None]:
+    def write(f: BinaryIO) -> None:
+        with open(src, "rb") as fin:
+            left = length
+            while left:
+                chunk = fin.read(min(left, 1 << 20))
+                if not chunk:
+                    raise UnreadableFileError("segment shrank while being truncated", file=src)
+                f.write(chunk)
+                left -= len(chunk)
+    return write
+
+
+def execute_plan(plan: ld.LoaderPlan, backup_dir: str | None, keep_backup: bool = True) -> list[str]:
+    """Apply ``plan`` (computed under the lock); returns the backup directories used."""
+    pdir = plan.partition_dir
+    used: list[str] = []
+    first = [c for c in plan.changes if c.phase == "leftovers"]
+    rest = [c for c in plan.changes if c.phase != "leftovers"]
+    deletes = [c for c in first if c.kind == "delete"]
+    renames = [c for c in first if c.kind == "rename"]
+    overwritten = [c.name for c in renames if os.path.lexists(os.path.join(pdir, c.name))]
+    if deletes or overwritten:
+        with safety.Transaction(pdir, safety.backup_subdir(backup_dir, pdir), keep_backup=keep_backup) as tx:
+            for c in deletes:
+                tx.delete(c.name)
+            for name in overwritten:
+                tx.delete(name)  # backed up before the .swap takes its name
+            tx.commit()
+            used.append(tx.backup_dir)
+    for c in sorted(renames, key=lambda c: c.name):
+        src = safety.safe_child(pdir, c.source or "")
+        if os.path.exists(src):
+            os.replace(src, safety.safe_child(pdir, c.name))
+    if rest:
+        with safety.Transaction(pdir, safety.backup_subdir(backup_dir, pdir), keep_backup=keep_backup) as tx:
+            for c in rest:
+                path = os.path.join(pdir, c.name)
+                if c.kind == "delete":
+                    tx.delete(c.name)
+                elif c.kind == "truncate":
+                    mtime = os.stat(path).st_mtime
+                    tx.stage(c.name, _copy_prefix(path, c.size), mtime=mtime)
+                elif c.kind == "write":
+                    keep_mtime = os.stat(path).st_mtime if c.name.endswith((".index", ".timeindex")) and \
+                        os.path.exists(path) else None
+                    tx.stage(c.name, c.data or b"", mtime=keep_mtime)
+                elif c.kind == "create-empty":
+                    tx.stage(c.name, b"")
+            tx.commit()
+            used.append(tx.backup_dir)
+    return used
+
+
+def _interrupted(pdir: str) -> list[str]:
+    """safety.recover_interrupted, except that a broker's own ``.log.swap`` is left to the loader model."""
+    try:
+        return safety.recover_interrupted(pdir)
+    except RepairRefused as exc:
+        if exc.message.startswith("found a segment .swap file"):
+            return []
+        raise
+
+
+def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: bool = False,
+        backup_dir: str | None = None, keep_backup: bool = True,
+        now_ms: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
+    """Per partition: (plan, interrupted changes finished first, backup dirs written)."""
+    out = []
+    for pdir in partition_dirs(paths):
+        if not execute:
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+            plan.notes += safety.log_dir_warnings(pdir)
+            out.append((plan, [], []))
+            continue
+        with safety.locked_log_dir(pdir):
+            recovered = _interrupted(pdir)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+            plan.notes += safety.log_dir_warnings(pdir)
+            if plan.fatal:
+                raise RepairRefused("the broker would not load this partition: " + "; ".join(plan.fatal),
+                                    file=pdir, expected="a partition the loader can recover",
+                                    found=f"{len(plan.fatal)} fatal condition(s)")
+            used = execute_plan(plan, backup_dir, keep_backup) if plan.has_changes else []
+            if not segment_bases(pdir):
+                raise UnreadableFileError("no segment left after recovery", file=pdir)
+            out.append((plan, recovered, used))
+    return out

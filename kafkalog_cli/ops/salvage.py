@@ -1,0 +1,359 @@
+"""``salvage``: the lossless alternative to the broker's recovery. Keep every intact batch, cut out only the corrupt
+byte ranges verify-crc's resync map finds, and write a partition the broker's loader accepts without truncating.
+
+Why: the loader truncates at the first bad batch and deletes every later segment (spec §8, errata E2), although the
+batches after a damaged one are usually intact. Offset gaps are legal in Kafka (compacted topics have them), so a
+partition made of the intact batches, with indexes, ``.txnindex``, producer snapshots and the leader-epoch
+checkpoint rebuilt from them, loads cleanly.
+
+What makes the result consistent (checked before anything is written; otherwise refused, nothing written):
+
+* kept batches are magic v2, their offsets strictly increase across the partition and fit each segment's 32-bit
+  relative range (the fields outside the CRC, errata E3);
+* producer-state replay of the kept batches succeeds the way the broker's replay does (a non-transactional batch
+  of a producer with an open transaction is fatal for the broker: InvalidTxnStateException);
+* no transaction is left open with a cut range after its first batch: its COMMIT/ABORT marker may have been in the
+  cut bytes, and only the operator can decide (abort it with kafka-transactions.sh after the load, or truncate the
+  partition before it).
+
+Snapshots: one at every segment base but the first, and one at the log end offset, with the replayed state: the
+set the broker's recovery itself leaves (``loader.py``), so a later recovery finds nothing to change.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import BinaryIO
+
+from kafkalog_cli.errors import RepairRefused, UnreadableFileError
+from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.ops import loader as ld
+from kafkalog_cli.ops import producer_state as pst
+from kafkalog_cli.ops import rebuild_index as ri
+from kafkalog_cli.ops import safety, verify
+from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage import partition as part
+from kafkalog_cli.storage.segment import MappedFile
+
+INT32_MAX = 2147483647
+
+
+@dataclass
+class Cut:
+    segment: int
+    start: int
+    end: int
+    last_good_offset: int | None
+    first_good_offset: int | None
+    zero_tail: bool = False
+
+
+@dataclass
+class SalvagePlan:
+    partition_dir: str
+    cuts: list[Cut] = field(default_factory=list)
+    changes: list[ld.FileChange] = field(default_factory=list)
+    kept_batches: int = 0
+    kept_records: int = 0
+    log_end_offset: int = 0
+    salvage_lost_bytes: int = 0
+    salvage_lost_offsets: list[tuple[int, int]] = field(default_factory=list)  # offset gaps the cuts leave
+    broker_lost_records: int = 0
+    broker_lost_offsets: tuple[int, int] | None = None
+    broker_log_end_offset: int = 0
+    epochs_before: list[tuple[int, int]] = field(default_factory=list)
+    epochs_after: list[tuple[int, int]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["changes"] = [c.to_dict() for c in self.changes]
+        d["has_changes"] = self.has_changes
+        return d
+
+
+def _refuse(message: str, pdir: str, **kw: object) -> RepairRefused:
+    return RepairRefused(message, file=kw.pop("file", pdir), **kw)  # type: ignore[arg-type]
+
+
+def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION, now_ms: int | None = None,
+                 index_interval_bytes: int = ri.DEFAULT_INTERVAL,
+                 segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES) -> SalvagePlan:
+    pdir = os.path.abspath(partition_dir)
+    if not os.path.isdir(pdir):
+        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="missing")
+    names = sorted(os.listdir(pdir))
+    left = [n for n in names if part.loader_file_kind(n) in ("deleted", "cleaned", "swap")]
+    if left:
+        raise _refuse("leftovers of an interrupted clean, split or delete are in the partition directory: run "
+                      "'kafkalog recover --execute' (or start the broker) to resolve them first", pdir,
+                      expected="no .deleted/.cleaned/.swap files", found=", ".join(left[:5]))
+    version = ld.KafkaVersion.parse(kafka_version)
+    bases = part.segment_bases(pdir)
+    if not bases:
+        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files",
+                                  found="none")
+    plan = SalvagePlan(pdir)
+    broker = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+    plan.broker_lost_records = broker.lost_records
+    plan.broker_log_end_offset = broker.log_end_offset
+    lost_firsts = [r.lost.first_offset for r in broker.recovered if r.lost and r.lost.first_offset is not None]
+    lost_firsts += [r.next_offset for r in broker.recovered if r.outcome != "intact"]
+    lost_lasts = [d.last_offset for d in broker.deleted_segments if d.last_offset is not None]
+    lost_lasts += [r.lost.last_offset for r in broker.recovered if r.lost and r.lost.last_offset is not None]
+    if lost_firsts or lost_lasts:
+        plan.broker_lost_offsets = (min(lost_firsts or lost_lasts), max(lost_lasts or lost_firsts))
+
+    # ---- the resync map of every segment: what to keep
+    kept: dict[int, list[tuple[int, int, int, int]]] = {}
+    infos: dict[int, list[pst.BatchInfo]] = {}
+    prev_last: int | None = None
+    for base in bases:
+        path = os.path.join(pdir, part.segment_name(base))
+        rep, m = verify.map_segment(path)
+        if rep.unreadable:
+            raise UnreadableFileError(rep.problems[0].message if rep.problems else "unreadable", file=path)
+        if any(mg < 2 for mg in rep.magics):
+            raise _refuse("legacy (v0/v1) messages found; salvage handles magic v2 segments only", pdir, file=path)
+        for start, end, err in m.regions:
+            last_good = max((e[3] for e in m.entries if e[0] < start), default=None)
+            first_good = min((e[2] for e in m.entries if e[0] >= end), default=None)
+            plan.cuts.append(Cut(base, start, end, last_good, first_good, not err))
+        kept[base] = m.entries
+        seg_infos = []
+        with MappedFile(path) as mf:
+            for pos, _size, b_base, b_last in m.entries:
+                if prev_last is not None and b_base <= prev_last:
+                    raise _refuse(f"kept batch at offset {b_base} does not follow offset {prev_last}: offsets would go "
+                                  "backwards. Its CRC verifies, but the baseOffset field is outside the CRC (errata "
+                                  "E3): a damaged offset field, or a stale/misplaced batch. Decide which bytes to keep "
+                                  "first (verify-crc lists it as offset-order)", pdir,
+                                  file=path, position=pos, expected=f"offset > {prev_last}", found=str(b_base))
+                if b_base < base or b_last - base > INT32_MAX:
+                    raise _refuse("kept batch's offsets do not fit the segment (the broker would fail to load it)",
+                                  pdir, file=path, position=pos, expected=f"offsets in [{base}, {base + INT32_MAX}]",
+                                  found=f"{b_base}..{b_last}")
+                prev_last = b_last
+                info = pst.safe_batch_info(Batch(mf.buf, pos), mf.buf)
+                if not isinstance(info, pst.BatchInfo):
+                    raise _refuse(f"control batch at offset {b_base} has an unreadable record: {info.message}", pdir,
+                                  file=path, position=pos)
+                seg_infos.append(info)
+        infos[base] = seg_infos
+    err_cuts = [c for c in plan.cuts if not c.zero_tail]
+    plan.salvage_lost_bytes = sum(c.end - c.start for c in err_cuts)
+    for c in err_cuts:
+        lo = (c.last_good_offset + 1) if c.last_good_offset is not None else c.segment
+        hi = (c.first_good_offset - 1) if c.first_good_offset is not None else None
+        if hi is None:
+            nxt = [b for b in bases if b > c.segment]
+            hi = nxt[0] - 1 if nxt else None
+        if hi is None or hi >= lo:
+            plan.salvage_lost_offsets.append((lo, hi if hi is not None else -1))
+
+    # ---- replay: producer state, transactions, snapshots, .txnindex entries
+    state = pst.ProducerState(bases[0])
+    aborted: list[tuple[int, int, int, int]] = []
+    snaps: dict[int, bytes] = {}
+    for base in bases:
+        if base != bases[0]:
+            state.map_end_offset = base
+            snaps[base] = state.snapshot_bytes(version.java_producer_map)
+        for b in infos[base]:
+            e = state.producers.get(b.producer_id)
+            if (b.producer_id >= 0 and not b.control and not b.transactional and e is not None
+                    and e.current_txn_first_offset >= 0):
+                raise _refuse(f"producer {b.producer_id} writes a non-transactional batch at offset {b.base_offset} "
+                              f"while its transaction from offset {e.current_txn_first_offset} is open (its marker is "
+                              "missing): the broker's replay would fail (InvalidTxnStateException)", pdir,
+                              position=b.position)
+            state.replay([b], aborted)
+    leo = max(prev_last + 1 if prev_last is not None else bases[-1], bases[-1])
+    state.map_end_offset = leo
+    snaps[leo] = state.snapshot_bytes(version.java_producer_map)
+    plan.log_end_offset = leo
+    for pid, first in sorted(((p, f) for f, p in state.ongoing.items()), key=lambda t: t[1]):
+        after = [c for c in err_cuts if _cut_after(c, first)]
+        if after:
+            c = after[0]
+            raise _refuse(
+                f"producer {pid}'s transaction from offset {first} has no COMMIT/ABORT marker in the kept data, and "
+                f"the corrupt range at byte {c.start}..{c.end} of segment {c.segment} follows it: its marker may be "
+                "in the cut bytes. Decide first: abort it after the load (kafka-transactions.sh abort), or cut the "
+                f"partition before offset {first} (truncate-to-epoch --to-offset {first})", pdir,
+                expected="every transaction decided or still open before any cut", found=f"open transaction {pid}@{first}")
+    snaps = {o: d for o, d in snaps.items() if o > broker.log_start_checkpoint}  # the loader deletes the others
+    plan.kept_batches = sum(len(v) for v in infos.values())
+    plan.kept_records = sum(b.records for v in infos.values() for b in v)
+
+    # ---- files
+    seg_changes(plan, pdir, bases, kept, infos, aborted, index_interval_bytes, segment_index_bytes)
+    for n in names:
+        if part.loader_file_kind(n) == "snapshot":
+            off = part.loader_offset(n)
+            if off not in snaps:
+                plan.changes.append(ld.FileChange("delete", n, "producer snapshot not in the rebuilt set"))
+    for off, data in sorted(snaps.items()):
+        name = f"{off:020d}.snapshot"
+        path = os.path.join(pdir, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    continue
+        plan.changes.append(ld.FileChange("write", name, f"producer snapshot ({(len(data) - 10) // 46} producers)",
+                                          len(data), data=data))
+    plan.epochs_before = list(broker.epochs_before)
+    batches = [b for v in infos.values() for b in v]
+    kept_file = ld.epoch_truncate_from_start(ld.epoch_truncate_from_end(plan.epochs_before, leo),
+                                             broker.log_start_checkpoint)
+    if _epochs_consistent(kept_file, batches):
+        cache = kept_file  # the checkpoint already describes the kept batches: keep its history (E7)
+    else:
+        cache = []
+        for b in batches:
+            if b.leader_epoch >= 0 and (not cache or b.leader_epoch > cache[-1][0]):
+                cache.append((b.leader_epoch, b.base_offset))
+        cache = ld.epoch_truncate_from_start(cache, broker.log_start_checkpoint)
+    plan.epochs_after = cache
+    if cache != plan.epochs_before:
+        text = comp.encode_leader_epoch_checkpoint(cache).encode()
+        plan.changes.append(ld.FileChange("write", ld.EPOCH_CHECKPOINT, "regenerated from the kept batches (first "
+                                          "batch of each higher epoch, errata E7)", len(text), data=text))
+        dropped = [e for e in plan.epochs_before if e not in cache]
+        if dropped:
+            plan.notes.append("leader-epoch entries dropped: " + ", ".join(f"{e}@{s}" for e, s in dropped)
+                              + " (not consistent with the kept batches or at/after the log end; errata E7)")
+    rewritten = {c.name for c in plan.changes}
+    blocking = [f for f in broker.fatal if f.split(":", 1)[0] not in rewritten]
+    if blocking:
+        raise _refuse("the broker would not load this partition for a reason salvage does not repair: "
+                      + "; ".join(blocking), pdir, expected="a state the loader handles", found=blocking[0][:80])
+    if plan.has_changes and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(pdir)), ld.CLEAN_SHUTDOWN)):
+        plan.notes.append(f"{ld.CLEAN_SHUTDOWN} is present: the broker will load the rebuilt snapshots as they are")
+    return plan
+
+
+def _epochs_consistent(cache: list[tuple[int, int]], batches: list[pst.BatchInfo]) -> bool:
+    """Every kept batch with a leader epoch lies in that epoch's range of the cache, and the cache is strictly
+    increasing (what the broker's recovery checks: it only adds epochs above the latest, errata E7)."""
+    if any(cache[i][0] >= cache[i + 1][0] or cache[i][1] >= cache[i + 1][1] for i in range(len(cache) - 1)):
+        return False
+    i = -1
+    for b in batches:
+        if b.leader_epoch < 0:
+            continue
+        while i + 1 < len(cache) and cache[i + 1][1] <= b.base_offset:
+            i += 1
+        if i < 0 or cache[i][0] != b.leader_epoch:
+            return False
+    return True
+
+
+def _cut_after(c: Cut, first: int) -> bool:
+    """True when the cut range lies after offset ``first`` (its offsets, or its segment, are above it)."""
+    if c.last_good_offset is not None:
+        return c.last_good_offset >= first
+    return c.first_good_offset is None or c.first_good_offset > first
+
+
+def _writer(src: str, entries: list[tuple[int, int, int, int]]) -> Callable[[BinaryIO], None]:
+    def write(f: BinaryIO) -> None:
+        with open(src, "rb") as fin:
+            for pos, size, _b, _l in entries:
+                fin.seek(pos)
+                data = fin.read(size)
+                if len(data) != size:
+                    raise UnreadableFileError("segment changed while being salvaged", file=src, position=pos)
+                f.write(data)
+    return write
+
+
+def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, infos: dict, aborted: list,
+                interval: int, sib: int) -> None:
+    """Per segment: the new ``.log`` (kept entries only), its indexes and ``.txnindex`` where they differ."""
+    for i, base in enumerate(bases):
+        stem = f"{base:020d}"
+        path = os.path.join(pdir, stem + ".log")
+        entries = kept[base]
+        size = os.path.getsize(path)
+        new_size = sum(e[1] for e in entries)
+        contiguous, at = True, 0
+        for pos, sz, _b, _l in entries:
+            contiguous = contiguous and pos == at
+            at = pos + sz
+        if new_size != size or not contiguous:
+            ch = ld.FileChange("write", stem + ".log", f"{len(entries)} intact batches kept, "
+                               f"{size - new_size} bytes cut", new_size)
+            ch.data = None
+            ch.source = stem + ".log"
+            plan.changes.append(ch)
+            with open(path, "rb") as f:
+                buf = b"".join((f.seek(p), f.read(s))[1] for p, s, _b, _l in entries)
+        else:
+            with open(path, "rb") as f:
+                buf = f.read()
+        rb = ri.rebuild_segment(buf, base, interval, file=path, segment_index_bytes=sib)
+        if rb.problem is not None:
+            raise _refuse(f"the salvaged segment would not load: {rb.problem.message}", pdir, file=path)
+        for ext, data in (("index", rb.index), ("timeindex", rb.timeindex)):
+            ipath = os.path.join(pdir, f"{stem}.{ext}")
+            existing = open(ipath, "rb").read() if os.path.isfile(ipath) else None
+            if ri.compare(ext, ipath, base, existing, data).status not in ("match", "match-trimmed"):
+                plan.changes.append(ld.FileChange("write", f"{stem}.{ext}", "rebuilt", len(data), data=data))
+        end = bases[i + 1] if i + 1 < len(bases) else None
+        txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted
+                                     if a[2] >= base and (end is None or a[2] < end)])
+        xpath = os.path.join(pdir, stem + ".txnindex")
+        existing = open(xpath, "rb").read() if os.path.isfile(xpath) else None
+        if (existing or b"") != txn and (existing is not None or txn):
+            plan.changes.append(ld.FileChange("write", stem + ".txnindex", "rebuilt from the kept markers", len(txn),
+                                              data=txn))
+
+
+def execute_salvage(plan: SalvagePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
+    pdir = plan.partition_dir
+    kept = {}
+    for base in part.segment_bases(pdir):
+        _rep, m = verify.map_segment(os.path.join(pdir, part.segment_name(base)))
+        kept[part.segment_name(base)] = m.entries
+    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
+        for c in plan.changes:
+            path = os.path.join(pdir, c.name)
+            if c.kind == "delete":
+                tx.delete(c.name)
+            elif c.name.endswith(".log"):
+                tx.stage(c.name, _writer(path, kept[c.name]), mtime=os.stat(path).st_mtime)
+            else:
+                keep = os.stat(path).st_mtime if c.name.endswith((".index", ".timeindex")) and os.path.exists(path) \
+                    else None
+                tx.stage(c.name, c.data or b"", mtime=keep)
+        tx.commit()
+        return tx.backup_dir
+
+
+def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: bool = False,
+        backup_dir: str | None = None, keep_backup: bool = True,
+        now_ms: int | None = None) -> list[tuple[SalvagePlan, list[str], str | None]]:
+    from kafkalog_cli.ops.recover import partition_dirs
+
+    out = []
+    for pdir in partition_dirs(paths):
+        if not execute:
+            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
+            plan.notes += safety.log_dir_warnings(pdir)
+            out.append((plan, [], None))
+            continue
+        with safety.locked_log_dir(pdir):
+            recovered = safety.recover_interrupted(pdir)
+            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
+            plan.notes += safety.log_dir_warnings(pdir)
+            written = execute_salvage(plan, safety.backup_subdir(backup_dir, pdir), keep_backup) \
+                if plan.has_changes else None
+            out.append((plan, recovered, written))
+    return out
