@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "scan": ("kafkalog_cli.cli.scan", "scan", "Scan log dirs into Parquet datasets (batches, problems, records) and report."),
     "compact": ("kafkalog_cli.cli.compact", "compact", "Compact a partition offline by the log cleaner's rules."),
     "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
+    "compare-replicas": ("kafkalog_cli.cli.replicas", "compare_replicas", "Find where replicas of a partition diverge, and what truncation loses."),
 }
 
 
