@@ -27,6 +27,7 @@ Only reads. The engine returns a ``Comparison``; rendering is in ``render.replic
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import CheckpointError, CorruptRecordError, KafkalogError, UnreadableFileError
@@ -114,7 +115,8 @@ class Replica:
     corrupt: list[Corruption] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _maps: dict[str, MappedFile] = field(default_factory=dict, repr=False)
-    _keys: dict[bytes, tuple[int, int]] | None = field(default=None, repr=False)
+    _keys: dict[bytes, list[int]] | None = field(default=None, repr=False)
+    _qmin: float | None = field(default=None, repr=False)
     _markers: dict[int, list[tuple[int, int]]] | None = field(default=None, repr=False)
 
     @property
@@ -149,19 +151,29 @@ class Replica:
         except KafkalogError as exc:
             raise exc.located(b.seg) from None
 
-    def key_range(self) -> dict[bytes, tuple[int, int]]:
-        """key -> (lowest, highest) offset of a data record with that key, over the whole log (built on demand)."""
+    def key_offsets(self) -> dict[bytes, list[int]]:
+        """key -> sorted offsets of the data records with that key, over the whole log (built on demand)."""
         if self._keys is None:
-            keys: dict[bytes, tuple[int, int]] = {}
+            keys: dict[bytes, list[int]] = {}
             for b in self.batches:
                 if b.is_control or not b.valid:
                     continue
                 for r in self.records(b):
                     if r.key is not None:
-                        lo_hi = keys.get(r.key)
-                        keys[r.key] = (r.offset, r.offset) if lo_hi is None else (min(lo_hi[0], r.offset), max(lo_hi[1], r.offset))
+                        keys.setdefault(r.key, []).append(r.offset)
+            for v in keys.values():
+                v.sort()
             self._keys = keys
         return self._keys
+
+    def first_superseding_kept(self) -> float:
+        """The lowest offset of a record that supersedes a record this log still keeps (the second occurrence of a
+        key). The cleaner drops every superseded record whose successor lies in the range it cleaned, so a record it
+        dropped must have been superseded below this offset (see ``_unexplained``); +inf when nothing kept is
+        superseded."""
+        if self._qmin is None:
+            self._qmin = min((v[1] for v in self.key_offsets().values() if len(v) > 1), default=float("inf"))
+        return self._qmin
 
     def markers(self) -> dict[int, list[tuple[int, int]]]:
         """producer id -> [(offset, ABORT|COMMIT)] of the transaction markers in this log."""
@@ -337,10 +349,12 @@ def compare_pair(a: Replica, b: Replica) -> PairResult:
             findings.append(f)
             break
     limit = min((f.offset for f in findings), default=None)
+    explained = {a.name: [0], b.name: [0]}
+    missing.sort(key=lambda m: m[3].offset if m[3] is not None else m[2].base)
     for holder, lacker, batch, rec, covered in missing:
         if limit is not None and batch.base > limit:
             continue
-        f = _judge_missing(holder, lacker, batch, rec, covered, lo, hi, limit)
+        f = _judge_missing(holder, lacker, batch, rec, covered, lo, hi, limit, explained[lacker.name])
         if f is not None:
             findings.append(f)
             limit = min(limit, f.offset) if limit is not None else f.offset
@@ -403,8 +417,9 @@ def _aborted(pid: int, offset: int, *replicas: Replica) -> bool:
 
 
 def _judge_missing(holder: Replica, lacker: Replica, batch: BatchRef, rec: Record | None, covered: bool,
-                   lo: int, hi: int, limit: int | None) -> Finding | None:
-    """Records ``holder`` has and ``lacker`` does not: the earliest one the lacker's cleaner could not have dropped."""
+                   lo: int, hi: int, limit: int | None, explained: list[int]) -> Finding | None:
+    """Records ``holder`` has and ``lacker`` does not: the earliest one the lacker's cleaner could not have dropped.
+    ``explained`` counts drops found legitimate so far (evidence that the lacker was cleaned)."""
     if rec is None:
         if not batch.valid:
             return None
@@ -415,49 +430,65 @@ def _judge_missing(holder: Replica, lacker: Replica, batch: BatchRef, rec: Recor
             recs = holder.records(batch)
         except KafkalogError as exc:
             return Finding(batch.base, CORRUPT_BATCH, f"batch at {batch.base} on {holder.name}: {exc.describe()}")
-        if not recs and batch.records == 0:
-            # an empty batch the cleaner kept for producer state on one replica only: nothing a consumer reads
-            return None
     else:
         recs = [rec]
     for r in recs:
         if not lo <= r.offset < hi or (limit is not None and r.offset > limit):
             continue
-        why = _unexplained(holder, lacker, batch, r)
+        why = _unexplained(holder, lacker, batch, r, hi)
         if why is None:
+            explained[0] += 1
             continue
         kind, text = why
-        if kind is None:
-            kind = CLEANING_DIVERGENCE if covered or lacker.compacted else MISSING_RANGE
+        # a marker or a tombstone on one side only is about what cleaning kept, whatever else the lacker shows;
+        # a value is a cleaning matter only when the lacker shows it was cleaned (else it simply lacks the range)
+        cleaned = covered or explained[0] > 0 or lacker.compacted
+        if kind is None or (not cleaned and not (batch.is_control or r.value is None)):
+            kind = CLEANING_DIVERGENCE if covered else MISSING_RANGE
         if kind == MISSING_RANGE:
-            end = _run_end(holder, lacker, r.offset, hi)
+            end = _run_end(lacker, r.offset, hi)
             text = f"{lacker.name} lacks offsets {r.offset}..{end} that {holder.name} holds ({text})"
         return Finding(r.offset, kind, text)
     return None
 
 
-def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record) -> tuple[str | None, str] | None:
-    """None when the lacker's cleaner had a reason to drop ``r``; else (kind or None for "decide by context", why)."""
+def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, hi: int) -> tuple[str | None, str] | None:
+    """None when the lacker's cleaner had a reason to drop ``r``; else (kind, or None for "missing-range or
+    cleaning-divergence by context", why).
+
+    The cleaner rewrites the log from its start up to the end of the dirty range it mapped, dropping every record
+    whose key occurs again in that range (LogCleaner.shouldRetainRecord). So in a cleaned log every dropped record
+    was superseded below the lowest successor of any record the log still keeps (``first_superseding_kept``); a
+    gap above that point is not compaction.
+    """
     where = f"offset {r.offset}"
     if batch.is_control:
         return CLEANING_DIVERGENCE, f"transaction marker at {where} kept on {holder.name} only"
+    qmin = lacker.first_superseding_kept()
     if r.key is None:
-        return None  # the cleaner drops keyless records (LogCleaner.scala:935)
-    if batch.is_transactional and _aborted(batch.producer_id, r.offset, holder, lacker):
+        if r.offset < qmin and lacker.compacted:
+            return None  # the cleaner drops keyless records (LogCleaner.scala:935)
+        return None, f"keyless record at {where}"
+    if batch.is_transactional and r.offset < qmin and _aborted(batch.producer_id, r.offset, holder, lacker):
         return None  # data of an aborted transaction
-    span = lacker.key_range().get(r.key)
-    if span is not None and span[1] > r.offset:
+    mine = lacker.key_offsets().get(r.key, [])
+    k = bisect_right(mine, r.offset)
+    if k < len(mine) and mine[k] < qmin:
         return None  # superseded by a later record with the same key on the lacker
+    theirs = holder.key_offsets().get(r.key, [])
+    h = bisect_right(theirs, r.offset)
+    if h < len(theirs) and theirs[h] < hi and k == len(mine) and theirs[h] < qmin:
+        return None  # the holder's next record of this key is missing on the lacker too: judged on its own
     key = r.key[:40].decode("utf-8", "replace")
     if r.value is None:
         return CLEANING_DIVERGENCE, f"tombstone for key {key!r} at {where} present on {holder.name} only"
-    if span is not None:
+    if k > 0:
         return CLEANING_DIVERGENCE, (f"latest value of key {key!r} differs: {holder.name} has it at {where}, "
-                                     f"{lacker.name} kept an older record at {span[1]} and dropped this one")
+                                     f"{lacker.name} kept an older record at {mine[k - 1]} and dropped this one")
     return None, f"record with key {key!r} at {where}"
 
 
-def _run_end(holder: Replica, lacker: Replica, start: int, hi: int) -> int:
+def _run_end(lacker: Replica, start: int, hi: int) -> int:
     """Last offset of the range the lacker is missing from ``start`` (up to its next batch or the compared end)."""
     nxt = min((b.base for b in lacker.batches if b.base > start), default=hi)
     return min(nxt, hi) - 1
