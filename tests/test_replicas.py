@@ -36,11 +36,12 @@ def rec(key: str | None, value: str | None, *, epoch: int = 0, pid: int = -1, tx
     return step
 
 
-def skip(n: int = 1) -> Step:
-    """Offsets this replica does not hold (as a cleaner or a hole leaves them); timestamps advance as if written."""
+def skip(n: int = 1, *, markers: int = 0) -> Step:
+    """Offsets this replica does not hold (as a cleaner or a hole leaves them); timestamps advance as if the ``n``
+    records were written (a marker, of which ``markers`` are among them, takes no new timestamp)."""
     def step(pb: PartitionBuilder) -> None:
         pb.next_offset += n
-        pb.ts += n
+        pb.ts += n - markers
     return step
 
 
@@ -243,14 +244,33 @@ def test_latest_value_differs_is_cleaning_divergence(tmp_path):
 
 
 def test_tombstone_on_one_replica_only(tmp_path):
-    """k1's records 0, 2 and its tombstone 6 are all gone from one replica, kept on the other."""
+    """One replica lost k1's tombstone (6) but still holds k1's older value (2): k1 is alive again there."""
     root = str(tmp_path)
     full = replica(root, 1, history(set()))
-    gone = replica(root, 2, history({0, 1, 2, 3, 6}))
+    gone = replica(root, 2, history({0, 1, 6}))
     code, doc = run_json(full, gone)
     assert code == 1
     assert doc["first_divergent_offset"] == 6 and doc["divergence_kind"] == "cleaning-divergence"
     assert "tombstone" in doc["detail"]
+
+
+def test_tombstone_removed_past_its_horizon_with_all_older_values_agrees(tmp_path):
+    """A replica cleaned once more removed k1's tombstone after k1's older values: same keys and values survive."""
+    root = str(tmp_path)
+    full = replica(root, 1, history(set()))
+    gone = replica(root, 2, history({0, 1, 2, 3, 6}))
+    code, out = run(full, gone)
+    assert code == 0, out
+
+
+def test_tombstone_missing_on_an_uncleaned_replica_is_divergence(tmp_path):
+    """Nothing else was cleaned on the lacker (it keeps every superseded record): a missing tombstone is not a
+    cleaner's doing."""
+    root = str(tmp_path)
+    full = replica(root, 1, history(set()) + [rec("k1", "z")])
+    gone = replica(root, 2, history({6}) + [rec("k1", "z")])
+    code, doc = run_json(full, gone)
+    assert code == 1 and doc["first_divergent_offset"] == 6 and doc["divergence_kind"] == "cleaning-divergence"
 
 
 def test_transaction_marker_kept_on_one_only(tmp_path):
@@ -258,7 +278,7 @@ def test_transaction_marker_kept_on_one_only(tmp_path):
     head = [rec("k1", "a", pid=5, txn=True), rec("k2", "b", pid=5, txn=True)]
     tail = [rec("k3", "c"), rec("k4", "d")]
     a = replica(root, 1, head + [marker(5)] + tail)
-    b = replica(root, 2, head + [skip()] + tail)
+    b = replica(root, 2, head + [skip(markers=1)] + tail)
     code, doc = run_json(a, b)
     assert code == 1
     assert doc["first_divergent_offset"] == 2 and doc["divergence_kind"] == "cleaning-divergence"
@@ -339,3 +359,14 @@ def test_meta_properties_parsing(tmp_path):
     (tmp_path / "meta.properties").write_text("broker.id=x\n")
     with pytest.raises(rp.UnreadableFileError):
         broker_id_of(str(tmp_path))
+
+
+def test_aborted_transaction_and_its_marker_removed_agrees(tmp_path):
+    """The cleaner removes an aborted transaction's data, then its marker past the horizon: not divergence."""
+    root = str(tmp_path)
+    head = [rec("k1", "a", pid=5, txn=True), rec("k2", "b", pid=5, txn=True), marker(5, abort=True)]
+    tail = [rec("k3", "c"), rec("k4", "d")]
+    a = replica(root, 1, head + tail)
+    b = replica(root, 2, [skip(3, markers=1)] + tail)
+    code, out = run(a, b)
+    assert code == 0, out

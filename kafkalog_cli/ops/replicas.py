@@ -435,14 +435,14 @@ def _judge_missing(holder: Replica, lacker: Replica, batch: BatchRef, rec: Recor
     for r in recs:
         if not lo <= r.offset < hi or (limit is not None and r.offset > limit):
             continue
-        why = _unexplained(holder, lacker, batch, r, hi)
+        cleaned = covered or explained[0] > 0 or lacker.compacted
+        why = _unexplained(holder, lacker, batch, r, hi, cleaned)
         if why is None:
             explained[0] += 1
             continue
         kind, text = why
         # a marker or a tombstone on one side only is about what cleaning kept, whatever else the lacker shows;
         # a value is a cleaning matter only when the lacker shows it was cleaned (else it simply lacks the range)
-        cleaned = covered or explained[0] > 0 or lacker.compacted
         if kind is None or (not cleaned and not (batch.is_control or r.value is None)):
             kind = CLEANING_DIVERGENCE if covered else MISSING_RANGE
         if kind == MISSING_RANGE:
@@ -452,7 +452,8 @@ def _judge_missing(holder: Replica, lacker: Replica, batch: BatchRef, rec: Recor
     return None
 
 
-def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, hi: int) -> tuple[str | None, str] | None:
+def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, hi: int,
+                 cleaned: bool) -> tuple[str | None, str] | None:
     """None when the lacker's cleaner had a reason to drop ``r``; else (kind, or None for "missing-range or
     cleaning-divergence by context", why).
 
@@ -462,9 +463,12 @@ def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, h
     gap above that point is not compaction.
     """
     where = f"offset {r.offset}"
-    if batch.is_control:
-        return CLEANING_DIVERGENCE, f"transaction marker at {where} kept on {holder.name} only"
     qmin = lacker.first_superseding_kept()
+    if batch.is_control:
+        if cleaned and r.offset < qmin and not _txn_data_before(holder, lacker, batch.producer_id, r.offset):
+            return None  # the cleaner removes a marker once its transaction's data is gone and its horizon passed
+        return CLEANING_DIVERGENCE, (f"transaction marker at {where} kept on {holder.name} only ({lacker.name} "
+                                     "still holds data of that transaction, or was not cleaned there)")
     if r.key is None:
         if r.offset < qmin and lacker.compacted:
             return None  # the cleaner drops keyless records (LogCleaner.scala:935)
@@ -480,12 +484,22 @@ def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, h
     if h < len(theirs) and theirs[h] < hi and k == len(mine) and theirs[h] < qmin:
         return None  # the holder's next record of this key is missing on the lacker too: judged on its own
     key = r.key[:40].decode("utf-8", "replace")
+    if r.value is None and k == 0 and cleaned and r.offset < qmin:
+        return None  # a tombstone removed after its delete horizon, with every older value of the key gone too
     if r.value is None:
         return CLEANING_DIVERGENCE, f"tombstone for key {key!r} at {where} present on {holder.name} only"
     if k > 0:
         return CLEANING_DIVERGENCE, (f"latest value of key {key!r} differs: {holder.name} has it at {where}, "
                                      f"{lacker.name} kept an older record at {mine[k - 1]} and dropped this one")
     return None, f"record with key {key!r} at {where}"
+
+
+def _txn_data_before(holder: Replica, lacker: Replica, pid: int, marker_offset: int) -> bool:
+    """Whether the lacker still holds data of the transaction the holder's marker at ``marker_offset`` closes
+    (transactional data of ``pid`` after the holder's previous marker of ``pid``)."""
+    prev = max((o for o, _t in holder.markers().get(pid, []) if o < marker_offset), default=-1)
+    return any(b.producer_id == pid and b.is_transactional and not b.is_control and b.records > 0
+               and prev < b.base and b.last < marker_offset for b in lacker.batches)
 
 
 def _run_end(lacker: Replica, start: int, hi: int) -> int:
