@@ -27,7 +27,7 @@ Only reads. The engine returns a ``Comparison``; rendering is in ``render.replic
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import CheckpointError, CorruptRecordError, KafkalogError, UnreadableFileError
@@ -117,6 +117,7 @@ class Replica:
     _maps: dict[str, MappedFile] = field(default_factory=dict, repr=False)
     _keys: dict[bytes, list[int]] | None = field(default=None, repr=False)
     _qmin: float | None = field(default=None, repr=False)
+    _txn: dict[int, list[int]] | None = field(default=None, repr=False)
     _markers: dict[int, list[tuple[int, int]]] | None = field(default=None, repr=False)
 
     @property
@@ -174,6 +175,18 @@ class Replica:
         if self._qmin is None:
             self._qmin = min((v[1] for v in self.key_offsets().values() if len(v) > 1), default=float("inf"))
         return self._qmin
+
+    def txn_data(self) -> dict[int, list[int]]:
+        """producer id -> sorted last offsets of its non-empty transactional data batches."""
+        if self._txn is None:
+            out: dict[int, list[int]] = {}
+            for b in self.batches:
+                if b.is_transactional and not b.is_control and b.records > 0 and b.valid:
+                    out.setdefault(b.producer_id, []).append(b.last)
+            for v in out.values():
+                v.sort()
+            self._txn = out
+        return self._txn
 
     def markers(self) -> dict[int, list[tuple[int, int]]]:
         """producer id -> [(offset, ABORT|COMMIT)] of the transaction markers in this log."""
@@ -497,9 +510,12 @@ def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, h
 def _txn_data_before(holder: Replica, lacker: Replica, pid: int, marker_offset: int) -> bool:
     """Whether the lacker still holds data of the transaction the holder's marker at ``marker_offset`` closes
     (transactional data of ``pid`` after the holder's previous marker of ``pid``)."""
-    prev = max((o for o, _t in holder.markers().get(pid, []) if o < marker_offset), default=-1)
-    return any(b.producer_id == pid and b.is_transactional and not b.is_control and b.records > 0
-               and prev < b.base and b.last < marker_offset for b in lacker.batches)
+    marks = holder.markers().get(pid, [])
+    i = bisect_left(marks, (marker_offset, -1))
+    prev = marks[i - 1][0] if i > 0 else -1
+    lasts = lacker.txn_data().get(pid, [])
+    j = bisect_right(lasts, prev)
+    return j < len(lasts) and lasts[j] < marker_offset
 
 
 def _run_end(lacker: Replica, start: int, hi: int) -> int:
