@@ -548,6 +548,7 @@ class LostRecords:
     first_timestamp: int | None = None
     last_timestamp: int | None = None
     markers: int = 0
+    refetched: int = 0  # records removed by the cut that the leader holds identically (fetched again)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -626,16 +627,21 @@ def simulate_truncation(follower: Replica, leader: Replica) -> tuple[int | None,
     return target, steps, notes
 
 
-def lost_records(replica: Replica, target: int) -> LostRecords:
+def lost_records(replica: Replica, target: int, leader: Replica | None = None) -> LostRecords:
     """What truncating ``replica`` to ``target`` removes: the first batch in file order whose last offset reaches the
-    target, and everything after it (batch aligned, as LogSegment.truncateTo cuts)."""
+    target, and everything after it (batch aligned, as LogSegment.truncateTo cuts). A removed batch the leader holds
+    byte for byte is fetched again, not lost: it is counted in ``refetched`` only."""
     out = LostRecords()
     if target >= replica.log_end_offset:
         return out
     gone = _file_order_from(replica, target)
+    same = {b.base: b.header for b in leader.batches if b.valid} if leader is not None else {}
     producers: dict[int, dict] = {}
     ranges: list[list[int]] = []
     for b in gone:
+        if b.valid and same.get(b.base) == b.header:
+            out.refetched += max(b.records, 0)
+            continue
         out.batches += 1
         out.count += max(b.records, 0)
         if b.is_control:
@@ -821,11 +827,12 @@ def _compare_loaded(replicas: list[Replica], leader_name: str | None) -> Compari
             reports.append(ReplicaReport(r, "leader", r.log_end_offset, [], LostRecords(), None, []))
             continue
         target, steps, tnotes = simulate_truncation(r, leader)
-        lost = lost_records(r, target) if target is not None else LostRecords()
-        if lost.count or lost.batches:
-            findings.append(Finding(target if target is not None else r.log_end_offset, MISSING_RANGE,
-                                    f"{leader.name} (leader) is missing offsets {target}..{r.log_end_offset - 1} that "
-                                    f"{r.name} holds: truncation would remove {lost.count} records from {r.name}"))
+        lost = lost_records(r, target, leader) if target is not None else LostRecords()
+        if lost.batches:
+            first = lost.offsets[0][0]
+            findings.append(Finding(max(first, target or 0), MISSING_RANGE,
+                                    f"{leader.name} (leader) lacks offsets {first}..{r.log_end_offset - 1} as {r.name} "
+                                    f"holds them: truncation to {target} would lose {lost.count} records of {r.name}"))
         reports.append(ReplicaReport(r, "follower", target, steps, lost, vs, tnotes))
     for r in replicas:
         for c in r.corrupt:

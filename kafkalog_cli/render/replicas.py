@@ -47,7 +47,7 @@ def _replica_lines(r: ReplicaReport) -> Iterator[str]:
     if r.role == "follower":
         if r.truncation_offset is None:
             yield "    truncation: unknown (see notes)"
-        elif r.lost.count or r.lost.batches:
+        elif r.lost.batches:
             lost = r.lost
             yield (f"    truncation: to offset {r.truncation_offset}: loses {lost.count} records in {lost.batches} "
                    f"batches, offsets {_ranges(lost.offsets)}, {_ts(lost.first_timestamp)} .. {_ts(lost.last_timestamp)}")
@@ -57,6 +57,9 @@ def _replica_lines(r: ReplicaReport) -> Iterator[str]:
                        f"{p['records']} records, {seq}, offsets {p['first_offset']}..{p['last_offset']}")
             if lost.markers:
                 yield f"      ({lost.markers} of them transaction markers)"
+        elif r.truncation_offset < rep.log_end_offset:
+            yield (f"    truncation: to offset {r.truncation_offset}: loses nothing ({r.lost.refetched} records removed "
+                   "are held identically by the leader and fetched again)")
         else:
             yield f"    truncation: none (fetches from offset {r.truncation_offset})"
         for s in r.truncation_steps:
