@@ -55,9 +55,10 @@ def roll() -> Step:
     return lambda pb: pb.roll()
 
 
-def replica(root: str, broker: int, steps: list[Step], *, epochs: list[tuple[int, int]] | None = None) -> str:
+def replica(root: str, broker: int, steps: list[Step], *, epochs: list[tuple[int, int]] | None = None,
+            part: str = "orders-0") -> str:
     logdir = os.path.join(root, f"broker{broker}")
-    pdir = os.path.join(logdir, "orders-0")
+    pdir = os.path.join(logdir, part)
     pb = PartitionBuilder(pdir)
     for s in steps:
         s(pb)

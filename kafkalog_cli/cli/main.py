@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compact": ("kafkalog_cli.cli.compact", "compact", "Compact a partition offline by the log cleaner's rules."),
     "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
     "compare-replicas": ("kafkalog_cli.cli.replicas", "compare_replicas", "Find where replicas of a partition diverge, and what truncation loses."),
+    "report": ("kafkalog_cli.cli.replicas", "report", "Reports over scan datasets: --replicas (divergence across brokers)."),
 }
 
 
