@@ -1,0 +1,131 @@
+"""``kafkalog compare-replicas``: where copies of one partition from several brokers diverge (read only)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+
+
+@click.command(
+    "compare-replicas",
+    epilog="""\b
+Examples:
+  kafkalog compare-replicas /mnt/b1/kafka-logs/orders-0 /mnt/b2/kafka-logs/orders-0
+  kafkalog compare-replicas --names 1,2,3 --leader 3 --format json a/orders-0 b/orders-0 c/orders-0
+
+\b
+Each DIR is the same topic-partition copied or mounted from a different broker;
+the broker id comes from the log dir's meta.properties unless --names is given.
+The leader is the replica with the highest latest leader epoch (then the
+highest log end offset) unless --leader names it. For every follower the
+report shows where Kafka's follower truncation would cut it against the
+leader (leader-epoch endOffsetFor rule) and the records it would lose.
+
+\b
+Exit codes: 0 replicas agree (a follower that only lags is not divergence),
+1 divergence found, 2 usage error or unreadable input.""",
+)
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(), metavar="DIR DIR...")
+@click.option("--names", default=None, metavar="A,B,...", help="Names (broker ids) of the replicas, in DIR order.")
+@click.option("--leader", default=None, metavar="NAME", help="The replica that is (or will be) the leader.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def compare_replicas(dirs: tuple[str, ...], names: str | None, leader: str | None, fmt: str) -> None:
+    """Align replicas of one partition by offset and leader epoch; report the first divergence."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.ops import replicas as rp
+    from kafkalog_cli.render.replicas import render_json, render_text
+
+    out, _err = line_writers()
+    if len(dirs) < 2:
+        fail("give at least two partition directories", "e.g. kafkalog compare-replicas b1/orders-0 b2/orders-0")
+    name_list = None
+    if names is not None:
+        name_list = [n.strip() for n in names.split(",")]
+        if len(name_list) != len(dirs) or not all(name_list):
+            fail(f"--names has {len(name_list)} names for {len(dirs)} directories", "give one non-empty name per DIR")
+    try:
+        cmp = rp.compare(list(dirs), name_list, leader)
+    except KafkalogError as exc:
+        fail(exc.describe(), "give copies of one partition directory, e.g. /mnt/b1/kafka-logs/orders-0")
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check the paths and permissions")
+    if fmt == "json":
+        out(render_json(cmp))
+    else:
+        for line in render_text(cmp):
+            out(line)
+    sys.stdout.flush()
+    sys.exit(EXIT_PROBLEMS if cmp.diverged else EXIT_CLEAN)
+
+
+@click.command(
+    "report",
+    epilog="""\b
+Examples:
+  kafkalog scan --records --out /srv/scan/b1 /mnt/b1/kafka-logs
+  kafkalog scan --records --out /srv/scan/b2 /mnt/b2/kafka-logs
+  kafkalog report --replicas /srv/scan/b1 /srv/scan/b2 --broker-ids /srv/scan/b1=1,/srv/scan/b2=2
+
+\b
+For every topic-partition present on two or more brokers, the first divergent
+offset and its kind, as compare-replicas computes them, written as a Parquet
+dataset (--out, default DATASET/divergence). Brokers come from --broker-ids
+(a dataset directory or a log_dir value = id), else the log_dir path.
+
+\b
+Exit codes: 0 every replica set agrees, 1 divergence found, 2 usage error or
+unreadable datasets.""",
+)
+@click.option("--replicas", "replicas", is_flag=True, required=True, help="Compare replicas across the datasets.")
+@click.argument("datasets", nargs=-1, required=True, type=click.Path(), metavar="DATASET...")
+@click.option("--broker-ids", default=None, metavar="DIR=ID,...", help="Broker id of each dataset dir or log_dir.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Where the divergence dataset goes (default: <first DATASET>/divergence).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, out_dir: str | None, fmt: str) -> None:
+    """Replica divergence across scan datasets of several brokers (the fleet form of compare-replicas)."""
+    import json
+    import os
+
+    import pyarrow.parquet as pq
+
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.ops.replicas_fleet import divergence
+
+    out, _err = line_writers()
+    mapping: dict[str, str] = {}
+    for item in (broker_ids or "").split(","):
+        if not item.strip():
+            continue
+        k, eq, v = item.rpartition("=")
+        if not eq or not k or not v:
+            fail(f"--broker-ids: {item!r} is not DIR=ID", "e.g. --broker-ids /srv/scan/b1=1,/srv/scan/b2=2")
+        mapping[k] = v
+    try:
+        table, _cmps = divergence(list(datasets), mapping)
+    except KafkalogError as exc:
+        fail(exc.describe(), "give the --out directories of 'kafkalog scan --records'")
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check the dataset paths")
+    target = out_dir or os.path.join(datasets[0], "divergence")
+    try:
+        os.makedirs(target, exist_ok=True)
+        pq.write_table(table, os.path.join(target, "part-00000.parquet"))
+    except OSError as exc:
+        fail(f"{target}: {exc.strerror or exc}", "pick a writable --out directory")
+    rows = table.to_pylist()
+    if fmt == "json":
+        out(json.dumps({"divergence": rows, "out": target}, indent=1))
+    else:
+        for r in rows:
+            where = f"{r['topic']}-{r['partition']} on brokers {','.join(r['brokers'])} (leader {r['leader']})"
+            if r["first_divergent_offset"] is None:
+                out(f"{where}: agree up to offset {r['agree_up_to']}")
+            else:
+                out(f"{where}: DIVERGED at offset {r['first_divergent_offset']}: {r['divergence_kind']}: {r['detail']}")
+        out(f"{len(rows)} replicated partitions compared; divergence dataset written to {target}")
+    sys.stdout.flush()
+    sys.exit(EXIT_PROBLEMS if any(r["first_divergent_offset"] is not None for r in rows) else EXIT_CLEAN)
