@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "completion": ("kafkalog_cli.cli.completion", "completion", "Print the bash, zsh or fish completion script."),
     "scan": ("kafkalog_cli.cli.scan", "scan", "Scan log dirs into Parquet datasets (batches, problems, records) and report."),
     "compact": ("kafkalog_cli.cli.compact", "compact", "Compact a partition offline by the log cleaner's rules."),
+    "explain-cleaner": ("kafkalog_cli.cli.explain", "explain_cleaner", "What the log cleaner would decide about a partition now, and why."),
     "explain-retention": ("kafkalog_cli.cli.explain", "explain_retention", "Which segments retention would delete at time T, and why."),
     "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
 }
