@@ -354,7 +354,7 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
     t.classification = "coordinator-missing"
     shown = ", ".join(f"__transaction_state-{p}" for p in missing[:8]) + (" ..." if len(missing) > 8 else "")
     t.reason = (f"producer id {t.producer_id} is in none of the {len(view.partitions_present)} __transaction_state "
-                f"partition(s) given; missing: {shown}. Find the transactional id with `kafka-transactions.sh "
+                f"partition(s) given; {len(missing)} missing: {shown}. Find the transactional id with `kafka-transactions.sh "
                 f"describe-producers --topic {t.topic} --partition {t.partition}` (or `list`), then `kafkalog "
                 f"locate-txn ID --partitions {txn_partitions}` names the __transaction_state partition; add the log "
                 "dir of the broker leading it (`kafka-topics.sh --describe --topic __transaction_state`)")

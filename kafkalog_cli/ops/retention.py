@@ -285,8 +285,11 @@ def _explain_kept(segs: list[SegmentFate], cfg: RetentionConfig, now: int, hw: i
                     parts.append(f"{age} ms old <= retention.ms {cfg.retention_ms}")
             else:
                 parts.append("retention.ms=-1 (no time limit)")
-            if cfg.retention_bytes >= 0:
-                parts.append(f"log size {size} leaves no room (retention.bytes {cfg.retention_bytes})")
+            if cfg.retention_bytes >= 0 and size < cfg.retention_bytes:
+                parts.append(f"log size {size} < retention.bytes {cfg.retention_bytes}")
+            elif cfg.retention_bytes >= 0:
+                parts.append(f"the log is {size - cfg.retention_bytes} bytes over retention.bytes "
+                             f"{cfg.retention_bytes}, less than this segment's {s.size}")
             else:
                 parts.append("retention.bytes=-1 (no size limit)")
             s.reason = "kept: " + "; ".join(parts)
