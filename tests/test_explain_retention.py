@@ -138,6 +138,11 @@ def test_log_start_offset_breach_after_delete_records(tmp_path: Path) -> None:
     for start, gone, after in ((1, [], 1), (6, [0], 6), (15, [0, 5], 15)):
         p = _run(pdir, "--retention-ms", "-1", "--log-start-offset", str(start))
         assert (_deleted(p), p["log_start_offset_after"]) == (gone, after)
+    pdir2 = str(tmp_path / "u-0")
+    _partition(pdir2, [[NOW] * 5] * 3)
+    os.remove(os.path.join(pdir2, f"{0:020d}.log"))  # the first segment is gone: first base 5
+    p = _run(pdir2, "--retention-ms", "-1", "--log-start-offset", "2")
+    assert p["log_start_offset_before"] == 5 and any("never below it" in n for n in p["notes"])
 
 
 def test_high_watermark_bounds_deletion(tmp_path: Path) -> None:

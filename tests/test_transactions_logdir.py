@@ -98,6 +98,7 @@ def test_only_ongoing_exits_zero_and_closed_transactions_are_not_reported(tmp_pa
     code, out = _run(ld, "--partitions", "1")
     assert code == 0
     assert [(t["producer_id"], t["first_offset"], t["classification"]) for t in out["open"]] == [(9, 4, "ongoing")]
+    assert "past its transaction.timeout.ms" in out["open"][0]["reason"]  # started at TS, 100 s > 60 s ago
     assert out["partitions"][0]["last_stable_offset"] == 4
 
 

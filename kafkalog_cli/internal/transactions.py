@@ -295,7 +295,8 @@ def _marker_elsewhere(t: TxnFinding, others: list[PartitionReport]) -> str | Non
     return None
 
 
-def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionReport]) -> None:  # noqa: ANN001
+def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionReport],  # noqa: ANN001
+             now_ms: int | None = None) -> None:
     """Set ``classification`` and ``reason``:
 
     * ``marker-retained-elsewhere``: another copy of this partition holds the producer's marker;
@@ -325,6 +326,10 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
                         f"lists {t.topic}-{t.partition} at epoch {md.producer_epoch}")
             if md.state != "Ongoing":
                 t.reason += ": the coordinator is writing the markers"
+            elif now_ms is not None and md.start_ms > 0 and now_ms - md.start_ms > md.timeout_ms:
+                t.reason += (f"; it started {now_ms - md.start_ms} ms ago, past its transaction.timeout.ms "
+                             f"{md.timeout_ms}: the coordinator should abort it (if this persists, check the "
+                             "coordinator)")
             return
         if md.producer_id != t.producer_id:
             why = f"the coordinator now has producer id {md.producer_id} for {md.transactional_id!r}"
@@ -444,7 +449,7 @@ def analyse(paths: list[str], *, txn_partitions: int = 50, now_ms: int | None = 
         r.groups = [{"group": g, "committed_offset": off, "blocked": off >= r.last_stable_offset}
                     for g, off in sorted(groups.get((r.topic, r.partition), {}).items())]
         for t in r.open:
-            classify(t, view, txn_partitions, others)
+            classify(t, view, txn_partitions, others, now)
             start = t.first_timestamp
             md = view.by_producer(t.producer_id)
             if start is None and md is not None and md.start_ms > 0:

@@ -158,7 +158,10 @@ def explain(copy: PartitionCopy, cfg: RetentionConfig) -> PartitionRetention:
     leo = _log_end(copy, segs[-1].base_offset)
     segs[-1].active = True
     if cfg.log_start_offset is not None:
-        lso = cfg.log_start_offset
+        lso = max(cfg.log_start_offset, segs[0].base_offset)
+        if lso != cfg.log_start_offset:
+            notes.append(f"--log-start-offset {cfg.log_start_offset} is below the first segment's base: the broker's "
+                         f"log start offset is never below it, {lso} is used")
     else:
         ck, _why = checkpoint_offset(copy, "log-start-offset-checkpoint")
         lso = max(ck if ck is not None else 0, segs[0].base_offset)  # LogLoader.java:221
