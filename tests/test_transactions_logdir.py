@@ -205,3 +205,22 @@ def test_bad_paths_exit_2(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = CliRunner().invoke(cli, ["transactions"])
     assert r.exit_code == 2
+
+
+def test_no_snapshot_replay_starts_at_the_log_start(tmp_path: Path) -> None:
+    """Without a snapshot the broker rebuilds producer state from the log start offset, not from the first file:
+    a transaction opened below a log-start-offset-checkpoint entry (DeleteRecords) is not seen; one opened after
+    it is, with its first batch's timestamp."""
+    ld = str(tmp_path / "data")
+    pb = PartitionBuilder(os.path.join(ld, "t-0"))
+    pb.batch([(b"a", b"1")], pid=5, txn=True)  # offset 0, below the log start 2
+    pb.batch([(b"b", b"2")])
+    pb.batch([(b"c", b"3")], pid=6, txn=True)  # offset 2
+    pb.write()
+    checkpoint(ld, "log-start-offset-checkpoint", {"t-0": 2})
+    txn_state_partition(ld, [txn_record("x", 6, 0, "Ongoing", {"t": [0]})], partition=0)
+    code, out = _run(ld, "--partitions", "1")
+    assert code == 0
+    assert [(t["producer_id"], t["first_offset"]) for t in out["open"]] == [(6, 2)]
+    assert out["open"][0]["first_timestamp"] == 1_700_000_000_003
+    assert out["partitions"][0]["last_stable_offset"] == 2

@@ -245,8 +245,8 @@ def scan_partition(copy) -> PartitionReport:  # noqa: ANN001
     for b, ct in items:
         if b.is_control and ct in (control.ABORT, control.COMMIT):
             markers.setdefault(b.producer_id, []).append((b.base_offset, b.producer_epoch, ct))
-        if snap_off is not None and b.base_offset < snap_off:
-            continue
+        if (snap_off is not None and b.base_offset < snap_off) or b.last_offset < log_start:
+            continue  # the broker replays from the snapshot, else from the log start offset (LogLoader)
         ps.replay_batch(state, b, ct)
         if not b.is_control:
             first = state[b.producer_id].current_txn_first_offset
@@ -255,6 +255,7 @@ def scan_partition(copy) -> PartitionReport:  # noqa: ANN001
             rec[1] = max(rec[1], b.max_timestamp)
             rec[2] = b.last_offset
             rec[3] += 1
+    first_batch_ts = {(b.producer_id, b.base_offset): b.max_timestamp for b, _ct in items if not b.is_control}
     hw, hw_why = checkpoint_offset(copy, "replication-offset-checkpoint")
     hw_known = hw is not None
     if hw is None:
@@ -268,6 +269,8 @@ def scan_partition(copy) -> PartitionReport:  # noqa: ANN001
         if p.current_txn_first_offset < 0:
             continue
         first_ts, last_ts, last_off, nb = info.get((p.producer_id, p.current_txn_first_offset), [None, None, -1, 0])
+        if first_ts is None:  # the transaction began before the snapshot: its first batch may still be in the log
+            first_ts = first_batch_ts.get((p.producer_id, p.current_txn_first_offset))
         found.append(TxnFinding(copy.topic, copy.partition, copy.path, copy.broker, p.producer_id, p.epoch,
                                 p.current_txn_first_offset, last_off, first_ts, last_ts, nb,
                                 p.current_txn_first_offset < log_start))
