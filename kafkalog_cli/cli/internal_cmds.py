@@ -71,19 +71,107 @@ def locate_txn(txn_id: str, partitions: int, fmt: str) -> None:
 
 
 @click.command("transactions")
-@click.argument("path", type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="LOGDIR...")
+@_PARTITIONS
+@click.option("--bootstrap-server", "bootstrap", default="<broker:9092>", show_default=True,
+              help="Put into the kafka-transactions.sh abort commands printed for hanging transactions.")
+@click.option("--now-ms", type=int, default=None, help="The time the ages are computed at (default: now).")
 @_FORMAT
-def transactions(path: str, fmt: str) -> None:
-    """Find open (hanging) transactions in a partition directory or a .log segment.
+def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms: int | None, fmt: str) -> None:
+    """Find open transactions in log dirs and say which are hanging, and how to abort them.
 
-    A transaction is open when a producer wrote transactional data and no COMMIT/ABORT marker followed.
-    Exit status: 0 none open, 1 open transactions found, 2 unreadable path.
+    Each LOGDIR is a broker log dir (several: one per broker), a partition directory, or one .log segment. The
+    producer state is the broker's (newest producer snapshot, then the log); each open transaction is classified
+    against the __transaction_state partitions found: ongoing, hanging, coordinator-missing (that partition is not
+    here) or marker-retained-elsewhere (another copy of the partition has its marker). Per partition: the last
+    stable offset and its lag; for hanging transactions the KIP-664 abort command and the consumer groups whose
+    committed offset has reached the last stable offset.
+
+    Exit status: 0 nothing to act on, 1 a hanging or coordinator-missing transaction (for a single .log file: any
+    open transaction), 2 unreadable path.
 
     \b
     Example:
-      kafkalog transactions /var/lib/kafka/orders-0
-      kafkalog transactions /var/lib/kafka/orders-0/00000000000000000000.log --format json
+      kafkalog transactions /var/lib/kafka/data
+      kafkalog transactions broker1/data broker2/data broker3/data --format json
+      kafkalog transactions /var/lib/kafka/data/orders-0
     """
+    import os
+
+    if len(paths) == 1 and os.path.isfile(paths[0]):
+        _transactions_file(paths[0], fmt)
+        return
+    from kafkalog_cli.internal.transactions import analyse
+
+    try:
+        report = analyse(list(paths), txn_partitions=partitions, now_ms=now_ms, bootstrap=bootstrap)
+    except KafkalogError as exc:
+        _fail(exc.describe())
+        return
+    for w in report.warnings:
+        click.echo(f"kafkalog: warning: {w}", err=True)
+    findings = report.findings
+    problems = [t for t in findings if t.classification in ("hanging", "coordinator-missing")]
+    if fmt == "json":
+        counts: dict[str, int] = {}
+        for t in findings:
+            counts[t.classification] = counts.get(t.classification, 0) + 1
+        view = report.coordinator
+        click.echo(json.dumps({
+            "paths": list(paths),
+            "path": paths[0] if len(paths) == 1 else None,
+            "open": [t.as_dict() for t in findings],
+            "partitions": [p.as_dict() for p in report.partitions],
+            "coordinator": {"transaction_state_partitions": sorted(view.partitions_present),
+                            "transaction_state_partition_count": partitions,
+                            "transactional_ids": {k: (None if v is None else v.as_dict())
+                                                  for k, v in sorted(view.latest.items())}},
+            "counts": counts,
+        }))
+    else:
+        _print_transactions(report, partitions)
+    sys.exit(1 if problems else 0)
+
+
+def _print_transactions(report, partitions: int) -> None:  # noqa: ANN001
+    view = report.coordinator
+    present = len(view.partitions_present)
+    click.echo(f"Coordinator: {present} of {partitions} __transaction_state partition(s) present, "
+               f"{sum(1 for v in view.latest.values() if v is not None)} transactional id(s)")
+    for p in report.partitions:
+        if not p.open and p.last_stable_offset == p.high_watermark:
+            continue
+        who = f", broker {p.broker}" if p.broker is not None else ""
+        hw = "" if p.high_watermark_known else " (unknown: log end used)"
+        click.echo(f"{p.topic}-{p.partition} ({p.path}{who}): log start {p.log_start_offset}, log end "
+                   f"{p.log_end_offset}, high watermark {p.high_watermark}{hw}, last stable offset "
+                   f"{p.last_stable_offset} (lags the log end by {p.lso_lag})")
+        for t in p.open:
+            tid = f" transactionalId: {t.transactional_id}" if t.transactional_id is not None else ""
+            cut = " (data start removed by retention)" if t.data_start_removed else ""
+            age = f" age: {t.age_ms} ms" if t.age_ms is not None else ""
+            click.echo(f"  producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: "
+                       f"{t.first_offset}{cut} lastOffset: {t.last_offset} batches: {t.batches}{age}{tid}")
+            click.echo(f"    {t.classification}: {t.reason}")
+            if t.abort_command:
+                click.echo(f"    fix: {t.abort_command}")
+                if t.blocked_consumers:
+                    names = ", ".join(f"{g['group']} (at {g['committed_offset']})" for g in t.blocked_consumers)
+                    click.echo(f"    blocked read_committed consumer groups: {names}")
+        for n in p.notes:
+            click.echo(f"  note: {n}")
+    findings = report.findings
+    if not findings:
+        click.echo(f"No open transactions in {len(report.partitions)} partition(s).")
+        return
+    counts: dict[str, int] = {}
+    for t in findings:
+        counts[t.classification] = counts.get(t.classification, 0) + 1
+    click.echo(f"{len(findings)} open transaction(s): " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+
+
+def _transactions_file(path: str, fmt: str) -> None:
+    """One .log segment: the log-only rule (no producer snapshot, no coordinator)."""
     from kafkalog_cli.internal.transactions import find_open, segment_files
 
     try:

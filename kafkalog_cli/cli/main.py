@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compact": ("kafkalog_cli.cli.compact", "compact", "Compact a partition offline by the log cleaner's rules."),
     "recover": ("kafkalog_cli.cli.recover", "recover", "Show (or do offline) what the broker's loader does at restart."),
     "salvage": ("kafkalog_cli.cli.recover", "salvage", "Cut out only the corrupt ranges; keep every intact batch."),
+    "explain-cleaner": ("kafkalog_cli.cli.explain", "explain_cleaner", "What the log cleaner would decide about a partition now, and why."),
+    "explain-retention": ("kafkalog_cli.cli.explain", "explain_retention", "Which segments retention would delete at time T, and why."),
     "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
     "compare-replicas": ("kafkalog_cli.cli.replicas", "compare_replicas", "Find where replicas of a partition diverge, and what truncation loses."),
     "report": ("kafkalog_cli.cli.replicas", "report", "Reports over scan datasets: --replicas (divergence across brokers)."),

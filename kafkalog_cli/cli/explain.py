@@ -1,0 +1,197 @@
+"""``explain-retention`` and ``explain-cleaner``: what the broker's retention and log cleaner would do, and why.
+
+Thin click wrappers: ``ops.retention`` and ``ops.cleaner_explain`` compute, this module prints. Both are reports:
+exit 0 whatever they find, 2 for unreadable input or bad flags.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kafkalog_cli.errors import KafkalogError
+
+_FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                       help="Output format.")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"kafkalog: {message}", err=True)
+    sys.exit(code)
+
+
+def _read_config(path: str | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    from kafkalog_cli.ops.retention import parse_config_text
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_config_text(f.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"{path}: cannot read the config file ({exc})")
+        return {}
+
+
+@click.command("explain-retention")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
+@click.option("--config", "config_file", type=click.Path(), default=None,
+              help="Topic config as key=value lines (a properties file, or kafka-configs.sh --describe output).")
+@click.option("--retention-ms", type=int, default=None, help="retention.ms (-1: no time limit). Default 604800000.")
+@click.option("--retention-bytes", type=int, default=None, help="retention.bytes (-1: no size limit). Default -1.")
+@click.option("--cleanup-policy", default=None, help="cleanup.policy (delete, compact, or compact,delete). Default delete.")
+@click.option("--log-start-offset", type=click.IntRange(min=0), default=None,
+              help="Log start offset (default: log-start-offset-checkpoint, else the first segment's base).")
+@click.option("--high-watermark", type=click.IntRange(min=0), default=None,
+              help="High watermark (default: replication-offset-checkpoint, else the log end offset).")
+@click.option("--now-ms", type=int, default=None, help="The time T retention runs at (default: now).")
+@_FORMAT
+def explain_retention(paths: tuple[str, ...], config_file: str | None, retention_ms: int | None,
+                      retention_bytes: int | None, cleanup_policy: str | None, log_start_offset: int | None,
+                      high_watermark: int | None, now_ms: int | None, fmt: str) -> None:
+    """Which segments the broker's retention would delete at time T, and why.
+
+    PATH is a partition directory or a log dir (every partition in it). The broker's rules in its order
+    (UnifiedLog.deleteOldSegments): log start offset, then retention.bytes (oldest first until the log fits), then
+    retention.ms (largest timestamp from the time index, else the .log mtime; a future timestamp stops it). A
+    breached non-empty active segment is rolled and deleted; nothing at or above the high watermark goes. Flags
+    override --config. Exit status 0 (a report), 2 for unreadable input.
+
+    \b
+    Example:
+      kafkalog explain-retention /var/lib/kafka/orders-0 --retention-ms 86400000
+      kafka-configs.sh --bootstrap-server b:9092 --describe --all --topic orders > orders.cfg
+      kafkalog explain-retention /var/lib/kafka/orders-0 --config orders.cfg --format json
+    """
+    from kafkalog_cli.ops.retention import config_from, explain_paths
+
+    props = _read_config(config_file)
+    for key, val in (("retention.ms", retention_ms), ("retention.bytes", retention_bytes),
+                     ("cleanup.policy", cleanup_policy)):
+        if val is not None:
+            props[key] = str(val)
+    try:
+        cfg = config_from(props)
+        cfg.log_start_offset, cfg.high_watermark, cfg.now_ms = log_start_offset, high_watermark, now_ms
+        results, notes = explain_paths(list(paths), cfg)
+    except KafkalogError as exc:
+        _fail(exc.describe())
+        return
+    for n in notes:
+        click.echo(f"kafkalog: warning: {n}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"partitions": [r.as_dict() for r in results]}))
+        return
+    for r in results:
+        who = f", broker {r.broker}" if r.broker is not None else ""
+        click.echo(f"{r.topic}-{r.partition} ({r.path}{who}) at {r.now_ms}: retention.ms={r.config['retention.ms']} "
+                   f"retention.bytes={r.config['retention.bytes']} cleanup.policy={r.config['cleanup.policy']}")
+        click.echo(f"  log start {r.log_start_offset_before} -> {r.log_start_offset_after}, log end {r.log_end_offset}, "
+                   f"high watermark {r.high_watermark}; {r.size_before} bytes -> {r.size_after} "
+                   f"({r.bytes_freed} freed)" + ("; the active segment is rolled first" if r.rolled else ""))
+        for s in r.segments:
+            tag = "DELETE" if s.deleted else "keep  "
+            act = " (active)" if s.active else ""
+            until = []
+            if not s.deleted and s.ms_until_deleted is not None:
+                until.append(f"goes by time in {s.ms_until_deleted} ms")
+            if not s.deleted and s.bytes_until_deleted is not None:
+                until.append(f"by size after {s.bytes_until_deleted} more bytes")
+            extra = f" [{', '.join(until)}]" if until else ""
+            click.echo(f"  {tag} {s.base_offset:020d}.log{act} {s.size} bytes: {s.reason}{extra}")
+        for n in r.notes:
+            click.echo(f"  note: {n}")
+
+
+@click.command("explain-cleaner")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
+@click.option("--config", "config_file", type=click.Path(), default=None,
+              help="Topic config as key=value lines (a properties file, or kafka-configs.sh --describe output).")
+@click.option("--min-cleanable-dirty-ratio", type=click.FloatRange(0, 1), default=None,
+              help="min.cleanable.dirty.ratio. Default 0.5.")
+@click.option("--min-compaction-lag-ms", type=click.IntRange(min=0), default=None, help="min.compaction.lag.ms. Default 0.")
+@click.option("--max-compaction-lag-ms", type=click.IntRange(min=1), default=None,
+              help="max.compaction.lag.ms. Default 9223372036854775807 (never forces).")
+@click.option("--delete-retention-ms", type=click.IntRange(min=0), default=None,
+              help="delete.retention.ms (tombstone delete horizon). Default 86400000.")
+@click.option("--cleanup-policy", default=None, help="cleanup.policy. Default compact.")
+@click.option("--dedupe-buffer-size", type=click.IntRange(min=1), default=None,
+              help="log.cleaner.dedupe.buffer.size (broker). Default 134217728.")
+@click.option("--cleaner-threads", type=click.IntRange(min=1), default=None, help="log.cleaner.threads. Default 1.")
+@click.option("--no-estimate", is_flag=True, help="Skip the size-after-cleaning estimate (the compact plan).")
+@click.option("--now-ms", type=int, default=None, help="The time the cleaner runs at (default: now).")
+@_FORMAT
+def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanable_dirty_ratio: float | None,
+                    min_compaction_lag_ms: int | None, max_compaction_lag_ms: int | None,
+                    delete_retention_ms: int | None, cleanup_policy: str | None, dedupe_buffer_size: int | None,
+                    cleaner_threads: int | None, no_estimate: bool, now_ms: int | None, fmt: str) -> None:
+    """What the log cleaner would decide about a compacted partition now, and why.
+
+    PATH is a partition directory or a log dir. Per partition: the cleaner checkpoint and first dirty offset, the
+    first uncleanable offset (last stable offset, min.compaction.lag.ms, active segment) rounded down to a segment
+    base as the cleaner uses it, dirty and total bytes and the dirty ratio, whether the cleaner would pick it now
+    (and whether max.compaction.lag.ms forces it), the offset map's capacity against the dirty keys, tombstones by
+    delete-horizon state, and the size after cleaning estimated by compact's own plan (nothing is written). Flags
+    override --config. Exit status 0 (a report), 2 for unreadable input.
+
+    \b
+    Example:
+      kafkalog explain-cleaner /var/lib/kafka/users-0
+      kafkalog explain-cleaner /var/lib/kafka --min-cleanable-dirty-ratio 0.1 --format json
+    """
+    from kafkalog_cli.ops.cleaner_explain import config_from, explain_paths
+
+    props = _read_config(config_file)
+    for key, val in (("min.cleanable.dirty.ratio", min_cleanable_dirty_ratio),
+                     ("min.compaction.lag.ms", min_compaction_lag_ms),
+                     ("max.compaction.lag.ms", max_compaction_lag_ms), ("delete.retention.ms", delete_retention_ms),
+                     ("cleanup.policy", cleanup_policy)):
+        if val is not None:
+            props[key] = str(val)
+    try:
+        cfg = config_from(props)
+        cfg.now_ms = now_ms
+        if dedupe_buffer_size is not None:
+            cfg.dedupe_buffer_size = dedupe_buffer_size
+        if cleaner_threads is not None:
+            cfg.cleaner_threads = cleaner_threads
+        results, notes = explain_paths(list(paths), cfg, estimate=not no_estimate)
+    except KafkalogError as exc:
+        _fail(exc.describe())
+        return
+    for n in notes:
+        click.echo(f"kafkalog: warning: {n}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"partitions": [r.as_dict() for r in results]}))
+        return
+    for r in results:
+        who = f", broker {r.broker}" if r.broker is not None else ""
+        click.echo(f"{r.topic}-{r.partition} ({r.path}{who}) at {r.now_ms}")
+        click.echo(f"  log start {r.log_start_offset}, log end {r.log_end_offset}, high watermark {r.high_watermark}, "
+                   f"last stable offset {r.last_stable_offset}, active segment {r.active_segment_base}")
+        click.echo(f"  first dirty offset {r.first_dirty_offset} ({r.checkpoint_note})")
+        click.echo(f"  first uncleanable offset {r.first_uncleanable_offset} (unrounded {r.first_uncleanable_offset_unrounded}: "
+                   f"{r.uncleanable_reason})")
+        click.echo(f"  clean {r.clean_bytes} bytes, dirty {r.dirty_bytes} bytes, total {r.total_bytes}: dirty ratio "
+                   f"{r.dirty_ratio:.4f} vs min.cleanable.dirty.ratio {r.min_cleanable_dirty_ratio}")
+        forced = f"yes ({r.max_compaction_delay_ms} ms overdue)" if r.forced_by_max_lag else "no"
+        pick = "YES" if r.would_clean else "no"
+        rank = f", {r.rank} in this log dir's order" if r.rank else ""
+        click.echo(f"  would clean now: {pick}{rank} ({r.decision}); forced by max.compaction.lag.ms: {forced}")
+        click.echo(f"  offset map: {r.dirty_keys} distinct dirty keys ({r.dirty_keyed_records} keyed records) vs "
+                   f"{r.dedupe_capacity} entries" + (f": full, this round stops at {r.map_full_at}" if r.map_full_at
+                                                     is not None else ": fits"))
+        t = r.tombstones
+        click.echo(f"  tombstones below the first uncleanable offset: {t['horizon_passed']} past their delete horizon, "
+                   f"{t['horizon_pending']} waiting for it, {t['horizon_unset']} without one yet (the next clean sets "
+                   "it to now + delete.retention.ms)")
+        e = r.estimate
+        if e.get("available"):
+            click.echo(f"  estimate after cleaning (compact's plan, up to {e['cleaned_up_to']}): {e['bytes_before']} -> "
+                       f"{e['bytes_after']} bytes, {e['records_before']} -> {e['records_after']} records")
+        else:
+            click.echo(f"  estimate unavailable: {e.get('why')}")
+        for n in r.notes:
+            click.echo(f"  note: {n}")

@@ -1,0 +1,140 @@
+"""Finding partition directories in log dirs, and the per-log-dir facts the broker keeps beside them.
+
+Why a module of its own: ``transactions``, ``explain-retention`` and ``explain-cleaner`` all accept a mix of log
+dirs (a broker's ``log.dirs`` entry, possibly copied from several brokers) and partition directories, and all need
+the same two checkpoint files the broker keeps per log dir (``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``) and the broker id from ``meta.properties``. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from kafkalog_cli.errors import CheckpointError, UnreadableFileError
+from kafkalog_cli.storage.companions import parse_checkpoint
+from kafkalog_cli.storage.partition import segment_bases
+
+# topic-N as the broker names partition directories; "-delete"/"-future"/"-stray" directories are not live logs
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+NOT_LIVE = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
+
+
+@dataclass
+class PartitionCopy:
+    """One partition directory found in the input: which topic-partition, where, and on which broker."""
+
+    topic: str
+    partition: int
+    path: str
+    log_dir: str
+    broker: str | None  # broker.id / node.id from the log dir's meta.properties, when there is one
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.path} (broker {self.broker})" if self.broker is not None else self.path
+
+
+def split_name(dirname: str) -> tuple[str, int]:
+    """(topic, partition) from a partition directory name; (name, -1) when it does not look like ``topic-N``."""
+    m = PARTITION_DIR.match(dirname)
+    if m is None:
+        return dirname, -1
+    return m.group("topic"), int(m.group("partition"))
+
+
+def broker_id(log_dir: str) -> str | None:
+    """``node.id`` (KRaft) or ``broker.id`` (ZooKeeper) from ``meta.properties``; None when absent or unreadable."""
+    try:
+        with open(os.path.join(log_dir, "meta.properties"), encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    props = {}
+    for line in lines:
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, _, v = line.partition("=")
+            props[k.strip()] = v.strip()
+    return props.get("node.id") or props.get("broker.id")
+
+
+def is_partition_dir(path: str) -> bool:
+    """A directory holding at least one ``NNN.log`` segment."""
+    try:
+        return os.path.isdir(path) and bool(segment_bases(path))
+    except UnreadableFileError:
+        return False
+
+
+def discover(paths: list[str]) -> tuple[list[PartitionCopy], list[str]]:
+    """Partition copies under the given log dirs / partition dirs, sorted by (topic, partition, path); and notes
+    for paths that hold no partition. A missing path raises UnreadableFileError (exit 2)."""
+    found: list[PartitionCopy] = []
+    notes: list[str] = []
+    for raw in paths:
+        path = os.path.abspath(raw)
+        if not os.path.exists(path):
+            raise UnreadableFileError("no such file or directory", file=raw)
+        if not os.path.isdir(path):
+            raise UnreadableFileError("not a directory", file=raw, expected="a log dir or a partition directory",
+                                      found="a file")
+        if is_partition_dir(path):
+            log_dir = os.path.dirname(os.path.realpath(path))
+            topic, part = split_name(os.path.basename(path))
+            found.append(PartitionCopy(topic, part, path, log_dir, broker_id(log_dir)))
+            continue
+        broker = broker_id(path)
+        before = len(found)
+        for name in sorted(os.listdir(path)):
+            sub = os.path.join(path, name)
+            if NOT_LIVE.search(name) or PARTITION_DIR.match(name) is None or not is_partition_dir(sub):
+                continue
+            topic, part = split_name(name)
+            found.append(PartitionCopy(topic, part, sub, path, broker))
+        if len(found) == before:
+            notes.append(f"{raw}: no partition directories (topic-N holding .log segments) found")
+    found.sort(key=lambda c: (c.topic, c.partition, c.path))
+    return found, notes
+
+
+def checkpoint_offset(copy_or_dir: PartitionCopy | str, filename: str) -> tuple[int | None, str]:
+    """The partition's entry in one of the log dir's checkpoint files (``log-start-offset-checkpoint``,
+    ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``), or ``(None, why)``.
+
+    The broker reads these files into a map, so the last entry for a partition wins.
+    """
+    if isinstance(copy_or_dir, PartitionCopy):
+        log_dir, name = copy_or_dir.log_dir, os.path.basename(copy_or_dir.path)
+    else:
+        real = os.path.realpath(copy_or_dir)
+        log_dir, name = os.path.dirname(real), os.path.basename(real)
+    topic, _, part = name.rpartition("-")
+    path = os.path.join(log_dir, filename)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None, f"{path} does not exist"
+    except OSError as exc:
+        return None, f"{path} is unreadable ({exc.strerror or exc})"
+    try:
+        cp = parse_checkpoint(raw.decode("utf-8"), path, columns=3)
+    except UnicodeDecodeError:
+        return None, f"{path} is not UTF-8 text (the broker would refuse it)"
+    except CheckpointError as exc:
+        return None, f"{path} is malformed ({exc.describe()})"
+    found: str | None = None
+    for t, p, off in cp.entries:
+        if t == topic and p == part:
+            found = off
+    if found is None:
+        return None, f"{path} has no entry for {topic}-{part}"
+    try:
+        return int(found), ""
+    except ValueError:
+        return None, f"{path} has a non-numeric offset {found!r} for {topic}-{part}"
