@@ -85,7 +85,7 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
-    epilog="Exit codes: 0 clean, 1 problems found (a dry run: changes pending), 2 usage error or unreadable input, 130 interrupted.",,
+    epilog="Exit codes: 0 clean, 1 problems found (a dry run: changes pending), 2 usage error or unreadable input, 130 interrupted.",
 )
 @click.version_option(__version__, "--version", prog_name="kafkalog", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for unexpected errors.")
