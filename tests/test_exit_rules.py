@@ -13,9 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from shipping_helpers import ROOT, python_argv
 
+from kafkalog_cli.cli.main import cli
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+from kafkalog_cli.storage.index import encode_offset_index, encode_time_index
 
 STEM = "0" * 20
 
@@ -74,3 +77,65 @@ def test_head_closing_the_pipe_exits_0(tmp_path: Path, argv: list[str]) -> None:
     assert head.stdout.count(b"\n") == 1
     assert writer.returncode == 0, stderr
     assert stderr == b""
+
+
+# ---------------------------------------------------------------------------------------------- one health signal
+def chunk_form_partition(parent: Path) -> Path:
+    """A healthy partition whose indexes are in the form brokers up to 3.9 write: one offset entry per append chunk
+    of two batches (the chunk's last offset, at the chunk's first batch), and time entries at a record inside the
+    batch that reached the timestamp (not the batch's last offset). Kafka's DumpLogSegments reports both as
+    mismatches / not found, yet every entry is valid for lookups."""
+    part = parent / "chunks-0"
+    part.mkdir(parents=True)
+    log = bytearray()
+    batches: list[tuple[int, int, int]] = []  # (position, last offset, max timestamp)
+    ts = 1_700_000_000_000
+    for b in range(12):
+        specs = []
+        for i in range(4):
+            ts += 1
+            specs.append(RecordSpec(key=b"k", value=b"x" * 400, timestamp=ts if i != 1 else ts + 1000, offset_delta=i))
+        batches.append((len(log), b * 4 + 3, max(s.timestamp for s in specs)))
+        log += encode_batch(specs, base_offset=b * 4)
+    (part / f"{STEM}.log").write_bytes(bytes(log))
+    offsets = [(batches[i + 1][1], batches[i][0]) for i in range(2, 12, 2)]  # chunks of two batches, after the first
+    times = [(batches[i][2], i * 4 + 1) for i in range(2, 12, 2)]  # record 1 of the batch holds its max timestamp
+    (part / f"{STEM}.index").write_bytes(encode_offset_index(0, offsets))
+    (part / f"{STEM}.timeindex").write_bytes(encode_time_index(0, times))
+    return part
+
+
+def test_valid_chunk_form_indexes_are_not_a_problem_for_dump(tmp_path: Path) -> None:
+    part = chunk_form_partition(tmp_path)
+    r = CliRunner().invoke(cli, ["dump", str(part)])
+    assert "Mismatches in :" in r.stderr and "The following indexed offsets are not found in the log." in r.stderr
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["verify-crc", str(part)])
+    assert r.exit_code == 0, r.output
+
+
+def test_invalid_index_is_still_a_problem_for_dump(tmp_path: Path) -> None:
+    part = chunk_form_partition(tmp_path)
+    # an entry at a byte that is not a batch start: a lookup would read garbage
+    (part / f"{STEM}.index").write_bytes(encode_offset_index(0, [(11, 7)]))
+    r = CliRunner().invoke(cli, ["dump", str(part)])
+    assert r.exit_code == 1, r.output
+
+
+def test_rebuild_index_keeps_valid_chunk_form_indexes(tmp_path: Path) -> None:
+    part = chunk_form_partition(tmp_path / "logs")
+    before = {p.name: p.read_bytes() for p in part.iterdir()}
+    r = CliRunner().invoke(cli, ["rebuild-index", str(part)])
+    assert r.exit_code == 0, r.output
+    assert "valid for lookups" in r.output and "so the file is kept" in r.output
+    backups = tmp_path / "bk"
+    r = CliRunner().invoke(cli, ["rebuild-index", "--execute", "--backup-dir", str(backups), str(part)])
+    assert r.exit_code == 0, r.output
+    assert {p.name: p.read_bytes() for p in part.iterdir()} == before
+    # asked to, it makes them byte-identical to what recovery writes: then the dry run has something to do
+    r = CliRunner().invoke(cli, ["rebuild-index", "--rewrite-valid", str(part)])
+    assert r.exit_code == 1, r.output
+    r = CliRunner().invoke(cli, ["rebuild-index", "--rewrite-valid", "--execute", "--backup-dir", str(backups), str(part)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["dump", str(part)])
+    assert r.exit_code == 0 and "Mismatches" not in r.stderr, r.output

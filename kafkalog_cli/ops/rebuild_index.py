@@ -260,7 +260,7 @@ class Comparison:
             f"({self.existing_entries} entries on disk, {self.rebuilt_entries} rebuilt)"
         )
         if self.lookup_valid is True:
-            text += f"; existing entries are valid for lookups ({self.lookup_note})"
+            text += f"; existing entries are valid for lookups ({self.lookup_note}), so the file is kept"
         elif self.lookup_valid is False:
             text += f"; existing index is WRONG for lookups: {self.lookup_note}"
         return text
@@ -407,11 +407,20 @@ class SegmentReport:
     timeindex: Comparison
     problem: KafkalogError | None = None
     written: list[str] = field(default_factory=list)
+    rewrite_valid: bool = False  # also rewrite an index that differs but is valid for lookups
+
+    def keeps(self, c: Comparison) -> bool:
+        """Is the file on disk kept? A byte-identical (or only preallocated) index is; so is one that differs but
+        whose every entry is valid for lookups (the broker keeps such an index too: it only rebuilds missing or
+        sanity-check-failing ones, and segments it recovers), unless ``rewrite_valid``."""
+        if c.status in ("match", "match-trimmed"):
+            return True
+        return c.status == "differs" and c.lookup_valid is True and not self.rewrite_valid
 
     @property
     def differs(self) -> bool:
-        ok = ("match", "match-trimmed")
-        return self.index.status not in ok or self.timeindex.status not in ok
+        """Would this segment get a file written (the dry run's exit code 1)?"""
+        return not (self.keeps(self.index) and self.keeps(self.timeindex))
 
     def to_dict(self) -> dict:
         return {
@@ -491,7 +500,7 @@ class RebuildResult:
 
 def _needs_write(rep: SegmentReport, kind: str) -> bool:
     c = rep.index if kind == "index" else rep.timeindex
-    if c.status == "match":
+    if c.status == "match" or (c.status == "differs" and rep.keeps(c)):
         return False
     if c.status == "match-trimmed" and rep.active:
         return False  # the broker preallocates the active segment's indexes itself (spec §6.2, §8 step 6)
@@ -527,6 +536,7 @@ def run(
     execute: bool = False,
     backup_dir: str | None = None,
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
+    rewrite_valid: bool = False,
 ) -> RebuildResult:
     """Dry run (compare) or execute (write through safety.Transaction) for each partition directory in ``paths``."""
     from kafkalog_cli.ops import safety
@@ -537,9 +547,9 @@ def run(
             # held from recovery to the last rename, so that a broker cannot start on half-written files
             with safety.locked_log_dir(pdir):
                 result.recovered += [f"{pdir}: {line}" for line in safety.recover_interrupted(pdir)]
-                _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes)
+                _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes, rewrite_valid)
         else:
-            _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes)
+            _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes, rewrite_valid)
     return result
 
 
@@ -551,6 +561,7 @@ def _run_partition(
     execute: bool,
     backup_dir: str | None,
     segment_index_bytes: int,
+    rewrite_valid: bool = False,
 ) -> None:
     """Compare (and with ``execute`` rewrite) one partition directory's indexes; appends to ``result``."""
     from kafkalog_cli.ops import safety
@@ -567,6 +578,7 @@ def _run_partition(
     try:
         for base, log_path in chosen:
             rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
+            rep.rewrite_valid = rewrite_valid
             result.segments.append(rep)
             if rep.problem is not None:
                 plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
