@@ -7,6 +7,7 @@ click's handling of SIGINT and EPIPE, which CliRunner cannot reproduce.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -139,3 +140,35 @@ def test_rebuild_index_keeps_valid_chunk_form_indexes(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["dump", str(part)])
     assert r.exit_code == 0 and "Mismatches" not in r.stderr, r.output
+
+
+# ---------------------------------------------------------------------------------------------- one dry-run rule
+def test_dry_runs_exit_1_with_changes_and_0_with_nothing_to_do(tmp_path: Path) -> None:
+    """compact, truncate-to-epoch and rebuild-index: a dry run exits 1 when --execute would change files, 0 when
+    there is nothing to do (and an --execute that succeeded exits 0)."""
+    from partition_gen import random_partition
+
+    pdir = tmp_path / "logs" / "t-0"
+    pb = random_partition(str(pdir), 2)
+    leo = pb.next_offset
+    bk = str(tmp_path / "bk")
+
+    def run(*args: str) -> int:
+        r = CliRunner().invoke(cli, list(args))
+        assert "Traceback" not in r.output
+        return r.exit_code
+
+    assert run("truncate-to-epoch", "--to-offset", str(leo), str(pdir)) == 0  # at the log end: nothing to cut
+    assert run("truncate-to-epoch", "--to-offset", str(leo - 1), str(pdir)) == 1
+    now = "1800000000000"
+    assert run("compact", "--now-ms", now, str(pdir)) == 1
+    # the first clean removes records, the second sets the delete horizons (as the broker's second pass does)
+    for _ in range(2):
+        assert run("compact", "--now-ms", now, "--execute", "--backup-dir", bk, str(pdir)) == 0
+    assert run("compact", "--now-ms", now, str(pdir)) == 0  # already compact
+    assert run("rebuild-index", str(pdir)) == 0
+    for name in os.listdir(pdir):
+        if name.endswith(".timeindex"):
+            os.unlink(pdir / name)
+            break
+    assert run("rebuild-index", str(pdir)) == 1
