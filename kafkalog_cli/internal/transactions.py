@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 

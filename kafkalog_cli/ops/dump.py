@@ -29,6 +29,7 @@ from kafkalog_cli.format.codecs import DEFAULT_LIMIT
 from kafkalog_cli.format.text import int64
 from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
@@ -259,35 +260,8 @@ def java_abs(arg: str) -> str:
     return a and (cwd.rstrip("/") + "/" + a) or cwd
 
 
-BROKER_CHECKPOINTS = {
-    "recovery-point-offset-checkpoint",
-    "replication-offset-checkpoint",
-    "log-start-offset-checkpoint",
-    "cleaner-offset-checkpoint",
-}
-
-
-def classify(name: str) -> str:
-    """The kind of a file in a Kafka log directory, by name."""
-    if name == "leader-epoch-checkpoint":
-        return "leader-epoch-checkpoint"
-    if name in BROKER_CHECKPOINTS:
-        return "broker-checkpoint"
-    if name == "partition.metadata":
-        return "partition-metadata"
-    if name == "quorum-state":
-        return "quorum-state"
-    if "." not in name:
-        return "nodot"
-    suffix = name[name.rindex(".") :]
-    return {
-        ".log": "log",
-        ".index": "index",
-        ".timeindex": "timeindex",
-        ".snapshot": "snapshot",
-        ".txnindex": "txnindex",
-        ".checkpoint": "checkpoint",
-    }.get(suffix, "unknown")
+BROKER_CHECKPOINTS = layout.BROKER_CHECKPOINTS
+classify = layout.classify  # the kind of a file, by name: one rule for every command (storage.layout)
 
 
 _KIND_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.legacy import LegacyEntry
-from kafkalog_cli.storage import accel
+from kafkalog_cli.storage import accel, layout
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile
 
 INT_MAX = 2147483647
@@ -568,7 +568,7 @@ def _run_partition(
 
     logs = segment_logs(pdir)
     if not logs:
-        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+        raise layout.no_segment(pdir)
     active_base = logs[-1][0]
     chosen = [(b, p) for b, p in logs if selected is None or p in selected]
     plan = safety.Plan(pdir)
