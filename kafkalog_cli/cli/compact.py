@@ -33,7 +33,7 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 (locked log dir, E1).""",
 )
 @click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
-@click.option("--execute", is_flag=True, help="Write the compacted segments (default: dry run).")
+@click.option("--execute/--dry-run", default=False, help="Write the compacted segments, or only print the plan (the default).")
 @click.option("--delete-retention-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The topic's delete.retention.ms: tombstones and markers live this long after their first clean.")
 @click.option("--min-compaction-lag-ms", type=click.IntRange(min=0), default=0, show_default=True,

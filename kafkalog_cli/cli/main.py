@@ -101,15 +101,30 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug or bool(os.environ.get("KAFKALOG_DEBUG"))
 
 
+def hoist_debug(args: list[str]) -> list[str]:
+    """``--debug`` is a global option, but operators add it where they are typing: after the command
+    (``kafkalog dump --debug x``). Move such a ``--debug`` before the command, where click expects it (not after a
+    ``--``, where it is an argument)."""
+    cmd = next((i for i, a in enumerate(args) if a in COMMANDS), None)
+    if cmd is None:
+        return args
+    end = args.index("--") if "--" in args[cmd:] else len(args)
+    tail = [a for a in args[cmd + 1 : end] if a != "--debug"]
+    if len(tail) == end - cmd - 1:
+        return args
+    return ["--debug", *args[:cmd], args[cmd], *tail, *args[end:]]
+
+
 def main() -> None:
-    debug = "--debug" in sys.argv[1:] or bool(os.environ.get("KAFKALOG_DEBUG"))
+    args = hoist_debug(sys.argv[1:])
+    debug = "--debug" in args or bool(os.environ.get("KAFKALOG_DEBUG"))
     if os.environ.get("_KAFKALOG_COMPLETE"):  # a shell's TAB request: answer in the format our scripts parse
         from kafkalog_cli.cli.completion import register_completion_classes
 
         register_completion_classes()
     try:
         try:
-            cli.main(prog_name="kafkalog", standalone_mode=True)
+            cli.main(args=args, prog_name="kafkalog", standalone_mode=True)
         except SystemExit:
             sys.stdout.flush()  # here, not at exit: a pipe closed before the last write reaches the handler below
             raise

@@ -7,7 +7,15 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import (
+    EXIT_CLEAN,
+    EXIT_PROBLEMS,
+    complete_kafka_version,
+    fail,
+    kafka_version_help,
+    line_writers,
+    resolve_profile,
+)
 from kafkalog_cli.cli.timespec import parse_time
 from kafkalog_cli.render.versions import DEFAULT_VERSION
 
@@ -78,18 +86,14 @@ Exit codes: 0 found, 1 offset outside the log, 2 usage error or unreadable input
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--verbose", is_flag=True, help="Report on stderr how much was read (files, index probes, bytes).")
 @click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, metavar="V",
-              help="Print the lines as DumpLogSegments of this Kafka release does.")
+              shell_complete=complete_kafka_version, help=kafka_version_help("Print the lines as DumpLogSegments"))
 def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str, verbose: bool, kafka_version: str) -> None:
     """Find the batch holding OFFSET the way a broker serves a fetch: segment by base offset, offset-index lookup,
     then a forward walk over batch headers."""
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.ops import seek
-    from kafkalog_cli.render.versions import profile_for
 
-    try:
-        profile = profile_for(kafka_version)
-    except ValueError as exc:
-        fail(str(exc), "try --kafka-version 3.6")
+    profile = resolve_profile(kafka_version)
     out, err = line_writers()
     stats = seek.SeekStats()
     try:

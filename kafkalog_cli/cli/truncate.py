@@ -34,7 +34,7 @@ printed); 2 usage error, unreadable input, unknown epoch, or refused repair
 @click.argument("epoch", type=int, required=False, metavar="EPOCH")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None,
               help="Truncate to this offset directly instead of an epoch's end.")
-@click.option("--execute", is_flag=True, help="Truncate (default: dry run).")
+@click.option("--execute/--dry-run", default=False, help="Truncate, or only print the plan (the default).")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--no-backup", is_flag=True, help="Delete removed files once the change is committed.")
