@@ -83,7 +83,7 @@ def test_compact_matches_oracle_and_tombstones_expire(tmp_path, seed):
         active_bytes = f.read()
 
     code, text = run_cli(pdir, "--now-ms", str(NOW))  # dry run changes nothing
-    assert code == 0, text
+    assert code == 1, text  # the dry-run rule: 1 when --execute would change files
     assert "Dry run" in text
     code, text = run_cli(pdir, "--execute", "--now-ms", str(NOW), "--backup-dir", str(tmp_path / "bk"))
     assert code == 0, text

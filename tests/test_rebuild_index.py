@@ -154,7 +154,9 @@ def test_cli_dry_run_execute_and_rerun(tmp_path):
     assert "differs at entry " in r.stdout and "valid for lookups" in r.stdout
     assert "matches after trimming the preallocated tail" in r.stdout
     assert "missing" in r.stdout and _hashes(pdir) == before  # a dry run writes nothing
-    r = _run("rebuild-index", "--index-interval-bytes", "512", "--execute", "--format", "json", str(pdir), env=env)
+    # --rewrite-valid: the stale index on segment 0 is valid for lookups, so without it that file would be kept
+    r = _run("rebuild-index", "--index-interval-bytes", "512", "--execute", "--rewrite-valid", "--format", "json",
+             str(pdir), env=env)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     written = sorted(n for s in doc["segments"] for n in s["written"])

@@ -193,7 +193,7 @@ def test_kill_9_at_random_moments_leaves_old_or_new(tmp_path, monkeypatch):
     whenever the new state was reached."""
     pristine = _stale_partition(str(tmp_path / "pristine"))
     old = _hashes(pristine)
-    args = ["rebuild-index", "--index-interval-bytes", "300", "--execute"]
+    args = ["rebuild-index", "--index-interval-bytes", "300", "--execute", "--rewrite-valid"]  # stale but valid: rewritten only on request
     # the new state, from an uninterrupted run on a copy
     ref = str(tmp_path / "ref")
     shutil.copytree(os.path.dirname(pristine), os.path.join(ref, "logs"))
@@ -275,7 +275,7 @@ def test_lock_is_held_for_the_whole_execute(tmp_path):
     open(lock, "w").close()
     env = {**os.environ, "KAFKALOG_TEST_SLOW_COMMIT": "0.2", "KAFKALOG_BACKUP_DIR": str(tmp_path / "bk")}
     proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "rebuild-index", "--index-interval-bytes", "300",
-                             "--execute", pdir], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--execute", "--rewrite-valid", pdir], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen = set()
     try:
         while proc.poll() is None:

@@ -92,7 +92,7 @@ def test_truncate_each_epoch(tmp_path, seed):
         shutil.copytree(src, pdir)
         expected_end = pb.epochs[i + 1][1]  # epochs start at batch boundaries in the model
         code, text = run_cli(pdir, str(epoch))
-        assert code == 0 and "Dry run" in text, text
+        assert code == 1 and "Dry run" in text, text  # the dry-run rule: 1 when --execute would change files
         code, text = run_cli(pdir, str(epoch), "--execute", "--backup-dir", str(tmp_path / "bk"))
         assert code == 0, text
         recs, leo = decode(pdir)
@@ -114,7 +114,7 @@ def test_truncate_inside_batch_and_unknown_epoch(tmp_path):
     pb = random_partition(pdir, 1)
     base, last = next((b, la) for b, la in pb.batch_ranges if la - b >= 2)
     code, text = run_cli(pdir, "--to-offset", str(base + 1))
-    assert code == 0 and "inside the batch" in text
+    assert code == 1 and "inside the batch" in text  # a dry run that would change files
     # unknown epoch between two cached ones ends where the next higher starts
     known = [e for e, _ in pb.epochs]
     gap = next(e for e in range(known[-1]) if e not in known and e > known[0])

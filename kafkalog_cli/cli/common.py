@@ -31,6 +31,48 @@ def line_writers() -> tuple[Callable[[str], None], Callable[[str], None]]:
     return out, err
 
 
+def kafka_version_help(what: str) -> str:
+    """The ``--kafka-version`` help: every accepted release, listed (imports nothing heavy)."""
+    from kafkalog_cli.render.versions import KNOWN_VERSIONS
+
+    return (f"{what} of this Kafka release: {', '.join(KNOWN_VERSIONS)} (a patch release or a suffix, 3.9.1 or "
+            f"3.9.0-rc3, acts as its minor release; a newer release acts as {KNOWN_VERSIONS[-1]}, with a warning).")
+
+
+def complete_kafka_version(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """TAB candidates for ``--kafka-version``: the known releases, newest first."""
+    from click.shell_completion import CompletionItem
+
+    from kafkalog_cli.render.versions import KNOWN_VERSIONS
+
+    return [CompletionItem(v) for v in reversed(KNOWN_VERSIONS) if v.startswith(incomplete)]
+
+
+def complete_decoder_class(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """TAB candidates for ``--key-decoder-class``/``--value-decoder-class``: short and fully qualified names."""
+    from click.shell_completion import CompletionItem
+
+    from kafkalog_cli.render.parsers import DECODER_PACKAGES, DECODERS
+
+    names = [pkg + n for pkg in DECODER_PACKAGES for n in DECODERS]
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def resolve_profile(kafka_version: str) -> Any:
+    """The version profile for ``--kafka-version``; a warning on stderr for a release newer than known; a usage
+    error (exit 2) for an unparsable or too old one."""
+    from kafkalog_cli.render.versions import newer_than_known, profile_for
+
+    try:
+        profile = profile_for(kafka_version)
+        warning = newer_than_known(kafka_version)
+    except ValueError as exc:
+        fail(str(exc), "give one of the releases listed by --help, e.g. --kafka-version 3.9")
+    if warning:
+        click.echo(f"kafkalog: warning: {warning}", err=True)
+    return profile
+
+
 def fail(message: str, hint: str | None = None, code: int = EXIT_USAGE) -> None:
     """Print one error line (and a hint) on stderr and exit."""
     click.echo(f"kafkalog: error: {message}", err=True)

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
 
 
 @click.command(
@@ -30,12 +30,12 @@ when the .txnindex files miss an aborted transaction the log holds (compaction
 would then destroy committed data). Without --execute nothing is written.
 
 \b
-Exit codes: 0 done or nothing to do (dry run: plan printed), 2 usage error,
-unreadable input, corrupt batch, or refused repair (locked log dir, E1,
-overlapping segments or offsets going backwards).""",
+Exit codes: 0 done, or nothing to do; 1 dry run that would change files (plan
+printed); 2 usage error, unreadable input, corrupt batch, or refused repair
+(locked log dir, E1, overlapping segments or offsets going backwards).""",
 )
 @click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
-@click.option("--execute", is_flag=True, help="Write the compacted segments (default: dry run).")
+@click.option("--execute/--dry-run", default=False, help="Write the compacted segments, or only print the plan (the default).")
 @click.option("--delete-retention-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The topic's delete.retention.ms: tombstones and markers live this long after their first clean.")
 @click.option("--min-compaction-lag-ms", type=click.IntRange(min=0), default=0, show_default=True,
@@ -124,4 +124,5 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
         elif not execute and actions:
             out("Dry run: nothing was written; re-run with --execute to apply.")
     sys.stdout.flush()
-    sys.exit(EXIT_CLEAN)
+    # the one dry-run rule of every repair command: 1 when --execute would change something, 0 when nothing to do
+    sys.exit(EXIT_PROBLEMS if not execute and actions else EXIT_CLEAN)

@@ -6,8 +6,17 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_USAGE, ByteProgress, fail, line_writers
-from kafkalog_cli.render.versions import DEFAULT_VERSION, KNOWN_VERSIONS
+from kafkalog_cli.cli.common import (
+    EXIT_USAGE,
+    ByteProgress,
+    complete_decoder_class,
+    complete_kafka_version,
+    fail,
+    kafka_version_help,
+    line_writers,
+    resolve_profile,
+)
+from kafkalog_cli.render.versions import DEFAULT_VERSION
 
 DECODER_FLAGS = (
     ("offsets_decoder", "offsets"),
@@ -40,9 +49,9 @@ input found, 2 usage error or unreadable file.""",
               help="Byte window read at each indexed position when verifying an .index.")
 @click.option("--max-bytes", type=int, default=None, help="Examine only the first N bytes of each .log/.checkpoint.")
 @click.option("--skip-record-metadata", is_flag=True, help="Print no per-record metadata (and nothing for control records).")
-@click.option("--key-decoder-class", is_flag=False, flag_value="", default=None,
+@click.option("--key-decoder-class", is_flag=False, flag_value="", default=None, shell_complete=complete_decoder_class,
               help="StringDecoder (default), IntegerDecoder, LongDecoder or DefaultDecoder. Implies --print-data-log.")
-@click.option("--value-decoder-class", is_flag=False, flag_value="", default=None,
+@click.option("--value-decoder-class", is_flag=False, flag_value="", default=None, shell_complete=complete_decoder_class,
               help="As --key-decoder-class, for values. Implies --print-data-log.")
 @click.option("--offsets-decoder", is_flag=True, help="Decode records as __consumer_offsets records.")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode records as __transaction_state records.")
@@ -50,7 +59,7 @@ input found, 2 usage error or unreadable file.""",
 @click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode records as __remote_log_metadata records.")
 @click.option("--share-group-state-decoder", is_flag=True, help="Decode records as __share_group_state records.")
 @click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, metavar="V",
-              help=f"Reproduce the output of this Kafka release ({', '.join(KNOWN_VERSIONS[::4])}, ... {KNOWN_VERSIONS[-1]}).")
+              shell_complete=complete_kafka_version, help=kafka_version_help("Reproduce the output"))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text = DumpLogSegments lines; json = one JSON object per line.")
 @click.option("--gap-tracker", type=click.Choice(["scala", "java"]), default="scala", show_default=True,
@@ -69,12 +78,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     FILE can be any file of a partition directory; a DIR dumps every file in it in offset order."""
     from kafkalog_cli.ops.dump import Dumper, DumpOptions
     from kafkalog_cli.render.parsers import DecoderParser, resolve_decoder
-    from kafkalog_cli.render.versions import profile_for
 
-    try:
-        profile = profile_for(kafka_version)
-    except ValueError as exc:
-        fail(str(exc), "try --kafka-version 3.6")
+    profile = resolve_profile(kafka_version)
     args = list(paths)
     if files_opt is not None:
         items = files_opt.split(",")

@@ -41,7 +41,29 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+class _Interrupted(BaseException):
+    """Ctrl-C inside a command, carried past click (which would turn KeyboardInterrupt into "Aborted!", exit 1)."""
+
+
+class _PipeClosed(BaseException):
+    """The reader of stdout went away (``| head``), carried past click (which would exit 1, "problems found")."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; an interrupt or a closed pipe leaves as our own exception types so that ``main()``
+        decides their exit codes (130 and 0) instead of click's standalone handler (1 for both)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+        except click.Abort as exc:
+            if isinstance(exc.__context__, KeyboardInterrupt | EOFError):
+                raise _Interrupted() from None
+            raise
+        except BrokenPipeError:
+            raise _PipeClosed() from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -69,7 +91,7 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
-    epilog="Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.",
+    epilog="Exit codes: 0 clean, 1 problems found (a dry run: changes pending), 2 usage error or unreadable input, 130 interrupted.",
 )
 @click.version_option(__version__, "--version", prog_name="kafkalog", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for unexpected errors.")
@@ -85,27 +107,68 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug or bool(os.environ.get("KAFKALOG_DEBUG"))
 
 
+def hoist_debug(args: list[str]) -> list[str]:
+    """``--debug`` is a global option, but operators add it where they are typing: after the command
+    (``kafkalog dump --debug x``). Move such a ``--debug`` before the command, where click expects it (not after a
+    ``--``, where it is an argument)."""
+    cmd = next((i for i, a in enumerate(args) if a in COMMANDS), None)
+    if cmd is None:
+        return args
+    end = args.index("--") if "--" in args[cmd:] else len(args)
+    tail = [a for a in args[cmd + 1 : end] if a != "--debug"]
+    if len(tail) == end - cmd - 1:
+        return args
+    return ["--debug", *args[:cmd], args[cmd], *tail, *args[end:]]
+
+
 def main() -> None:
-    debug = "--debug" in sys.argv[1:] or bool(os.environ.get("KAFKALOG_DEBUG"))
+    args = hoist_debug(sys.argv[1:])
+    debug = "--debug" in args or bool(os.environ.get("KAFKALOG_DEBUG"))
     if os.environ.get("_KAFKALOG_COMPLETE"):  # a shell's TAB request: answer in the format our scripts parse
         from kafkalog_cli.cli.completion import register_completion_classes
 
         register_completion_classes()
     try:
-        cli.main(prog_name="kafkalog", standalone_mode=True)
+        try:
+            cli.main(args=args, prog_name="kafkalog", standalone_mode=True)
+        except SystemExit:
+            sys.stdout.flush()  # here, not at exit: a pipe closed before the last write reaches the handler below
+            raise
     except SystemExit:
         raise
-    except BrokenPipeError:
-        # a closed pipe (| head) is not an error of ours; silence the interpreter's flush on exit
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
-    except KeyboardInterrupt:
-        sys.stderr.write("kafkalog: interrupted\n")
-        sys.exit(130)
+    except (_PipeClosed, BrokenPipeError):
+        _exit_pipe_closed()
+    except (_Interrupted, KeyboardInterrupt):
+        _exit_interrupted()
     except Exception as exc:  # the last line of defence: one readable line, never a traceback
         if debug:
             raise
         sys.stderr.write(f"kafkalog: internal error: {type(exc).__name__}: {exc}\n")
         sys.stderr.write("hint: re-run with --debug for the traceback, and please report it\n")
         sys.exit(2)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of a buffer nobody reads cannot fail on exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _exit_pipe_closed() -> None:
+    """A closed pipe (``| head``) is not an error of ours, nor a problem found: exit 0, silently."""
+    _quiet_stdout()
+    sys.exit(0)
+
+
+def _exit_interrupted() -> None:
+    """Ctrl-C: exit 130 (128 + SIGINT, the shell convention), never 1 ("problems found"). Output still buffered is
+    dropped: flushing it could block forever on a pipe whose reader stopped reading."""
+    _quiet_stdout()
+    try:
+        sys.stderr.write("\nkafkalog: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    sys.exit(130)

@@ -21,11 +21,13 @@ Examples:
 \b
 Without --execute nothing is written: each segment's .index/.timeindex is compared
 with the rebuilt one (first difference, and whether the file on disk is still
-valid for lookups). With --execute the broker's log directory must not be locked;
+valid for lookups). An index that differs but is valid for lookups (e.g. one
+entry per append chunk, as brokers write it) is kept, as the broker keeps it,
+unless --rewrite-valid. With --execute the broker's log directory must not be locked;
 new files are written beside the old ones, fsync'd and renamed into place, and the
 old ones are kept in the backup directory (outside the log directory).
 
-Exit codes: 0 all indexes match (or were rebuilt), 1 differences found (dry run) or
+Exit codes: 0 nothing to write (or written), 1 the dry run would write a file or
 a segment has an invalid batch, 2 usage error, unreadable input or refused repair.""",
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
@@ -33,12 +35,14 @@ a segment has an invalid batch, 2 usage error, unreadable input or refused repai
               help="The topic's index.interval.bytes.")
 @click.option("--segment-index-bytes", type=click.IntRange(min=12), default=10 * 1024 * 1024, show_default=True,
               help="The topic's segment.index.bytes (bounds the number of entries, errata E16).")
-@click.option("--execute", is_flag=True, help="Write the rebuilt files (default: dry run).")
+@click.option("--execute/--dry-run", default=False, help="Write the rebuilt files, or only compare (the default).")
+@click.option("--rewrite-valid", is_flag=True,
+              help="Also replace indexes that differ from the rebuilt ones but are valid for lookups.")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where the replaced files go (default: <parent of log dir>/kafkalog-backups or $KAFKALOG_BACKUP_DIR).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_index_bytes: int, execute: bool,
-                  backup_dir: str | None, fmt: str) -> None:
+                  backup_dir: str | None, fmt: str, rewrite_valid: bool) -> None:
     """Rebuild the offset and time indexes of segments exactly as the broker's recovery does.
 
     PATH is a partition directory or a segment file (.log, .index or .timeindex)."""
@@ -48,7 +52,7 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
     out, err = line_writers()
     try:
         res = rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
-                     segment_index_bytes=segment_index_bytes)
+                     segment_index_bytes=segment_index_bytes, rewrite_valid=rewrite_valid)
     except RepairRefused as exc:
         fail(exc.describe(), "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
              "again; nothing was changed")

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import (
+    EXIT_CLEAN,
+    EXIT_PROBLEMS,
+    complete_kafka_version,
+    fail,
+    kafka_version_help,
+    line_writers,
+    resolve_profile,
+)
+from kafkalog_cli.cli.timespec import parse_time
 from kafkalog_cli.render.versions import DEFAULT_VERSION
 
 
 def parse_timestamp(text: str) -> int:
-    """Epoch milliseconds, or ISO-8601 (a naive time is UTC). Raises ValueError."""
-    t = text.strip()
-    if t.lstrip("-").isdigit():
-        return int(t)
-    if t.endswith(("Z", "z")):
-        t = t[:-1] + "+00:00"
-    dt = datetime.fromisoformat(t)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    delta = dt - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    """Epoch milliseconds of ``text`` by the rules of ``cli.timespec``. Raises ValueError."""
+    return parse_time(text).ms
 
 
 def _json_events(res, profile, print_data_log: bool) -> dict:  # noqa: ANN001
@@ -87,18 +86,14 @@ Exit codes: 0 found, 1 offset outside the log, 2 usage error or unreadable input
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--verbose", is_flag=True, help="Report on stderr how much was read (files, index probes, bytes).")
 @click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, metavar="V",
-              help="Print the lines as DumpLogSegments of this Kafka release does.")
+              shell_complete=complete_kafka_version, help=kafka_version_help("Print the lines as DumpLogSegments"))
 def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str, verbose: bool, kafka_version: str) -> None:
     """Find the batch holding OFFSET the way a broker serves a fetch: segment by base offset, offset-index lookup,
     then a forward walk over batch headers."""
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.ops import seek
-    from kafkalog_cli.render.versions import profile_for
 
-    try:
-        profile = profile_for(kafka_version)
-    except ValueError as exc:
-        fail(str(exc), "try --kafka-version 3.6")
+    profile = resolve_profile(kafka_version)
     out, err = line_writers()
     stats = seek.SeekStats()
     try:
@@ -122,15 +117,32 @@ def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str,
     sys.exit(EXIT_CLEAN)
 
 
+class _RelativeTimeCommand(click.Command):
+    """A relative time (``-1h``) looks like a cluster of short options to click (``-1`` then ``-h``, help!): such an
+    argument is rewritten with U+2212 MINUS SIGN, which ``parse_time`` reads as a minus and click as a value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from kafkalog_cli.cli.timespec import MINUS_SIGN, is_relative
+
+        return super().parse_args(ctx, [MINUS_SIGN + a[1:] if is_relative(a) else a for a in args])
+
+
 @click.command(
     "seek-time",
+    cls=_RelativeTimeCommand,
     epilog="""\b
 Examples:
   kafkalog seek-time /var/lib/kafka/orders-0 1700000000000
   kafkalog seek-time orders-0 2024-11-02T08:00:00Z
   kafkalog seek-time --format json orders-0 '2024-11-02 09:00:00+01:00'
+  kafkalog seek-time orders-0 -1h
 
-TIMESTAMP is epoch milliseconds or ISO-8601; a time without a zone is UTC.
+\b
+TIMESTAMP is one of: epoch seconds (up to 11 digits, 1718446827) or milliseconds
+(12 or more, 1718446827000), or with a unit (1718446827s, 1718446827000ms);
+ISO-8601 / RFC 3339 (2024-06-15T10:20:27Z, 2024-06-15 12:20:27+02:00,
+2024-06-15); without a zone UTC is assumed; relative to now: -1h, -30m, -2d,
+-1h30m, or now. The time understood is always echoed on stderr.
 
 Exit codes: 0 found, 1 no record at or after that time, 2 usage error or unreadable input.""",
 )
@@ -141,14 +153,17 @@ Exit codes: 0 found, 1 no record at or after that time, 2 usage error or unreada
 def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> None:
     """Find the first offset whose timestamp is >= TIMESTAMP (ListOffsets semantics): the first segment whose
     largest timestamp reaches it, time-index lookup, offset-index lookup, then a scan of the candidate batches."""
+    from kafkalog_cli.cli.timespec import FORMATS_HINT
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.ops import seek
 
     try:
-        target = parse_timestamp(timestamp)
+        spec = parse_time(timestamp)
     except ValueError:
-        fail(f"cannot parse timestamp {timestamp!r}", "use epoch milliseconds or ISO-8601, e.g. 2024-11-02T08:00:00Z")
+        fail(f"cannot read the time {timestamp!r}", FORMATS_HINT)
+    target = spec.ms
     out, err = line_writers()
+    err(f"kafkalog: {spec.echo(timestamp)}")
     stats = seek.SeekStats()
     try:
         res = seek.seek_time(partition_dir, target, stats=stats)

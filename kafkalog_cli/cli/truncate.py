@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
 
 
 @click.command(
@@ -26,14 +26,15 @@ the target goes. The plan lists every offset that would be lost, per segment.
 Without --execute nothing is written; removed files go to the backup directory.
 
 \b
-Exit codes: 0 done or nothing to do (dry run: plan printed), 2 usage error,
-unreadable input, unknown epoch, or refused repair (locked log dir).""",
+Exit codes: 0 done, or nothing to do; 1 dry run that would change files (plan
+printed); 2 usage error, unreadable input, unknown epoch, or refused repair
+(locked log dir).""",
 )
 @click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
 @click.argument("epoch", type=int, required=False, metavar="EPOCH")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None,
               help="Truncate to this offset directly instead of an epoch's end.")
-@click.option("--execute", is_flag=True, help="Truncate (default: dry run).")
+@click.option("--execute/--dry-run", default=False, help="Truncate, or only print the plan (the default).")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--no-backup", is_flag=True, help="Delete removed files once the change is committed.")
@@ -90,4 +91,5 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
         elif not execute:
             out("Dry run: nothing was written; re-run with --execute to apply.")
     sys.stdout.flush()
-    sys.exit(EXIT_CLEAN)
+    # the one dry-run rule of every repair command: 1 when --execute would change something, 0 when nothing to do
+    sys.exit(EXIT_PROBLEMS if not execute and plan.has_changes else EXIT_CLEAN)

@@ -1,7 +1,10 @@
 """``--cluster-metadata-decoder``: KRaft ``__cluster_metadata`` records and ``.checkpoint`` snapshots.
 
 Value framing (``AbstractApiMessageSerde``): uvarint frame version (1; 0 in 2.8, errata E11), uvarint apiKey,
-uvarint record version, then the record in the flexible encoding with no trailing bytes. Output is
+uvarint record version, then the record in the flexible encoding with no trailing bytes. Kafka 2.8 (the KRaft
+preview, ``raft/.../metadata/MetadataRecordSerde.java`` at tag 2.8.0) reads frame version 0 with its own schemas
+(``schemas_metadata_28``: mostly not flexible, so fixed-width length prefixes), and checks neither the size of the
+varints nor trailing bytes. Output is
 ``{"type":"<ENUM_NAME>","version":<v>,"data":{...}}``; every failure is printed inline as
 ``Error at <offset>, skipping. <message>`` (the tool never aborts here).
 """
@@ -16,6 +19,7 @@ from kafkalog_cli.format.varint import read_uvarint
 from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import schema as sc
 from kafkalog_cli.internal.schemas_metadata import MESSAGES
+from kafkalog_cli.internal.schemas_metadata_28 import BY_KEY_28
 
 BY_KEY: dict[int, sc.Message] = {m.api_key: m for m in MESSAGES if m.api_key is not None}
 
@@ -70,6 +74,42 @@ def read_frame(value: bytes | None, frame_version: int = 1, by_key: dict[int, sc
     return msg, version, values
 
 
+def read_frame_28(value: bytes | None) -> tuple[sc.Message, int, dict[str, Any]]:
+    """Kafka 2.8's ``MetadataRecordSerde.read`` (tag 2.8.0, raft/src/main/java/org/apache/kafka/raft/metadata/
+    MetadataRecordSerde.java:50-63) with 2.8's schemas. Java's messages: an unknown frame version, "Unknown metadata
+    id", the generated read's "Can't read version"; a buffer underflow has no message ("null")."""
+    if value is None:
+        raise MetadataParseError("null")
+    try:
+        frame, pos = read_uvarint(value, 0, len(value))
+        if frame != 0:
+            raise MetadataParseError(
+                f"Could not deserialize metadata record due to unknown frame version {frame}"
+                "(only frame version 0 is supported)"
+            )
+        api_key, pos = read_uvarint(value, pos, len(value))
+        version, pos = read_uvarint(value, pos, len(value))
+    except (KafkalogError, IndexError, ValueError):
+        raise MetadataParseError("null") from None
+    api_key, version = _java_short(api_key), _java_short(version)
+    msg = BY_KEY_28.get(api_key)
+    if msg is None:
+        raise MetadataParseError(f"Unknown metadata id {api_key}")
+    try:
+        values, _end = sc.read(value, msg, version, pos=pos)
+    except sc.UnsupportedVersion as exc:
+        raise MetadataParseError(exc.message) from None
+    except (InvalidRecordError, ValueError):
+        raise MetadataParseError("null") from None
+    return msg, version, values
+
+
+def _java_short(v: int) -> int:
+    """Java's ``(short)`` cast of an int."""
+    v &= 0xFFFF
+    return v - 0x10000 if v >= 0x8000 else v
+
+
 class ClusterMetadataParser:
     """DumpLogSegments' ClusterMetadataLogMessageParser: no key, payload = JSON or the inline error."""
 
@@ -78,7 +118,11 @@ class ClusterMetadataParser:
 
     def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
         try:
-            msg, ver, values = read_frame(None if record.value is None else bytes(record.value), self.frame_version)
+            value = None if record.value is None else bytes(record.value)
+            if self.frame_version == 0:
+                msg, ver, values = read_frame_28(value)
+            else:
+                msg, ver, values = read_frame(value, self.frame_version)
         except MetadataParseError as exc:
             return None, f"Error at {record.offset}, skipping. {exc}"
         return None, sc.java_json({"type": enum_name(msg), "version": ver, "data": sc.to_json(msg.fields, values, ver)})
@@ -89,8 +133,13 @@ def make(version: tuple[int, int, int]) -> ClusterMetadataParser:
 
 
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
+    """One record for ``--format json``; a frame version 0 value is read as Kafka 2.8 wrote it."""
+    value = None if record.value is None else bytes(record.value)
     try:
-        msg, ver, values = read_frame(None if record.value is None else bytes(record.value))
+        if value and value[0] == 0:
+            msg, ver, values = read_frame_28(value)
+        else:
+            msg, ver, values = read_frame(value)
     except MetadataParseError as exc:
         return {"offset": record.offset, "error": str(exc)}
     return {

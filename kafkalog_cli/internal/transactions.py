@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 

@@ -51,6 +51,7 @@ from kafkalog_cli.ops.compact_io import (
     SegmentReader,
     SkimpyOffsetMap,
 )
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index, parse_checkpoint
 from kafkalog_cli.storage.segment import MappedFile
 
@@ -566,7 +567,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
         )
     segments = ps.list_segments(pdir)
     if not segments:
-        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+        raise layout.no_segment(pdir)
     now = opts.now_ms if opts.now_ms is not None else int(time.time() * 1000)
 
     # pass 1: validate every batch, replay producers and transactions

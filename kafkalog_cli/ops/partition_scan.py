@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
     AbortedTxn,
@@ -22,15 +23,15 @@ from kafkalog_cli.storage.companions import (
     parse_producer_snapshot,
     parse_txn_index,
 )
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import LEFTOVER_SUFFIXES, segment_logs
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
-LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted")
+__all__ = ["LEFTOVER_SUFFIXES"]  # re-exported for existing importers
 
 
 def seg_name(base: int, ext: str) -> str:
     """Kafka's file name for a segment file: 20-digit zero-padded base offset + extension."""
-    return f"{base:020d}.{ext}"
+    return layout.segment_name(base, ext)
 
 
 @dataclass
@@ -79,7 +80,7 @@ def list_segments(partition_dir: str) -> list[Segment]:
 def leftovers(partition_dir: str) -> list[str]:
     """Files of an unfinished clean/split/delete (``.cleaned``/``.swap``/``.deleted``), which the broker resolves
     at start-up (spec §8 steps 1-2); a repair must not start on top of them."""
-    return sorted(n for n in os.listdir(partition_dir) if n.endswith(LEFTOVER_SUFFIXES))
+    return layout.leftovers(partition_dir)
 
 
 def read_batches(seg_path: str, buf: bytes | memoryview, *, check_crc: bool = True, allow_tail: bool = False) -> list[Batch]:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.legacy import LegacyEntry
-from kafkalog_cli.storage import accel
+from kafkalog_cli.storage import accel, layout
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile
 
 INT_MAX = 2147483647
@@ -260,7 +260,7 @@ class Comparison:
             f"({self.existing_entries} entries on disk, {self.rebuilt_entries} rebuilt)"
         )
         if self.lookup_valid is True:
-            text += f"; existing entries are valid for lookups ({self.lookup_note})"
+            text += f"; existing entries are valid for lookups ({self.lookup_note}), so the file is kept"
         elif self.lookup_valid is False:
             text += f"; existing index is WRONG for lookups: {self.lookup_note}"
         return text
@@ -407,11 +407,20 @@ class SegmentReport:
     timeindex: Comparison
     problem: KafkalogError | None = None
     written: list[str] = field(default_factory=list)
+    rewrite_valid: bool = False  # also rewrite an index that differs but is valid for lookups
+
+    def keeps(self, c: Comparison) -> bool:
+        """Is the file on disk kept? A byte-identical (or only preallocated) index is; so is one that differs but
+        whose every entry is valid for lookups (the broker keeps such an index too: it only rebuilds missing or
+        sanity-check-failing ones, and segments it recovers), unless ``rewrite_valid``."""
+        if c.status in ("match", "match-trimmed"):
+            return True
+        return c.status == "differs" and c.lookup_valid is True and not self.rewrite_valid
 
     @property
     def differs(self) -> bool:
-        ok = ("match", "match-trimmed")
-        return self.index.status not in ok or self.timeindex.status not in ok
+        """Would this segment get a file written (the dry run's exit code 1)?"""
+        return not (self.keeps(self.index) and self.keeps(self.timeindex))
 
     def to_dict(self) -> dict:
         return {
@@ -493,7 +502,7 @@ class RebuildResult:
 
 def _needs_write(rep: SegmentReport, kind: str) -> bool:
     c = rep.index if kind == "index" else rep.timeindex
-    if c.status == "match":
+    if c.status == "match" or (c.status == "differs" and rep.keeps(c)):
         return False
     if c.status == "match-trimmed" and rep.active:
         return False  # the broker preallocates the active segment's indexes itself (spec §6.2, §8 step 6)
@@ -529,6 +538,7 @@ def run(
     execute: bool = False,
     backup_dir: str | None = None,
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
+    rewrite_valid: bool = False,
 ) -> RebuildResult:
     """Dry run (compare) or execute (write through safety.Transaction) for each partition directory in ``paths``."""
     from kafkalog_cli.ops import safety
@@ -539,9 +549,9 @@ def run(
             # held from recovery to the last rename, so that a broker cannot start on half-written files
             with safety.locked_log_dir(pdir):
                 result.recovered += [f"{pdir}: {line}" for line in safety.recover_interrupted(pdir)]
-                _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes)
+                _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes, rewrite_valid)
         else:
-            _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes)
+            _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes, rewrite_valid)
     return result
 
 
@@ -553,13 +563,14 @@ def _run_partition(
     execute: bool,
     backup_dir: str | None,
     segment_index_bytes: int,
+    rewrite_valid: bool = False,
 ) -> None:
     """Compare (and with ``execute`` rewrite) one partition directory's indexes; appends to ``result``."""
     from kafkalog_cli.ops import safety
 
     logs = segment_logs(pdir)
     if not logs:
-        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+        raise layout.no_segment(pdir)
     active_base = logs[-1][0]
     chosen = [(b, p) for b, p in logs if selected is None or p in selected]
     plan = safety.Plan(pdir)
@@ -569,6 +580,7 @@ def _run_partition(
     try:
         for base, log_path in chosen:
             rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
+            rep.rewrite_valid = rewrite_valid
             result.segments.append(rep)
             if rep.problem is not None:
                 plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import CorruptIndexError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Record
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY, WARM_BYTES, OffsetIndex, TimeIndex, largest_lower_bound
-from kafkalog_cli.storage.partition import segment_bases
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
 
@@ -71,9 +71,12 @@ class SeekResult:
 # ------------------------------------------------------------------------------------------------ helpers
 def list_segments(partition_dir: str) -> list[int]:
     """Sorted base offsets of the ``.log`` segments: one directory listing, no file opened."""
-    bases = segment_bases(partition_dir)
+    bases = layout.segment_bases(partition_dir)
     if not bases:
-        raise UnreadableFileError("no segment (.log) files", file=partition_dir, expected="NNN.log files", found="none")
+        err = layout.no_segment(partition_dir)
+        if layout.looks_like_partition_dir(partition_dir):  # an empty log holds no offset: not found, as past its end
+            raise OffsetNotFound(err.message, file=partition_dir, expected=err.expected, found=err.found)
+        raise err
     return bases
 
 

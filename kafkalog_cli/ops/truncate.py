@@ -25,6 +25,7 @@ from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import partition_scan as ps
 from kafkalog_cli.ops import safety
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
     encode_leader_epoch_checkpoint,
@@ -126,7 +127,7 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
                             file=pdir, expected="no .cleaned/.swap/.deleted files", found=", ".join(left[:5]))
     segments = ps.list_segments(pdir)
     if not segments:
-        raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files", found="none")
+        raise layout.no_segment(pdir)
     heads = {s.base: _headers(s.path("log")) for s in segments}
     leo = segments[-1].base
     for s in reversed(segments):

@@ -513,27 +513,47 @@ COMPANION_KINDS = ("snapshot", "txnindex", "leader-epoch-checkpoint", "partition
 
 
 def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], list[FileReport]]:
-    """Expand arguments into (segment .log paths, [(companion path, kind)], reports for unreadable arguments)."""
-    from kafkalog_cli.ops.dump import classify, expand_directory
+    """Expand arguments into (segment .log paths, [(companion path, kind)], reports for unreadable arguments).
+
+    Which files are segments, leftovers or stray ``.log`` files is decided by ``storage.layout`` (the broker's rule):
+    a directory's ``0.log`` or ``x.log`` is reported (the broker never reads it), not verified as a segment; a file
+    named on the command line is verified whatever its name."""
+    from kafkalog_cli.ops.dump import expand_directory
+    from kafkalog_cli.storage import layout
 
     logs: list[str] = []
     seen: set[str] = set()
     companions: list[tuple[str, str]] = []
     bad: list[FileReport] = []
     for arg in paths:
-        if os.path.isdir(arg):
+        explicit = not os.path.isdir(arg)
+        if not explicit:
             try:
                 files = expand_directory(arg)
             except OSError as exc:
                 bad.append(_unreadable(arg, f"cannot list directory: {exc.strerror}"))
                 continue
+            if not any(layout.is_segment_name(os.path.basename(f)) for f in files) \
+                    and layout.looks_like_partition_dir(arg):
+                companions.append((arg, "no-segment"))
         elif os.path.exists(arg):
             files = [arg]
         else:
             bad.append(_unreadable(arg, "no such file or directory"))
             continue
         for f in files:
-            kind = classify(os.path.basename(f))
+            name = os.path.basename(f)
+            kind = layout.classify(name)
+            if layout.is_leftover(name):
+                if f not in seen:
+                    seen.add(f)
+                    companions.append((f, "leftover"))
+                continue
+            if kind == "log" and not layout.is_segment_name(name) and f not in seen:
+                companions.append((f, "stray-log"))
+                if not explicit:
+                    seen.add(f)
+                    continue
             if kind in LOG_KINDS:
                 log = f if kind == "log" else f[: f.rindex(".")] + ".log"
                 if kind != "log" and not os.path.exists(log):

@@ -21,6 +21,9 @@ def verify_companion(path: str, kind: str) -> FileReport:
     if kind == "orphan-index":
         report.add(Problem(path, 0, 0, "orphan-index", "no matching .log file: index not checked", INFO))
         return report
+    if kind in ("leftover", "stray-log", "no-segment"):
+        _layout_finding(report, kind)
+        return report
     try:
         with MappedFile(path) as mf:
             report.size = mf.size
@@ -35,6 +38,31 @@ def verify_companion(path: str, kind: str) -> FileReport:
         report.unreadable = True
         report.add(Problem(path, 0, 0, "unreadable", exc.describe()))
     return report
+
+
+def _layout_finding(report: FileReport, kind: str) -> None:
+    """A leftover of an unfinished clean/split/swap/delete, a ``.log`` file that is not a segment, or a partition
+    directory without segments: what the broker does with it, by the rule of ``storage.layout``."""
+    from kafkalog_cli.storage import layout
+
+    path = report.path
+    if kind == "no-segment":
+        report.add(Problem(path, 0, 0, "no-segment", layout.no_segment(path).message, INFO))
+        return
+    name = os.path.basename(path)
+    if kind == "stray-log":
+        (stray,) = layout.stray_logs([name])
+        report.add(Problem(path, 0, 0, "stray-log", f"not a segment name: {stray.fate}", WARNING))
+        return
+    try:
+        names = os.listdir(os.path.dirname(path) or ".")
+    except OSError:
+        names = [name]
+    fate = layout.leftover_fate(name, names)
+    # a .swap replaces segments at start-up (the data verified here is not what the broker will serve), and a name
+    # the loader cannot parse stops it: warnings; a file the broker only deletes is harmless: info
+    severity = WARNING if name.endswith(layout.SWAP_SUFFIX) or "fails to load" in fate else INFO
+    report.add(Problem(path, 0, 0, "leftover", f"leftover of an unfinished clean, split or delete: {fate}", severity))
 
 
 def _snapshot(report: FileReport, buf: bytes | memoryview) -> None:

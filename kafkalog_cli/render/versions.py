@@ -70,11 +70,21 @@ def parse_version(text: str) -> Version:
         nums = [int(p) for p in parts]
     except ValueError:
         raise ValueError(f"not a Kafka version: {text!r} (expected e.g. 3.6 or 2.4.1)") from None
-    if not 1 <= len(nums) <= 3 or nums[0] < 2 or nums[0] > 4:
-        raise ValueError(f"unsupported Kafka version {text!r}: kafkalog reproduces 2.0 to 4.3")
+    if not 1 <= len(nums) <= 3 or nums[0] < 2:
+        raise ValueError(f"unsupported Kafka version {text!r}: kafkalog reproduces {KNOWN_VERSIONS[0]} to "
+                         f"{KNOWN_VERSIONS[-1]}")
     while len(nums) < 3:
         nums.append(0)
     return nums[0], nums[1], nums[2]
+
+
+def newer_than_known(text: str) -> str | None:
+    """A warning when ``text`` is a release after the newest one kafkalog knows: its output follows the newest."""
+    newest = parse_version(KNOWN_VERSIONS[-1])
+    if parse_version(text)[:2] > newest[:2]:
+        return (f"Kafka {text.strip()} is newer than the newest release kafkalog knows ({KNOWN_VERSIONS[-1]}): the "
+                f"output is {KNOWN_VERSIONS[-1]}'s and may differ from that release's")
+    return None
 
 
 @dataclass(frozen=True)

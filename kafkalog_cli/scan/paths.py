@@ -11,7 +11,10 @@ import os
 import re
 from dataclasses import dataclass
 
-SEGMENT_RE = re.compile(r"^\d{20}\.log$")
+from kafkalog_cli.storage.layout import SEGMENT_RE, is_segment_name
+
+__all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
+
 # <topic>-<partition>[.<32 hex>-(delete|future|stray)]
 _SUFFIXED = re.compile(r"^(?P<tp>.+)\.[0-9a-fA-F]{32}-(?:delete|future|stray)$")
 
@@ -54,7 +57,7 @@ def locate(path: str) -> Location:
 
 def segment_sort_key(path: str) -> tuple[str, int, str]:
     name = os.path.basename(path)
-    base = int(name[:20]) if SEGMENT_RE.match(name) else -1
+    base = int(name[:20]) if is_segment_name(name) else -1
     return os.path.dirname(os.path.abspath(path)), base, name
 
 
@@ -62,7 +65,7 @@ def _segments_in(directory: str) -> list[str]:
     out = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
-        out.extend(os.path.join(root, f) for f in files if SEGMENT_RE.match(f))
+        out.extend(os.path.join(root, f) for f in files if is_segment_name(f))
     return out
 
 

@@ -271,6 +271,7 @@ def kraft_snapshot_name(name: str) -> tuple[int, int] | None:
 
 
 def base_offset_of(name: str) -> int:
-    """Long.parseLong of the name up to the first dot; raises ValueError."""
-    prefix = name.split(".", 1)[0]
-    return java_parse_int(prefix, 64)
+    """Long.parseLong of the name up to the first dot; raises ValueError (the rule of ``storage.layout``)."""
+    from kafkalog_cli.storage.layout import offset_from_name
+
+    return offset_from_name(name)
