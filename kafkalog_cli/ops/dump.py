@@ -19,8 +19,10 @@ from kafkalog_cli.errors import (
     CorruptIndexError,
     CorruptRecordError,
     CorruptSnapshotError,
+    FileVanishedError,
     InvalidRecordError,
     KafkalogError,
+    ReadFinding,
     UnreadableFileError,
 )
 from kafkalog_cli.format import control as ctl
@@ -30,6 +32,7 @@ from kafkalog_cli.format.text import int64
 from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
 INT_MAX = 2147483647
@@ -181,6 +184,14 @@ class FileError:
 
 
 @dataclass
+class ReadFindingEvent:
+    """What the disk did while the file was read (storage/safe_read.py): ``unreadable`` bytes (a problem: the dump
+    resumes at the next valid batch after them), or a note (``vanished``, ``truncated-during-read``)."""
+
+    finding: ReadFinding
+
+
+@dataclass
 class DumpSummary:
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     ts_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -195,6 +206,8 @@ class DumpSummary:
     errors: int = 0
     unreadable: int = 0
     snapshot_failures: int = 0
+    unreadable_ranges: int = 0
+    notes: int = 0
 
     @property
     def problems(self) -> int:
@@ -203,6 +216,7 @@ class DumpSummary:
             + self.trailing_files
             + self.errors
             + self.snapshot_failures
+            + self.unreadable_ranges
             + sum(len(v) for v in self.index_mismatches.values())
             + sum(len(v) for v in self.ts_mismatches.values())
             + sum(len(v) for v in self.out_of_order.values())
@@ -287,10 +301,18 @@ def classify(name: str) -> str:
 _KIND_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
 
 
-def expand_directory(path: str) -> list[str]:
+def expand_directory(path: str, *, top: bool = True) -> list[str]:
     """Files of a partition directory in offset order (then KRaft snapshots, then other files); partition
-    directories of a log directory follow, each in the same order."""
-    names = sorted(os.listdir(path))
+    directories of a log directory follow, each in the same order.
+
+    ``path`` itself must be listable (OSError otherwise); a subdirectory that cannot be listed (permission denied,
+    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        if top:
+            raise
+        return [path]
     segs, snaps, others, subdirs = [], [], [], []
     for n in names:
         full = os.path.join(path, n)
@@ -313,8 +335,20 @@ def expand_directory(path: str) -> list[str]:
     out += [os.path.join(path, n) for n in snaps]
     out += [os.path.join(path, n) for n in others]
     for d in subdirs:
-        out += expand_directory(d)
+        out += expand_directory(d, top=False)
     return out
+
+
+def _lost(mf: MappedFile, start: int, end: int) -> bool:
+    """True when ``[start, end)`` overlaps bytes that could not be read (they read as zeros)."""
+    return any(a < end and b > start for a, b in mf.unreadable_ranges())
+
+
+def next_valid_entry(buf: Any, start: int, end: int) -> int | None:
+    """The first position >= ``start`` where a plausible entry whose CRC verifies begins (verify-crc's resync)."""
+    from kafkalog_cli.ops.verify import find_next_valid
+
+    return find_next_valid(buf[:end] if end < len(buf) else buf, start)
 
 
 # ---------------------------------------------------------------------------------------------------- driver
@@ -327,12 +361,44 @@ class Dumper:
     def run(self, args: list[str]) -> Iterator[Any]:
         for arg in args:
             if os.path.isdir(arg):
-                for f in expand_directory(arg):
-                    yield from self.dump_file(f)
+                try:
+                    files = expand_directory(arg)
+                except OSError as exc:
+                    yield from self._unlistable(arg, exc)
+                    continue
+                for f in files:
+                    if os.path.isdir(f):  # a partition directory that could not be listed
+                        try:
+                            os.listdir(f)
+                        except OSError as exc:
+                            yield from self._unlistable(f, exc)
+                            continue
+                    yield from self.dump_file(f, listed=True)
             else:
                 yield from self.dump_file(arg)
 
-    def dump_file(self, arg: str) -> Iterator[Any]:
+    def _unlistable(self, path: str, exc: OSError) -> Iterator[Any]:
+        from kafkalog_cli.errors import unreadable
+
+        self.summary.unreadable += 1
+        err = unreadable(exc, path, want="directory")
+        err.message = f"cannot list directory: {err.message}"
+        yield FileError(err, unreadable=True)
+
+    def _findings(self, mf: MappedFile, reported: set[tuple[str, int, int]]) -> Iterator[Any]:
+        """Events for the findings of ``mf`` not yet reported (each once)."""
+        for f in mf.findings():
+            key = (f.kind, f.start, f.end)
+            if key in reported:
+                continue
+            reported.add(key)
+            if f.is_note:
+                self.summary.notes += 1
+            else:
+                self.summary.unreadable_ranges += 1
+            yield ReadFindingEvent(f)
+
+    def dump_file(self, arg: str, *, listed: bool = False) -> Iterator[Any]:
         name_arg = java_arg(arg)
         name = os.path.basename(name_arg)
         kind = classify(name)
@@ -358,6 +424,13 @@ class Dumper:
         }[kind]
         try:
             yield from handler(name_arg, kind)
+        except FileVanishedError as exc:
+            if listed and exc.file == name_arg:  # retention deleted it after we listed the directory: a note
+                self.summary.notes += 1
+                yield ReadFindingEvent(vanished_finding(name_arg))
+                return
+            self.summary.unreadable += 1
+            yield FileError(exc, unreadable=True)
         except UnreadableFileError as exc:
             self.summary.unreadable += 1
             yield FileError(exc, unreadable=True)
@@ -406,49 +479,77 @@ class Dumper:
             java_gaps = opts.gap_tracker == "java"
             fast = opts.fast
             gaps: list[tuple[int, int]] = []
-            for pos, size, magic in walk(buf, 0, end, file=arg):
-                entry = read_entry(buf, pos, magic, file=arg)
-                if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
-                    # Kafka's tool prints the batch line up to the codec, then aborts
-                    yield PartialBatch(entry)
-                    raise CompressionError(
-                        f"Unknown compression type id: {entry.codec}",
-                        file=arg,
-                        position=pos + (17 if entry.is_legacy else 22),  # the byte holding the codec bits
-                        expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
-                        else "a codec id 0..3 (none, gzip, snappy, lz4)",
-                        found=str(entry.codec),
-                    )
-                if entry.is_legacy:
-                    valid = entry.is_valid(buf)
-                    computed = entry.computed_crc(buf)
-                else:
-                    computed = entry.computed_crc(buf) if entry.size >= 61 else 0
-                    valid = entry.size >= 61 and computed == entry.crc
-                self.summary.batches += 1
-                if not valid:
-                    self.summary.invalid_batches += 1
-                if fast is not None and not entry.is_legacy:
-                    res = fast(entry, buf, valid, deep, last, java_gaps, opts.decompress_limit)
-                    if res is not None:
-                        text, last, new_gaps = res
-                        if new_gaps:
-                            gaps.extend(new_gaps)
+            reported: set[tuple[str, int, int]] = set()
+            start = 0
+            while True:
+                resume = None
+                try:
+                    for pos, size, magic in walk(buf, start, end, file=arg):
+                        entry = read_entry(buf, pos, magic, file=arg)
+                        if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
+                            if _lost(mf, pos, pos + size):
+                                resume = pos
+                                break
+                            # Kafka's tool prints the batch line up to the codec, then aborts
+                            yield PartialBatch(entry)
+                            raise CompressionError(
+                                f"Unknown compression type id: {entry.codec}",
+                                file=arg,
+                                position=pos + (17 if entry.is_legacy else 22),  # the byte holding the codec bits
+                                expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
+                                else "a codec id 0..3 (none, gzip, snappy, lz4)",
+                                found=str(entry.codec),
+                            )
+                        if entry.is_legacy:
+                            valid = entry.is_valid(buf)
+                            computed = entry.computed_crc(buf)
+                        else:
+                            computed = entry.computed_crc(buf) if entry.size >= 61 else 0
+                            valid = entry.size >= 61 and computed == entry.crc
+                        if not valid and _lost(mf, pos, pos + size):
+                            resume = pos  # bytes of this entry could not be read: report them, resync after
+                            break
+                        self.summary.batches += 1
+                        if not valid:
+                            self.summary.invalid_batches += 1
+                        if fast is not None and not entry.is_legacy:
+                            res = fast(entry, buf, valid, deep, last, java_gaps, opts.decompress_limit)
+                            if res is not None:
+                                text, last, new_gaps = res
+                                if new_gaps:
+                                    gaps.extend(new_gaps)
+                                if deep:
+                                    self.summary.records += entry.records_count
+                                yield FormattedBatch(entry, valid, text)
+                                valid_bytes += size
+                                continue
+                        yield BatchEvent(entry, valid, computed, arg)
                         if deep:
-                            self.summary.records += entry.records_count
-                        yield FormattedBatch(entry, valid, text)
+                            for rec in entry.iter_records(buf, opts.decompress_limit):
+                                self.summary.records += 1
+                                if java_gaps or last != -1:
+                                    if rec.offset != int64(last + 1):
+                                        gaps.append((last, rec.offset))
+                                last = rec.offset
+                                yield self._record_event(entry, rec)
                         valid_bytes += size
-                        continue
-                yield BatchEvent(entry, valid, computed, arg)
-                if deep:
-                    for rec in entry.iter_records(buf, opts.decompress_limit):
-                        self.summary.records += 1
-                        if java_gaps or last != -1:
-                            if rec.offset != int64(last + 1):
-                                gaps.append((last, rec.offset))
-                        last = rec.offset
-                        yield self._record_event(entry, rec)
-                valid_bytes += size
+                except CorruptRecordError as exc:
+                    if exc.position is None or not _lost(mf, exc.position, exc.position + 17):
+                        raise
+                    resume = exc.position
+                if resume is None:
+                    break
+                # unreadable bytes (read as zeros) under the entry at ``resume``: report them and go on at the next
+                # valid entry after them, as verify-crc does; the skipped bytes are accounted for by the finding
+                after = max((b for a, b in mf.unreadable_ranges() if b > resume), default=resume + 1)
+                nxt = next_valid_entry(buf, after, end)
+                yield from self._findings(mf, reported)  # after the resync, which touched every page up to nxt
+                stop = nxt if nxt is not None else end
+                valid_bytes += stop - resume
+                if nxt is None:
+                    break
+                start = nxt
+            yield from self._findings(mf, reported)
             if gaps:
                 self.summary.gaps.setdefault(abs_path, []).extend(gaps)
             trailing = end - valid_bytes

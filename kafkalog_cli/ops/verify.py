@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkalog_cli.errors import KafkalogError, UnreadableFileError
+from kafkalog_cli.errors import UNREADABLE, FileVanishedError, KafkalogError, ReadFinding, UnreadableFileError
 from kafkalog_cli.format.crc import crc32, crc32c
 from kafkalog_cli.ops import verify_companions as companion_checks
 from kafkalog_cli.ops.verify_index import OffsetIndexCheck, TimeIndexCheck
@@ -28,6 +28,7 @@ from kafkalog_cli.ops.verify_model import (
     DEFAULT_MAX_PROBLEMS,
     ERROR,
     INFO,
+    REGION_KINDS,
     WARNING,
     FileReport,
     Problem,
@@ -35,6 +36,7 @@ from kafkalog_cli.ops.verify_model import (
     VerifyResult,
 )
 from kafkalog_cli.storage import accel
+from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_MAX_BATCH_SIZE = 256 * 1024 * 1024
@@ -422,6 +424,14 @@ class _Walker:
         return min(first, off), max(count, 1)
 
 
+def find_next_valid(buf: Any, start: int, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> int | None:
+    """The earliest position >= ``start`` where an entry with a plausible header and a verifying CRC begins, or None:
+    the resync of verify-crc, for other read paths (dump resumes there after unreadable bytes)."""
+    report = SegmentReport(path="", kind="log")
+    return _Walker(buf, report, deep=False, max_batch_size=max_batch_size, max_problems=1, observers=[],
+                   progress=None).resync(start)
+
+
 def _all_zero(buf: Any, start: int, end: int) -> bool:
     p = start
     step = len(_ZEROS)
@@ -470,6 +480,9 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                            WARNING))
     try:
         mf = MappedFile(path)
+    except FileVanishedError:
+        report.add(_finding_problem(vanished_finding(path)))
+        return report
     except UnreadableFileError as exc:
         report.unreadable = True
         report.add(Problem(path, 0, 0, "unreadable", exc.describe()))
@@ -486,6 +499,9 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                     continue
                 try:
                     imf = MappedFile(ipath)
+                except FileVanishedError:
+                    report.add(_finding_problem(vanished_finding(ipath)))
+                    continue
                 except UnreadableFileError as exc:
                     report.add(Problem(ipath, 0, 0, "unreadable", exc.describe(), WARNING))
                     continue
@@ -497,12 +513,79 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
         report.magics = sorted(walker.magics)
         for obs in observers:
             obs.finish(report.last_offset)
+        apply_read_findings(report, mf.findings(), max_problems)
+        for imf in opened:
+            for f in imf.findings():
+                report.add(_finding_problem(f), max_problems)
     finally:
         for imf in opened:
             imf.close()
         mf.close()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _finding_problem(f: ReadFinding, **kw: Any) -> Problem:
+    """A disk finding as a verify-crc problem: ``unreadable`` is an error, the other kinds are notes (info)."""
+    return Problem(f.file, f.start, f.end, f.kind, f.message, INFO if f.is_note else ERROR, **kw)
+
+
+def apply_read_findings(report: SegmentReport, findings: list[ReadFinding], max_problems: int) -> None:
+    """Merge what the disk did (storage/safe_read.py) into a segment's report.
+
+    The walk saw unreadable pages as zeros, so the region it reported around them (a CRC mismatch of the batch that
+    runs into them, zeros, the tail of a batch whose start was lost) is split: each ``unreadable`` range is reported
+    exactly (page-rounded), with the last good offset before it and the first good offset after it; the readable
+    bytes of that region between the last good entry and the next valid one are ``partial-entry`` (their entry
+    cannot be checked), zero runs keep their zero kinds. Notes (``truncated-during-read``, ``vanished``) are added.
+    """
+    if not findings:
+        return
+    bad = sorted(((f.start, f.end, f) for f in findings if f.kind == UNREADABLE), key=lambda t: (t[0], t[1]))
+    for f in findings:
+        if f.kind != UNREADABLE:
+            report.add(_finding_problem(f), max_problems)
+    if not bad:
+        return
+    covered: set[int] = set()
+    extra: list[Problem] = []
+    for target in (report.problems, report.notes):
+        out: list[Problem] = []
+        for p in target:
+            hits = [(a, b, f) for a, b, f in bad if p.kind in REGION_KINDS and a < p.end and b > p.position]
+            if not hits:
+                out.append(p)
+                continue
+            cur = p.position
+            for a, b, f in hits:
+                if a > cur:
+                    out.append(_piece(p, cur, a, f))
+                if id(f) not in covered:
+                    covered.add(id(f))
+                    extra.append(_finding_problem(f, last_good_offset=p.last_good_offset,
+                                                  first_good_offset=p.first_good_offset))
+                cur = max(cur, b)
+            if cur < p.end:
+                out.append(_piece(p, cur, p.end, hits[-1][2]))
+        target[:] = out
+    extra += [_finding_problem(f) for _a, _b, f in bad if id(f) not in covered]
+    for x in extra:
+        report.add(x, max_problems)
+    report.problems.sort(key=lambda q: (q.position, q.end))
+    regions = [p for p in report.problems if p.kind in REGION_KINDS]
+    report.regions = len(regions)
+    report.corrupt_bytes = sum(p.end - p.position for p in regions)
+
+
+def _piece(p: Problem, start: int, end: int, f: ReadFinding) -> Problem:
+    if p.kind in ("zero-filled", "zero-tail"):
+        kind, message = p.kind, f"{end - start} zero bytes next to unreadable bytes [{f.start}, {f.end})"
+    else:
+        kind = "partial-entry"
+        message = (f"{end - start} readable bytes of an entry cut by the unreadable bytes [{f.start}, {f.end}): "
+                   "its CRC cannot be checked")
+    return Problem(p.file, start, end, kind, message, p.severity if kind != "partial-entry" else ERROR,
+                   last_good_offset=p.last_good_offset, first_good_offset=p.first_good_offset)
 
 
 # ---------------------------------------------------------------------------------------------------- paths
