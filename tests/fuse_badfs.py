@@ -7,7 +7,8 @@ waits for the server, and the server would wait for the GIL the faulting thread 
 
 It serves SOURCE_DIR as it is (files and directories), except that any read overlapping one of the configured byte
 ranges of a file fails with EIO, the way ``cat`` on a disk with a bad sector fails with "Input/output error".
-CONFIG.json: ``{"bad": {"relative/path": [[start, end], ...]}}``. Reads go through the page cache (no direct_io),
+CONFIG.json: ``{"bad": {"relative/path": [[start, end], ...]}, "bad_dirs": ["relative/dir"]}`` (listing a bad dir
+fails with EACCES). Reads go through the page cache (no direct_io),
 so the files can be mapped and a read through the map raises SIGBUS on a bad page.
 """
 
@@ -25,8 +26,9 @@ import mfusepy as fuse
 class BadSectorFS(fuse.Operations):
     use_ns = True
 
-    def __init__(self, root: str, bad: dict[str, list[list[int]]]) -> None:
+    def __init__(self, root: str, bad: dict[str, list[list[int]]], bad_dirs: list[str]) -> None:
         self.root = root
+        self.bad_dirs = {"/" + d.strip("/") for d in bad_dirs}
         self.bad = {("/" + k.lstrip("/")): [tuple(r) for r in v] for k, v in bad.items()}
 
     def _full(self, path: str) -> str:
@@ -43,6 +45,8 @@ class BadSectorFS(fuse.Operations):
         return out
 
     def readdir(self, path: str, fh: int) -> list[str]:
+        if path in self.bad_dirs:
+            raise fuse.FuseOSError(errno.EACCES)  # what a root-owned 0700 directory gives a non-root reader
         try:
             return [".", "..", *sorted(os.listdir(self._full(path)))]
         except OSError as exc:
@@ -70,8 +74,8 @@ class BadSectorFS(fuse.Operations):
 def main() -> None:
     root, mnt, config = sys.argv[1:4]
     with open(config) as f:
-        bad = json.load(f).get("bad", {})
-    fuse.FUSE(BadSectorFS(root, bad), mnt, foreground=True, ro=True, nothreads=False)
+        config = json.load(f)
+    fuse.FUSE(BadSectorFS(root, config.get("bad", {}), config.get("bad_dirs", [])), mnt, foreground=True, ro=True, nothreads=False)
 
 
 if __name__ == "__main__":

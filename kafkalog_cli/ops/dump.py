@@ -351,6 +351,25 @@ def next_valid_entry(buf: Any, start: int, end: int) -> int | None:
     return find_next_valid(buf[:end] if end < len(buf) else buf, start)
 
 
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of ``[``/``{`` outside JSON strings, counted without recursion (a quick linear scan)."""
+    import re
+
+    depth = best = 0
+    # strings (with escapes) are skipped whole; only brackets outside them count
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        t = m.group()
+        if t in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif t in "]}":
+            depth -= 1
+    return best
+
+
 # ---------------------------------------------------------------------------------------------------- driver
 class Dumper:
     def __init__(self, profile: Profile, options: DumpOptions) -> None:
@@ -780,9 +799,13 @@ class Dumper:
         elif kind == "quorum-state":
             import json
 
+            depth = json_depth(text)
+            if depth > MAX_JSON_DEPTH:  # Kafka's QuorumStateData nests 3 deep; json.loads would recurse to a crash
+                raise CheckpointError("quorum-state JSON nests too deeply", file=arg,
+                                      expected=f"at most {MAX_JSON_DEPTH} levels (Kafka writes 3)", found=str(depth))
             try:
                 data = json.loads(text)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise CheckpointError(f"quorum-state is not JSON: {exc}", file=arg) from None
             yield CheckpointEvent(kind, data.get("data_version") if isinstance(data, dict) else None, [data])
         else:

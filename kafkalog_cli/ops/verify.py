@@ -614,6 +614,12 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
             bad.append(_unreadable(arg, "no such file or directory"))
             continue
         for f in files:
+            if os.path.isdir(f):  # a partition directory that cannot be listed: report it, verify the rest
+                try:
+                    os.listdir(f)
+                except OSError as exc:
+                    bad.append(_unreadable(f, f"cannot list directory: {exc.strerror or exc}"))
+                continue
             kind = classify(os.path.basename(f))
             if kind in LOG_KINDS:
                 log = f if kind == "log" else f[: f.rindex(".")] + ".log"
