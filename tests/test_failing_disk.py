@@ -267,3 +267,46 @@ def test_sparse_holes_are_not_read(tmp_path):
     finally:
         os.close(fd)
     assert sum(b - a for a, b in ext) < 1 << 20
+
+
+# ------------------------------------------------------------------------------------------------ zero runs
+def test_zero_run_then_batch_whose_leading_bytes_are_zero(tmp_path):
+    """The resync after a zero run starts 11 bytes before its end: a batch with baseOffset 0 continues the run."""
+    first = make_segment(2, base=0)
+    again = make_segment(1, base=0, seed=7)  # baseOffset 0: 8 zero bytes, then a size field 00 00 xx xx
+    path = tmp_path / SEG_NAME
+    path.write_bytes(first.data + bytes(1 << 20) + again.data)
+    rep = verify_ops.verify_segment(str(path), indexes=False)
+    assert [(p.kind, p.position, p.end) for p in rep.problems if p.kind == "zero-filled"] == [
+        ("zero-filled", len(first.data), len(first.data) + (1 << 20))]
+    assert rep.batches == 3
+
+
+def test_sparse_segment_holes_are_skipped_without_reading(tmp_path):
+    seg = make_segment(2)
+    path = tmp_path / SEG_NAME
+    with open(path, "wb") as f:
+        f.write(seg.data)
+        f.truncate(1 << 30)
+    with MappedFile(str(path)) as mf:
+        ext = mf.data_extents()
+        walker = verify_ops._Walker(mf.buf, verify_ops.SegmentReport(path=str(path), kind="log"), deep=False,
+                                    max_batch_size=1 << 20, max_problems=10, observers=[], progress=None,
+                                    extents=mf.data_extents)
+        assert walker.zero_end(len(seg.data)) == 1 << 30
+    if ext != [(0, 1 << 30)]:  # the file system reports holes: nothing past the first extent was read
+        assert ext[-1][1] < 1 << 20
+    rep = verify_ops.verify_segment(str(path), indexes=False)
+    assert [(p.kind, p.position, p.end) for p in rep.notes] == [("zero-tail", len(seg.data), 1 << 30)]
+    assert rep.batches == 2 and not rep.problems
+
+
+def test_quorum_state_nested_json_is_a_located_error(tmp_path):
+    q = tmp_path / "quorum-state"
+    q.write_text("[" * 200_000 + "]" * 200_000)
+    res = CliRunner().invoke(cli, ["dump", str(q)])
+    assert res.exit_code == 1 and res.exception is None or isinstance(res.exception, SystemExit)
+    assert "nests too deeply" in res.stderr
+    q.write_text('{"data_version":0,"leaderId":1,"currentVoters":[{"voterId":1}],"s":"[[[[\\"{"}')
+    res = CliRunner().invoke(cli, ["dump", "--format", "json", str(q)])
+    assert res.exit_code == 0, res.output

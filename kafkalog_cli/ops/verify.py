@@ -56,6 +56,10 @@ _MAGIC_LEGACY = re.compile(b"[\x00\x01]")
 _NONZERO = re.compile(b"[^\x00]")
 _ZEROS = bytes(1 << 20)
 PROGRESS_EVERY = 32 << 20
+try:  # the zero scan is a safety/speed primitive of the accelerator, used even with KAFKALOG_NO_ACCEL
+    from kafkalog_cli._accel import first_nonzero as _first_nonzero
+except ImportError:  # pragma: no cover - depends on the build
+    _first_nonzero = None
 
 
 # ---------------------------------------------------------------------------------------------------- segment
@@ -63,8 +67,10 @@ class _Walker:
     """State of one segment walk; a class only to keep the hot loop's locals together."""
 
     def __init__(self, buf: Any, report: SegmentReport, *, deep: bool, max_batch_size: int, max_problems: int,
-                 observers: list[Any], progress: Callable[[int], None] | None) -> None:
+                 observers: list[Any], progress: Callable[[int], None] | None,
+                 extents: Callable[[], list[tuple[int, int]]] | None = None) -> None:
         self.buf = buf
+        self.extents = extents  # the file's data extents (SEEK_DATA/SEEK_HOLE), asked for on the first zero run
         self.n = len(buf)
         self.r = report
         self.file = report.path
@@ -177,7 +183,7 @@ class _Walker:
             j = m.start()
             h = j - 16
             if pattern is _MAGIC_LEGACY and buf[h : h + 16] == _ZEROS[:16]:
-                q = _next_nonzero(buf, j, n)  # skip a zero run in one C-speed sweep
+                q = self.zero_end(j)  # skip a zero run in one C-speed sweep
                 if q >= stop:
                     return None
                 q = max(q, j + 1)
@@ -259,7 +265,10 @@ class _Walker:
     def on_bad(self, pos: int) -> int:
         """Report the corrupt region starting at ``pos``; return where the walk continues."""
         kind, message, declared_end = self.diagnose(pos)
-        nxt = self.resync(pos + 1)
+        z = self.zero_end(pos)
+        # an entry starting inside a zero run has at most its 11 leading bytes (baseOffset and the size field's high
+        # bytes) zero, so the resync may start there: a preallocated or sparse tail is skipped at memory speed
+        nxt = self.resync(max(pos + 1, z - 11)) if z < self.n else None
         end = nxt if nxt is not None else self.n
         # a chain of corrupt batches whose own lengths still link up is reported batch by batch
         if declared_end is not None and declared_end < end and self._plausible_header(declared_end, end):
@@ -268,7 +277,7 @@ class _Walker:
         if kind == "truncated" and nxt is not None and declared_end is None and self.n - pos >= 17:
             kind = "bad-size"  # the size field points past EOF, yet valid data follows: the field is corrupt
             message = message.replace("entry declares", "entry's size field declares")
-        if _all_zero(self.buf, pos, end):
+        if z >= end:
             if end == self.n:
                 kind, severity = "zero-tail", INFO
                 message = (f"{end - pos} zero bytes at the end of the segment (preallocated or unwritten tail; "
@@ -289,6 +298,29 @@ class _Walker:
         for obs in self.observers:
             obs.on_region(pos, end, severity != INFO)
         return end
+
+    def zero_end(self, p: int) -> int:
+        """The end of the run of zero bytes starting at ``p`` (``p`` itself when ``buf[p]`` is not zero). Holes of a
+        sparse file are skipped without reading them; data is scanned by ``_accel.first_nonzero`` (memory speed)."""
+        n = self.n
+        if p >= n or self.buf[p]:
+            return p
+        if self.extents is not None and self._extents is None:
+            self._extents = self.extents()
+        for a, b in self._extents or ((0, n),):
+            if b <= p:
+                continue
+            if a > p:
+                p = a  # a hole up to the next data extent: zeros without I/O
+                if p >= n:
+                    return n
+            q = _next_nonzero(self.buf, p, min(b, n))
+            if q < min(b, n):
+                return q
+            p = min(b, n)
+        return n
+
+    _extents: list[tuple[int, int]] | None = None
 
     def _plausible_header(self, p: int, limit: int) -> bool:
         if self.n - p < 17:
@@ -432,19 +464,11 @@ def find_next_valid(buf: Any, start: int, max_batch_size: int = DEFAULT_MAX_BATC
                    progress=None).resync(start)
 
 
-def _all_zero(buf: Any, start: int, end: int) -> bool:
-    p = start
-    step = len(_ZEROS)
-    while p < end:
-        q = min(end, p + step)
-        if buf[p:q] != _ZEROS[: q - p]:
-            return False
-        p = q
-    return True
-
-
 def _next_nonzero(buf: Any, p: int, n: int) -> int:
-    """Position of the first non-zero byte at or after ``p`` (``n`` when none): 1 MiB compares, then a regex."""
+    """Position of the first non-zero byte in ``[p, n)`` (``n`` when none): the compiled scan, else 1 MiB compares
+    and a regex."""
+    if _first_nonzero is not None:
+        return _first_nonzero(buf, p, n)
     step = 4096
     while p < n:
         q = min(n, p + step)
@@ -508,7 +532,7 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                 opened.append(imf)
                 observers.append(cls(ipath, imf.buf, report.base_offset, mf.size, report, max_problems))
         walker = _Walker(mf.buf, report, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
-                         observers=observers, progress=progress)
+                         observers=observers, progress=progress, extents=mf.data_extents)
         walker.run()
         report.magics = sorted(walker.magics)
         for obs in observers:

@@ -19,6 +19,7 @@ from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
     Guard,
     classify_faults,
+    data_extents,
     guard_available,
     merge_pages,
     read_into,
@@ -111,6 +112,12 @@ class MappedFile:
             return out
         out = unreadable_findings(self.path, merge_pages(self._pages, self.size), "I/O error reading with pread")
         return out + self._static
+
+    def data_extents(self) -> list[tuple[int, int]]:
+        """``[start, end)`` ranges of the file holding data; the gaps are holes of a sparse file (zeros, no I/O)."""
+        if self._fd is None or not self.size:
+            return [(0, self.size)]
+        return data_extents(self._fd, 0, self.size)
 
     def unreadable_ranges(self) -> list[tuple[int, int]]:
         """The ``[start, end)`` ranges of ``unreadable`` findings so far."""
