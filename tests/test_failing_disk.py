@@ -310,3 +310,41 @@ def test_quorum_state_nested_json_is_a_located_error(tmp_path):
     q.write_text('{"data_version":0,"leaderId":1,"currentVoters":[{"voterId":1}],"s":"[[[[\\"{"}')
     res = CliRunner().invoke(cli, ["dump", "--format", "json", str(q)])
     assert res.exit_code == 0, res.output
+
+
+# ------------------------------------------------------------------------------------------------ bombs
+_PEAK = """
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def _peak_mib(*args: str) -> tuple[int, float]:
+    cmd = [sys.executable, "-c", "from kafkalog_cli.cli.main import main; main()", *args]
+    out = subprocess.run([sys.executable, "-c", _PEAK, *cmd], capture_output=True, text=True, check=True).stdout
+    code, kib = out.split()
+    return int(code), int(kib) / 1024
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_decompression_bomb_is_held_once(tmp_path, codec):
+    """A batch inflating to just under the cap: peak RSS grows by about the cap, not 2-3x (the output was copied
+    by ``bytes(out)``, then every value again by the record decoder)."""
+    from kafkalog_cli.format import codecs
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+
+    cap = 48 << 20
+    cid = {"gzip": codecs.GZIP, "zstd": codecs.ZSTD}[codec]
+    bomb = tmp_path / "bomb-0" / SEG_NAME
+    bomb.parent.mkdir()
+    bomb.write_bytes(encode_batch([RecordSpec(key=b"k", value=bytes(cap - 4096), timestamp=1)], codec=cid))
+    small = tmp_path / "small-0" / SEG_NAME
+    small.parent.mkdir()
+    small.write_bytes(encode_batch([RecordSpec(key=b"k", value=b"v", timestamp=1)], codec=cid))
+    for cmd in (["dump", "--deep-iteration", f"--max-decompressed-size={cap}"],
+                ["verify-crc", "--deep", f"--max-batch-size={cap}"]):
+        code0, base = _peak_mib(*cmd, str(small))
+        code, peak = _peak_mib(*cmd, str(bomb))
+        assert code0 == code == 0
+        assert peak - base < (cap >> 20) * 1.25, (cmd, peak, base)

@@ -544,7 +544,7 @@ class Dumper:
                                 continue
                         yield BatchEvent(entry, valid, computed, arg)
                         if deep:
-                            for rec in entry.iter_records(buf, opts.decompress_limit):
+                            for rec in entry.iter_records(buf, opts.decompress_limit, copy=opts.print_data_log):
                                 self.summary.records += 1
                                 if java_gaps or last != -1:
                                     if rec.offset != int64(last + 1):

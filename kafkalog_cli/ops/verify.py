@@ -397,7 +397,7 @@ class _Walker:
         batch = Batch(self.buf, pos)
         prev = None
         try:
-            for rec in batch.iter_records(self.buf, self.max_size):
+            for rec in batch.iter_records(self.buf, self.max_size, copy=False):
                 if rec.offset < base or rec.offset > last or (prev is not None and rec.offset <= prev):
                     self.problem(pos, end, "bad-records",
                                  f"batch baseOffset {base}: record offset {rec.offset} is outside [{base}, {last}] "
