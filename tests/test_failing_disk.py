@@ -348,3 +348,13 @@ def test_decompression_bomb_is_held_once(tmp_path, codec):
         code, peak = _peak_mib(*cmd, str(bomb))
         assert code0 == code == 0
         assert peak - base < (cap >> 20) * 1.25, (cmd, peak, base)
+
+
+def test_seek_offset_walks_past_unreadable_bytes(bad_disk):
+    disk = bad_disk({f"t-0/{SEG_NAME}": _segment()}, {f"t-0/{SEG_NAME}": [(0 + 2105 * 10 + 30, 2105 * 10 + 60)]})
+    res = CliRunner().invoke(cli, ["seek-offset", "--format", "json", disk.path("t-0"), "200"])
+    assert res.exit_code == 1, res.output  # found, but bytes on the way could not be read
+    assert json.loads(res.stdout)["position"] == 2105 * 50  # batch 50 (offsets 200..203), after the bad page
+    assert "20480-24576: unreadable" in res.stderr  # the header of batch 10 sits in that page
+    ok = CliRunner().invoke(cli, ["seek-offset", disk.path("t-0"), "12"])  # before the bad bytes: clean
+    assert ok.exit_code == 0, ok.output

@@ -376,6 +376,7 @@ class Dumper:
         self.profile = profile
         self.opts = options
         self.summary = DumpSummary()
+        self._maps: list[MappedFile] = []
 
     def run(self, args: list[str]) -> Iterator[Any]:
         for arg in args:
@@ -441,6 +442,7 @@ class Dumper:
             "quorum-state": self._text_checkpoint,
             "nodot": self._text_checkpoint,
         }[kind]
+        self._maps = []
         try:
             yield from handler(name_arg, kind)
         except FileVanishedError as exc:
@@ -458,6 +460,16 @@ class Dumper:
                 exc.file = name_arg
             self.summary.errors += 1
             yield FileError(exc)
+        finally:
+            maps, self._maps = self._maps, []
+        reported: set[tuple[str, int, int]] = set()
+        for m in maps:  # what the disk did to the index, snapshot or checkpoint reads (the .log walk reports its own)
+            yield from self._findings(m, reported)
+
+    def _open(self, path: str) -> MappedFile:
+        mf = MappedFile(path)
+        self._maps.append(mf)
+        return mf
 
     # ------------------------------------------------------------------------------------------- .log
     def _log(self, arg: str, kind: str) -> Iterator[Any]:
@@ -621,7 +633,7 @@ class Dumper:
         except ValueError:
             raise CorruptIndexError("index file name does not start with a base offset", file=arg, found=name) from None
         log_path = self._companion_log(arg)
-        with MappedFile(log_path) as log, MappedFile(arg) as mf:
+        with self._open(log_path) as log, self._open(arg) as mf:
             idx = OffsetIndex(base, mf.buf, java_abs(arg))
             n = idx.entries
             if n == 0:
@@ -679,9 +691,9 @@ class Dumper:
             raise CorruptIndexError("time index file name does not start with a base offset", file=arg, found=name) from None
         log_path = self._companion_log(arg)
         index_path = log_path[: -len(".log")] + ".index"
-        with MappedFile(log_path) as log, MappedFile(arg) as mf:
+        with self._open(log_path) as log, self._open(arg) as mf:
             try:
-                imf: MappedFile | None = MappedFile(index_path)
+                imf: MappedFile | None = self._open(index_path)
             except UnreadableFileError:
                 imf = None
             try:
@@ -736,7 +748,7 @@ class Dumper:
 
     # ------------------------------------------------------------------------------------------- others
     def _snapshot(self, arg: str, kind: str) -> Iterator[Any]:
-        with MappedFile(arg) as mf:
+        with self._open(arg) as mf:
             try:
                 snap = comp.parse_producer_snapshot(mf.buf, arg)
             except CorruptSnapshotError as exc:
@@ -747,7 +759,7 @@ class Dumper:
                 yield SnapshotEntryEvent(e)
 
     def _txnindex(self, arg: str, kind: str) -> Iterator[Any]:
-        with MappedFile(arg) as mf:
+        with self._open(arg) as mf:
             for i, e in enumerate(comp.parse_txn_index(mf.buf)):
                 v = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16 version
                 if v >= 0x80:
@@ -764,7 +776,7 @@ class Dumper:
                 yield TxnEntryEvent(e)
 
     def _text_checkpoint(self, arg: str, kind: str) -> Iterator[Any]:
-        with MappedFile(arg) as mf:
+        with self._open(arg) as mf:
             raw = bytes(mf.buf)
         try:
             text = raw.decode("utf-8")

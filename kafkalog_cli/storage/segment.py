@@ -52,6 +52,7 @@ class MappedFile:
         self._guard: Guard | None = None
         self._pages: set[int] = set()
         self._static: list[ReadFinding] = []
+        self._final: list[ReadFinding] | None = None
         try:
             # O_NONBLOCK: opening a FIFO must not hang waiting for a writer (it is refused just below)
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -104,6 +105,8 @@ class MappedFile:
     def findings(self) -> list[ReadFinding]:
         """What the disk did to the reads so far (``unreadable`` ranges, ``truncated-during-read``, ``vanished``);
         call it again after further reads: pages that faulted since are added."""
+        if self._final is not None:
+            return self._final
         out: list[ReadFinding] = []
         if self._guard is not None:
             self._pages.update(self._guard.faulted_pages(self._fd))
@@ -126,6 +129,8 @@ class MappedFile:
     def close(self) -> None:
         """Unmap now when nothing else holds a slice of the map; otherwise (e.g. a slice kept alive by an exception's
         traceback) leave the unmapping to the garbage collector instead of failing (the map then stays guarded)."""
+        if self._final is None:
+            self._final = self.findings()  # kept: callers may ask after closing
         buf, mm = self.buf, self._mm
         self.buf = b""
         self._mm = None
