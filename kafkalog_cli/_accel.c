@@ -1207,6 +1207,16 @@ static PyObject *guard_register(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (guard_install() != 0) return PyErr_SetFromErrno(PyExc_OSError);
+    /* a slot overlapping the new map is stale: its map was unmapped later by the garbage collector (a view of it
+     * was still alive at close), since the kernel gave the addresses to this one; drop it so faults here are
+     * recorded for the new map */
+    for (int i = 0; i < GUARD_SLOTS; i++) {
+        uintptr_t os_ = g_slots[i].start, on = g_slots[i].len;
+        if (os_ && os_ < s + n && s < os_ + on) {
+            __atomic_store_n(&g_slots[i].start, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_slots[i].len, 0, __ATOMIC_RELEASE);
+        }
+    }
     for (int i = 0; i < GUARD_SLOTS; i++) {
         if (g_slots[i].start) continue;
         g_slots[i].overflow = 0;
