@@ -6,6 +6,8 @@ CLI can print one clear line instead of a traceback. The engine never prints.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class KafkalogError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -77,7 +79,7 @@ class UnreadableFileError(KafkalogError):
 def unreadable(exc: OSError, path: str, *, want: str = "file") -> UnreadableFileError:
     """The typed error for an OSError on ``path``, worded for an operator (``want``: "file" or "directory")."""
     if isinstance(exc, FileNotFoundError):
-        return UnreadableFileError(f"no such {want}", file=path)
+        return FileVanishedError(f"no such {want}", file=path)
     if isinstance(exc, IsADirectoryError):
         return UnreadableFileError("is a directory, expected a file", file=path)
     if isinstance(exc, NotADirectoryError):
@@ -105,3 +107,37 @@ class RepairRefused(KafkalogError):
 
 class WriteFailedError(KafkalogError):
     """Writing a repair's file failed (ENOSPC, EIO, ...): the half-written file was removed; names that file."""
+class FileVanishedError(UnreadableFileError):
+    """A file that was listed (or seen) a moment ago and is gone when opened: on a live broker, retention deletes
+    segments all the time, so callers that listed the file report it as a ``vanished`` note, not an error."""
+
+
+# kinds of ReadFinding; the first is a problem (exit 1), the other two are notes
+UNREADABLE = "unreadable"
+VANISHED = "vanished"
+TRUNCATED_DURING_READ = "truncated-during-read"
+PAGE = 4096
+
+
+@dataclass(frozen=True)
+class ReadFinding:
+    """Something the disk did to a read, located: ``[start, end)`` bytes of ``file``.
+
+    ``unreadable``: the bytes could not be read (EIO, or SIGBUS through a mapping); start and end are rounded out to
+    4 KiB pages and clipped to the file size; the bytes were read as zeros. ``truncated-during-read``: the file
+    shrank from ``end`` to ``start`` bytes while we read it. ``vanished``: the file was deleted after it was listed
+    (or while it was read); ``start``/``end`` are 0. The last two are normal on a live broker and are notes.
+    """
+
+    kind: str
+    file: str
+    start: int
+    end: int
+    message: str
+
+    @property
+    def is_note(self) -> bool:
+        return self.kind != UNREADABLE
+
+    def describe(self) -> str:
+        return f"{self.file}:{self.start}-{self.end}: {self.kind}: {self.message}"

@@ -179,7 +179,11 @@ def _total_bytes(args: list[str]) -> int:
 
     total = 0
     for a in args:
-        for f in expand_directory(a) if os.path.isdir(a) else [a]:
+        try:
+            files = expand_directory(a) if os.path.isdir(a) else [a]
+        except OSError:
+            continue
+        for f in files:
             try:
                 total += os.path.getsize(f)
             except OSError:

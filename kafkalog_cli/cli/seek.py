@@ -66,8 +66,13 @@ def _text_lines(res, profile, print_data_log: bool, out) -> None:  # noqa: ANN00
 def _finish(res, stats, verbose: bool, err) -> None:  # noqa: ANN001
     for w in res.warnings if res is not None else []:
         err(f"kafkalog: warning: {w}")
+    for f in res.findings if res is not None else []:
+        err(f"kafkalog: {'note' if f.is_note else 'error'}: {f.describe()}")
     if verbose:
         err(stats.line())
+    if res is not None and res.disk_problems:  # the answer may have skipped bytes that could not be read
+        sys.stdout.flush()
+        sys.exit(EXIT_PROBLEMS)
 
 
 @click.command(

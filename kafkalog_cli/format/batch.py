@@ -171,15 +171,18 @@ class Batch:
         except KafkalogError as exc:
             exc.position = start
             raise
-        return data, 0
+        return memoryview(data), 0  # slices of a view do not copy (slices of a bytearray would)
 
-    def iter_records(self, buf: bytes | memoryview, limit: int = codecs.DEFAULT_LIMIT) -> Iterator[Record]:
+    def iter_records(self, buf: bytes | memoryview, limit: int = codecs.DEFAULT_LIMIT, *,
+                     copy: bool = True) -> Iterator[Record]:
         """Decode the batch's records.
 
         Mirrors DefaultRecordBatch's iterators: uncompressed records are yielded one by one (an error surfaces after
         the good records before it), compressed batches are decoded completely before the first record is yielded.
         The error after the last declared record ("records still remaining") is raised before that record is
-        yielded, as Kafka does.
+        yielded, as Kafka does. ``copy=False`` (callers that only look at sizes and offsets): keys and values of a
+        compressed batch are views into the decompressed payload instead of copies, so a decompression bomb is held
+        in memory once, not twice.
         """
         if self.records_count < 0:
             raise InvalidRecordError(
@@ -200,7 +203,7 @@ class Batch:
             yield from _decode_records(self, buf, start, self.position + self.size, 0)
             return
         try:
-            records = list(_decode_records(self, data, 0, len(data), 0))
+            records = list(_decode_records(self, data, 0, len(data), 0, copy=copy))
         except InvalidRecordError as exc:
             exc.message += f" (at byte {exc.position} of the decompressed payload)"
             exc.position = self.position + HEADER_SIZE
@@ -208,7 +211,8 @@ class Batch:
         yield from records
 
 
-def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, report_base: int) -> Iterator[Record]:
+def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, report_base: int, *,
+                    copy: bool = True) -> Iterator[Record]:
     """Decode ``batch.records_count`` records from buf[pos:end] (DefaultRecord.readFrom)."""
     from kafkalog_cli.format.varint import read_varint, read_varlong
 
@@ -253,7 +257,7 @@ def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, r
             if klen >= 0:
                 if pos + klen > body_end:
                     raise InvalidRecordError("Found invalid record structure: key runs past the record", position=report_base + pos)
-                key = bytes(buf[pos : pos + klen])
+                key = bytes(buf[pos : pos + klen]) if copy else buf[pos : pos + klen]
                 pos += klen
             else:
                 key = None
@@ -261,7 +265,7 @@ def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, r
             if vlen >= 0:
                 if pos + vlen > body_end:
                     raise InvalidRecordError("Found invalid record structure: value runs past the record", position=report_base + pos)
-                value = bytes(buf[pos : pos + vlen])
+                value = bytes(buf[pos : pos + vlen]) if copy else buf[pos : pos + vlen]
                 pos += vlen
             else:
                 value = None

@@ -94,20 +94,26 @@ def _too_big(codec: str, limit: int) -> SizeLimitError:
     )
 
 
-def decompress_gzip(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes:
+STEP = 1 << 20  # decompressed bytes produced per call: the output grows in place, never held twice
+
+
+def decompress_gzip(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytearray:
+    """Inflate gzip members (as Java's GZIPInputStream does) into one growing buffer, STEP bytes at a time, so that
+    a bomb costs at most ``limit`` + STEP bytes before it is refused (never a second copy of the output)."""
     out = bytearray()
     buf = bytes(data)
     try:
         while buf:
             d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            chunk = d.decompress(buf, limit - len(out) + 1)
+            chunk = d.decompress(buf, STEP)
             out += chunk
-            if len(out) > limit:
-                raise _too_big("gzip", limit)
-            while d.unconsumed_tail:
-                out += d.decompress(d.unconsumed_tail, limit - len(out) + 1)
+            while d.unconsumed_tail or (not d.eof and len(chunk) == STEP):
                 if len(out) > limit:
                     raise _too_big("gzip", limit)
+                chunk = d.decompress(d.unconsumed_tail, STEP)
+                out += chunk
+            if len(out) > limit:
+                raise _too_big("gzip", limit)
             if not d.eof:
                 raise CompressionError("gzip stream ended prematurely (Unexpected end of ZLIB input stream)")
             buf = d.unused_data
@@ -116,10 +122,10 @@ def decompress_gzip(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> byt
                 break
     except zlib.error as exc:
         raise CompressionError(f"gzip decompression failed: {exc}") from None
-    return bytes(out)
+    return out
 
 
-def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
+def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes | memoryview:
     import cramjam
 
     try:
@@ -129,12 +135,12 @@ def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
     if size > limit:
         raise _too_big("snappy", limit)
     try:
-        return bytes(cramjam.snappy.decompress_raw(bytes(block)))
+        return memoryview(cramjam.snappy.decompress_raw(bytes(block)))  # no copy of a large block
     except Exception as exc:
         raise CompressionError(f"snappy decompression failed: {exc}") from None
 
 
-def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes:
+def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes | bytearray | memoryview:
     buf = bytes(data)
     if len(buf) < 16 or buf[:8] != XERIAL_MAGIC:
         return _snappy_raw(buf, limit)
@@ -156,10 +162,10 @@ def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> b
             )
         out += _snappy_raw(buf[pos : pos + clen], limit - len(out))
         pos += clen
-    return bytes(out)
+    return out
 
 
-def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, check_header: bool = True) -> bytes:
+def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, check_header: bool = True) -> bytearray:
     """Decode one Kafka LZ4 frame; ``check_header=False`` for magic v0 (the broken-HC quirk)."""
     import lz4.block
 
@@ -221,10 +227,10 @@ def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, chec
         out += piece
         if block_checksum:
             pos += 4
-    return bytes(out)
+    return out
 
 
-def decompress_zstd(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes:
+def decompress_zstd(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytearray:
     import zstandard
 
     out = bytearray()
@@ -239,11 +245,13 @@ def decompress_zstd(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> byt
                 raise _too_big("zstd", limit)
     except zstandard.ZstdError as exc:
         raise CompressionError(f"zstd decompression failed: {exc}") from None
-    return bytes(out)
+    return out
 
 
-def decompress(codec: int, data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, magic: int = 2) -> bytes:
-    """Decompress a batch payload (v2) or a wrapper message value (v0/v1)."""
+def decompress(codec: int, data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *,
+               magic: int = 2) -> bytes | bytearray | memoryview:
+    """Decompress a batch payload (v2) or a wrapper message value (v0/v1). The result is bytes-like (often the
+    growing buffer itself: no final copy, so a bomb at the cap is held once)."""
     if codec == GZIP:
         return decompress_gzip(data, limit)
     if codec == SNAPPY:

@@ -107,7 +107,8 @@ class LegacyEntry:
     def key_value(self, buf: bytes | memoryview) -> tuple[bytes | None, bytes | None]:
         return _key_value(buf, self.position, self.magic, self.position + self.size)
 
-    def iter_records(self, buf: bytes | memoryview, limit: int = codecs.DEFAULT_LIMIT) -> Iterator[Record]:
+    def iter_records(self, buf: bytes | memoryview, limit: int = codecs.DEFAULT_LIMIT, *,
+                     copy: bool = True) -> Iterator[Record]:  # ``copy``: accepted for Batch's signature; v0/v1 copy
         """The message itself, or for a compressed wrapper its inner messages with absolute offsets."""
         key, value = self.key_value(buf)
         valid = self.is_valid(buf)

@@ -19,8 +19,10 @@ from kafkalog_cli.errors import (
     CorruptIndexError,
     CorruptRecordError,
     CorruptSnapshotError,
+    FileVanishedError,
     InvalidRecordError,
     KafkalogError,
+    ReadFinding,
     UnreadableFileError,
 )
 from kafkalog_cli.format import control as ctl
@@ -31,6 +33,7 @@ from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
 INT_MAX = 2147483647
@@ -182,6 +185,14 @@ class FileError:
 
 
 @dataclass
+class ReadFindingEvent:
+    """What the disk did while the file was read (storage/safe_read.py): ``unreadable`` bytes (a problem: the dump
+    resumes at the next valid batch after them), or a note (``vanished``, ``truncated-during-read``)."""
+
+    finding: ReadFinding
+
+
+@dataclass
 class DumpSummary:
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     ts_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -199,6 +210,8 @@ class DumpSummary:
     # index files whose entries Kafka's tool reports (not where recovery puts them) but which are valid for lookups,
     # e.g. one entry per append chunk: printed as Kafka prints them, never counted as problems
     valid_indexes: list[str] = field(default_factory=list)
+    unreadable_ranges: int = 0
+    notes: int = 0
 
     @property
     def problems(self) -> int:
@@ -210,6 +223,7 @@ class DumpSummary:
             + self.trailing_files
             + self.errors
             + self.snapshot_failures
+            + self.unreadable_ranges
             + count(self.index_mismatches)
             + count(self.ts_mismatches)
             + count(self.out_of_order)
@@ -267,10 +281,18 @@ classify = layout.classify  # the kind of a file, by name: one rule for every co
 _KIND_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
 
 
-def expand_directory(path: str) -> list[str]:
+def expand_directory(path: str, *, top: bool = True) -> list[str]:
     """Files of a partition directory in offset order (then KRaft snapshots, then other files); partition
-    directories of a log directory follow, each in the same order."""
-    names = sorted(os.listdir(path))
+    directories of a log directory follow, each in the same order.
+
+    ``path`` itself must be listable (OSError otherwise); a subdirectory that cannot be listed (permission denied,
+    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        if top:
+            raise
+        return [path]
     segs, snaps, others, subdirs = [], [], [], []
     for n in names:
         full = os.path.join(path, n)
@@ -293,8 +315,39 @@ def expand_directory(path: str) -> list[str]:
     out += [os.path.join(path, n) for n in snaps]
     out += [os.path.join(path, n) for n in others]
     for d in subdirs:
-        out += expand_directory(d)
+        out += expand_directory(d, top=False)
     return out
+
+
+def _lost(mf: MappedFile, start: int, end: int) -> bool:
+    """True when ``[start, end)`` overlaps bytes that could not be read (they read as zeros)."""
+    return any(a < end and b > start for a, b in mf.unreadable_ranges())
+
+
+def next_valid_entry(buf: Any, start: int, end: int) -> int | None:
+    """The first position >= ``start`` where a plausible entry whose CRC verifies begins (verify-crc's resync)."""
+    from kafkalog_cli.ops.verify import find_next_valid
+
+    return find_next_valid(buf[:end] if end < len(buf) else buf, start)
+
+
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of ``[``/``{`` outside JSON strings, counted without recursion (a quick linear scan)."""
+    import re
+
+    depth = best = 0
+    # strings (with escapes) are skipped whole; only brackets outside them count
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        t = m.group()
+        if t in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif t in "]}":
+            depth -= 1
+    return best
 
 
 # ---------------------------------------------------------------------------------------------------- driver
@@ -303,16 +356,49 @@ class Dumper:
         self.profile = profile
         self.opts = options
         self.summary = DumpSummary()
+        self._maps: list[MappedFile] = []
 
     def run(self, args: list[str]) -> Iterator[Any]:
         for arg in args:
             if os.path.isdir(arg):
-                for f in expand_directory(arg):
-                    yield from self.dump_file(f)
+                try:
+                    files = expand_directory(arg)
+                except OSError as exc:
+                    yield from self._unlistable(arg, exc)
+                    continue
+                for f in files:
+                    if os.path.isdir(f):  # a partition directory that could not be listed
+                        try:
+                            os.listdir(f)
+                        except OSError as exc:
+                            yield from self._unlistable(f, exc)
+                            continue
+                    yield from self.dump_file(f, listed=True)
             else:
                 yield from self.dump_file(arg)
 
-    def dump_file(self, arg: str) -> Iterator[Any]:
+    def _unlistable(self, path: str, exc: OSError) -> Iterator[Any]:
+        from kafkalog_cli.errors import unreadable
+
+        self.summary.unreadable += 1
+        err = unreadable(exc, path, want="directory")
+        err.message = f"cannot list directory: {err.message}"
+        yield FileError(err, unreadable=True)
+
+    def _findings(self, mf: MappedFile, reported: set[tuple[str, int, int]]) -> Iterator[Any]:
+        """Events for the findings of ``mf`` not yet reported (each once)."""
+        for f in mf.findings():
+            key = (f.kind, f.start, f.end)
+            if key in reported:
+                continue
+            reported.add(key)
+            if f.is_note:
+                self.summary.notes += 1
+            else:
+                self.summary.unreadable_ranges += 1
+            yield ReadFindingEvent(f)
+
+    def dump_file(self, arg: str, *, listed: bool = False) -> Iterator[Any]:
         name_arg = java_arg(arg)
         name = os.path.basename(name_arg)
         kind = classify(name)
@@ -336,10 +422,18 @@ class Dumper:
             "quorum-state": self._text_checkpoint,
             "nodot": self._text_checkpoint,
         }[kind]
+        self._maps = []
         try:
             yield from handler(name_arg, kind)
             if kind in ("index", "timeindex"):
                 self._judge_index(name_arg, kind)
+        except FileVanishedError as exc:
+            if listed and exc.file == name_arg:  # retention deleted it after we listed the directory: a note
+                self.summary.notes += 1
+                yield ReadFindingEvent(vanished_finding(name_arg))
+                return
+            self.summary.unreadable += 1
+            yield FileError(exc, unreadable=True)
         except UnreadableFileError as exc:
             self.summary.unreadable += 1
             yield FileError(exc, unreadable=True)
@@ -348,6 +442,16 @@ class Dumper:
                 exc.file = name_arg
             self.summary.errors += 1
             yield FileError(exc)
+        finally:
+            maps, self._maps = self._maps, []
+        reported: set[tuple[str, int, int]] = set()
+        for m in maps:  # what the disk did to the index, snapshot or checkpoint reads (the .log walk reports its own)
+            yield from self._findings(m, reported)
+
+    def _open(self, path: str) -> MappedFile:
+        mf = MappedFile(path)
+        self._maps.append(mf)
+        return mf
 
     # ------------------------------------------------------------------------------------------- .log
     def _log(self, arg: str, kind: str) -> Iterator[Any]:
@@ -388,49 +492,77 @@ class Dumper:
             java_gaps = opts.gap_tracker == "java"
             fast = opts.fast
             gaps: list[tuple[int, int]] = []
-            for pos, size, magic in walk(buf, 0, end, file=arg):
-                entry = read_entry(buf, pos, magic, file=arg)
-                if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
-                    # Kafka's tool prints the batch line up to the codec, then aborts
-                    yield PartialBatch(entry)
-                    raise CompressionError(
-                        f"Unknown compression type id: {entry.codec}",
-                        file=arg,
-                        position=pos + (17 if entry.is_legacy else 22),  # the byte holding the codec bits
-                        expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
-                        else "a codec id 0..3 (none, gzip, snappy, lz4)",
-                        found=str(entry.codec),
-                    )
-                if entry.is_legacy:
-                    valid = entry.is_valid(buf)
-                    computed = entry.computed_crc(buf)
-                else:
-                    computed = entry.computed_crc(buf) if entry.size >= 61 else 0
-                    valid = entry.size >= 61 and computed == entry.crc
-                self.summary.batches += 1
-                if not valid:
-                    self.summary.invalid_batches += 1
-                if fast is not None and not entry.is_legacy:
-                    res = fast(entry, buf, valid, deep, last, java_gaps, opts.decompress_limit)
-                    if res is not None:
-                        text, last, new_gaps = res
-                        if new_gaps:
-                            gaps.extend(new_gaps)
+            reported: set[tuple[str, int, int]] = set()
+            start = 0
+            while True:
+                resume = None
+                try:
+                    for pos, size, magic in walk(buf, start, end, file=arg):
+                        entry = read_entry(buf, pos, magic, file=arg)
+                        if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
+                            if _lost(mf, pos, pos + size):
+                                resume = pos
+                                break
+                            # Kafka's tool prints the batch line up to the codec, then aborts
+                            yield PartialBatch(entry)
+                            raise CompressionError(
+                                f"Unknown compression type id: {entry.codec}",
+                                file=arg,
+                                position=pos + (17 if entry.is_legacy else 22),  # the byte holding the codec bits
+                                expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
+                                else "a codec id 0..3 (none, gzip, snappy, lz4)",
+                                found=str(entry.codec),
+                            )
+                        if entry.is_legacy:
+                            valid = entry.is_valid(buf)
+                            computed = entry.computed_crc(buf)
+                        else:
+                            computed = entry.computed_crc(buf) if entry.size >= 61 else 0
+                            valid = entry.size >= 61 and computed == entry.crc
+                        if not valid and _lost(mf, pos, pos + size):
+                            resume = pos  # bytes of this entry could not be read: report them, resync after
+                            break
+                        self.summary.batches += 1
+                        if not valid:
+                            self.summary.invalid_batches += 1
+                        if fast is not None and not entry.is_legacy:
+                            res = fast(entry, buf, valid, deep, last, java_gaps, opts.decompress_limit)
+                            if res is not None:
+                                text, last, new_gaps = res
+                                if new_gaps:
+                                    gaps.extend(new_gaps)
+                                if deep:
+                                    self.summary.records += entry.records_count
+                                yield FormattedBatch(entry, valid, text)
+                                valid_bytes += size
+                                continue
+                        yield BatchEvent(entry, valid, computed, arg)
                         if deep:
-                            self.summary.records += entry.records_count
-                        yield FormattedBatch(entry, valid, text)
+                            for rec in entry.iter_records(buf, opts.decompress_limit, copy=opts.print_data_log):
+                                self.summary.records += 1
+                                if java_gaps or last != -1:
+                                    if rec.offset != int64(last + 1):
+                                        gaps.append((last, rec.offset))
+                                last = rec.offset
+                                yield self._record_event(entry, rec)
                         valid_bytes += size
-                        continue
-                yield BatchEvent(entry, valid, computed, arg)
-                if deep:
-                    for rec in entry.iter_records(buf, opts.decompress_limit):
-                        self.summary.records += 1
-                        if java_gaps or last != -1:
-                            if rec.offset != int64(last + 1):
-                                gaps.append((last, rec.offset))
-                        last = rec.offset
-                        yield self._record_event(entry, rec)
-                valid_bytes += size
+                except CorruptRecordError as exc:
+                    if exc.position is None or not _lost(mf, exc.position, exc.position + 17):
+                        raise
+                    resume = exc.position
+                if resume is None:
+                    break
+                # unreadable bytes (read as zeros) under the entry at ``resume``: report them and go on at the next
+                # valid entry after them, as verify-crc does; the skipped bytes are accounted for by the finding
+                after = max((b for a, b in mf.unreadable_ranges() if b > resume), default=resume + 1)
+                nxt = next_valid_entry(buf, after, end)
+                yield from self._findings(mf, reported)  # after the resync, which touched every page up to nxt
+                stop = nxt if nxt is not None else end
+                valid_bytes += stop - resume
+                if nxt is None:
+                    break
+                start = nxt
+            yield from self._findings(mf, reported)
             if gaps:
                 self.summary.gaps.setdefault(abs_path, []).extend(gaps)
             trailing = end - valid_bytes
@@ -503,7 +635,7 @@ class Dumper:
         except ValueError:
             raise CorruptIndexError("index file name does not start with a base offset", file=arg, found=name) from None
         log_path = self._companion_log(arg)
-        with MappedFile(log_path) as log, MappedFile(arg) as mf:
+        with self._open(log_path) as log, self._open(arg) as mf:
             idx = OffsetIndex(base, mf.buf, java_abs(arg))
             n = idx.entries
             if n == 0:
@@ -561,9 +693,9 @@ class Dumper:
             raise CorruptIndexError("time index file name does not start with a base offset", file=arg, found=name) from None
         log_path = self._companion_log(arg)
         index_path = log_path[: -len(".log")] + ".index"
-        with MappedFile(log_path) as log, MappedFile(arg) as mf:
+        with self._open(log_path) as log, self._open(arg) as mf:
             try:
-                imf: MappedFile | None = MappedFile(index_path)
+                imf: MappedFile | None = self._open(index_path)
             except UnreadableFileError:
                 imf = None
             try:
@@ -618,7 +750,7 @@ class Dumper:
 
     # ------------------------------------------------------------------------------------------- others
     def _snapshot(self, arg: str, kind: str) -> Iterator[Any]:
-        with MappedFile(arg) as mf:
+        with self._open(arg) as mf:
             try:
                 snap = comp.parse_producer_snapshot(mf.buf, arg)
             except CorruptSnapshotError as exc:
@@ -629,7 +761,7 @@ class Dumper:
                 yield SnapshotEntryEvent(e)
 
     def _txnindex(self, arg: str, kind: str) -> Iterator[Any]:
-        with MappedFile(arg) as mf:
+        with self._open(arg) as mf:
             for i, e in enumerate(comp.parse_txn_index(mf.buf)):
                 v = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16 version
                 if v >= 0x80:
@@ -646,7 +778,7 @@ class Dumper:
                 yield TxnEntryEvent(e)
 
     def _text_checkpoint(self, arg: str, kind: str) -> Iterator[Any]:
-        with MappedFile(arg) as mf:
+        with self._open(arg) as mf:
             raw = bytes(mf.buf)
         try:
             text = raw.decode("utf-8")
@@ -681,9 +813,13 @@ class Dumper:
         elif kind == "quorum-state":
             import json
 
+            depth = json_depth(text)
+            if depth > MAX_JSON_DEPTH:  # Kafka's QuorumStateData nests 3 deep; json.loads would recurse to a crash
+                raise CheckpointError("quorum-state JSON nests too deeply", file=arg,
+                                      expected=f"at most {MAX_JSON_DEPTH} levels (Kafka writes 3)", found=str(depth))
             try:
                 data = json.loads(text)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise CheckpointError(f"quorum-state is not JSON: {exc}", file=arg) from None
             yield CheckpointEvent(kind, data.get("data_version") if isinstance(data, dict) else None, [data])
         else:

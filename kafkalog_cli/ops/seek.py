@@ -18,9 +18,10 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from kafkalog_cli.errors import CorruptIndexError, KafkalogError, UnreadableFileError
+from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, KafkalogError, ReadFinding, UnreadableFileError
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY, WARM_BYTES, OffsetIndex, TimeIndex, largest_lower_bound
@@ -58,6 +59,12 @@ class SeekResult:
     exact: bool = True
     valid: bool = True
     computed_crc: int = 0
+    findings: list[ReadFinding] = field(default_factory=list)  # what the disk did to the reads (storage/safe_read)
+
+    @property
+    def disk_problems(self) -> bool:
+        """True when bytes could not be read (exit 1: the answer may have skipped them)."""
+        return any(not f.is_note for f in self.findings)
 
     @property
     def offset(self) -> int | None:
@@ -98,6 +105,28 @@ def trimmed_count(buf: bytes | memoryview, size: int, rel_at: int) -> int:
         else:
             lo = mid + 1
     return lo
+
+
+def _safe_walk(log: MappedFile, pos: int, path: str) -> Iterator[tuple[int, int, int]]:
+    """``walk`` that goes on after unreadable bytes: where it stops on a header that reads as zeros because its page
+    could not be read, the walk resumes at the next valid entry after those bytes (verify-crc's resync). The bytes
+    are reported with the result (``SeekResult.findings``)."""
+    from kafkalog_cli.ops.verify import find_next_valid
+
+    start = pos
+    while True:
+        try:
+            yield from walk(log.buf, start, log.size, file=path)
+            return
+        except CorruptRecordError as exc:
+            at = exc.position if exc.position is not None else start
+            ends = [b for a, b in log.unreadable_ranges() if a < at + 17 and b > at]
+            if not ends:
+                raise
+            nxt = find_next_valid(log.buf, max(ends))
+            if nxt is None:
+                return
+            start = nxt
 
 
 def _open_optional(path: str, stats: SeekStats) -> MappedFile | None:
@@ -195,7 +224,7 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
         with MappedFile(path) as log:
             stats.files_opened += 1
             pos = _start_position(partition_dir, base, offset, log, stats, warnings) if base <= offset else 0
-            for p, size, magic in walk(log.buf, pos, log.size, file=path):
+            for p, size, magic in _safe_walk(log, pos, path):
                 stats.batches_read += 1
                 stats.bytes_scanned += size
                 e = read_entry(log.buf, p, magic, file=path)
@@ -213,6 +242,7 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
                     if rec is not None and rec.offset != offset and res.exact:
                         res.exact = False
                         res.warnings.append(f"offset {offset} is not in its batch (compacted away); the next record is {rec.offset}")
+                res.findings = log.findings()
                 return res
     raise OffsetNotFound(
         f"offset {offset} is beyond the end of the log (log end offset {log_end if log_end is not None else bases[-1]})",
@@ -291,7 +321,7 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
                 continue
             start_off = _time_lookup(partition_dir, base, target, stats, warnings)
             pos = _start_position(partition_dir, base, start_off, log, stats, warnings)
-            for p, size, magic in walk(log.buf, pos, log.size, file=path):
+            for p, size, magic in _safe_walk(log, pos, path):
                 stats.batches_read += 1
                 stats.bytes_scanned += size
                 e = read_entry(log.buf, p, magic, file=path)
@@ -301,6 +331,7 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
                 if rec is not None:
                     res = SeekResult(path, p, e, rec, warnings)
                     _check(res, log.buf)
+                    res.findings = log.findings()
                     return res
     raise OffsetNotFound(
         f"no record has a timestamp >= {target}",

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkalog_cli.errors import KafkalogError, UnreadableFileError
+from kafkalog_cli.errors import UNREADABLE, FileVanishedError, KafkalogError, ReadFinding, UnreadableFileError
 from kafkalog_cli.format.crc import crc32, crc32c
 from kafkalog_cli.ops import verify_companions as companion_checks
 from kafkalog_cli.ops.verify_index import OffsetIndexCheck, TimeIndexCheck
@@ -28,6 +28,7 @@ from kafkalog_cli.ops.verify_model import (
     DEFAULT_MAX_PROBLEMS,
     ERROR,
     INFO,
+    REGION_KINDS,
     WARNING,
     FileReport,
     Problem,
@@ -35,6 +36,7 @@ from kafkalog_cli.ops.verify_model import (
     VerifyResult,
 )
 from kafkalog_cli.storage import accel
+from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_MAX_BATCH_SIZE = 256 * 1024 * 1024
@@ -54,6 +56,10 @@ _MAGIC_LEGACY = re.compile(b"[\x00\x01]")
 _NONZERO = re.compile(b"[^\x00]")
 _ZEROS = bytes(1 << 20)
 PROGRESS_EVERY = 32 << 20
+try:  # the zero scan is a safety/speed primitive of the accelerator, used even with KAFKALOG_NO_ACCEL
+    from kafkalog_cli._accel import first_nonzero as _first_nonzero
+except ImportError:  # pragma: no cover - depends on the build
+    _first_nonzero = None
 
 
 # ---------------------------------------------------------------------------------------------------- segment
@@ -61,8 +67,10 @@ class _Walker:
     """State of one segment walk; a class only to keep the hot loop's locals together."""
 
     def __init__(self, buf: Any, report: SegmentReport, *, deep: bool, max_batch_size: int, max_problems: int,
-                 observers: list[Any], progress: Callable[[int], None] | None) -> None:
+                 observers: list[Any], progress: Callable[[int], None] | None,
+                 extents: Callable[[], list[tuple[int, int]]] | None = None) -> None:
         self.buf = buf
+        self.extents = extents  # the file's data extents (SEEK_DATA/SEEK_HOLE), asked for on the first zero run
         self.n = len(buf)
         self.r = report
         self.file = report.path
@@ -175,7 +183,7 @@ class _Walker:
             j = m.start()
             h = j - 16
             if pattern is _MAGIC_LEGACY and buf[h : h + 16] == _ZEROS[:16]:
-                q = _next_nonzero(buf, j, n)  # skip a zero run in one C-speed sweep
+                q = self.zero_end(j)  # skip a zero run in one C-speed sweep
                 if q >= stop:
                     return None
                 q = max(q, j + 1)
@@ -257,7 +265,10 @@ class _Walker:
     def on_bad(self, pos: int) -> int:
         """Report the corrupt region starting at ``pos``; return where the walk continues."""
         kind, message, declared_end = self.diagnose(pos)
-        nxt = self.resync(pos + 1)
+        z = self.zero_end(pos)
+        # an entry starting inside a zero run has at most its 11 leading bytes (baseOffset and the size field's high
+        # bytes) zero, so the resync may start there: a preallocated or sparse tail is skipped at memory speed
+        nxt = self.resync(max(pos + 1, z - 11)) if z < self.n else None
         end = nxt if nxt is not None else self.n
         # a chain of corrupt batches whose own lengths still link up is reported batch by batch
         if declared_end is not None and declared_end < end and self._plausible_header(declared_end, end):
@@ -266,7 +277,7 @@ class _Walker:
         if kind == "truncated" and nxt is not None and declared_end is None and self.n - pos >= 17:
             kind = "bad-size"  # the size field points past EOF, yet valid data follows: the field is corrupt
             message = message.replace("entry declares", "entry's size field declares")
-        if _all_zero(self.buf, pos, end):
+        if z >= end:
             if end == self.n:
                 kind, severity = "zero-tail", INFO
                 message = (f"{end - pos} zero bytes at the end of the segment (preallocated or unwritten tail; "
@@ -287,6 +298,29 @@ class _Walker:
         for obs in self.observers:
             obs.on_region(pos, end, severity != INFO)
         return end
+
+    def zero_end(self, p: int) -> int:
+        """The end of the run of zero bytes starting at ``p`` (``p`` itself when ``buf[p]`` is not zero). Holes of a
+        sparse file are skipped without reading them; data is scanned by ``_accel.first_nonzero`` (memory speed)."""
+        n = self.n
+        if p >= n or self.buf[p]:
+            return p
+        if self.extents is not None and self._extents is None:
+            self._extents = self.extents()
+        for a, b in self._extents or ((0, n),):
+            if b <= p:
+                continue
+            if a > p:
+                p = a  # a hole up to the next data extent: zeros without I/O
+                if p >= n:
+                    return n
+            q = _next_nonzero(self.buf, p, min(b, n))
+            if q < min(b, n):
+                return q
+            p = min(b, n)
+        return n
+
+    _extents: list[tuple[int, int]] | None = None
 
     def _plausible_header(self, p: int, limit: int) -> bool:
         if self.n - p < 17:
@@ -363,7 +397,7 @@ class _Walker:
         batch = Batch(self.buf, pos)
         prev = None
         try:
-            for rec in batch.iter_records(self.buf, self.max_size):
+            for rec in batch.iter_records(self.buf, self.max_size, copy=False):
                 if rec.offset < base or rec.offset > last or (prev is not None and rec.offset <= prev):
                     self.problem(pos, end, "bad-records",
                                  f"batch baseOffset {base}: record offset {rec.offset} is outside [{base}, {last}] "
@@ -422,19 +456,19 @@ class _Walker:
         return min(first, off), max(count, 1)
 
 
-def _all_zero(buf: Any, start: int, end: int) -> bool:
-    p = start
-    step = len(_ZEROS)
-    while p < end:
-        q = min(end, p + step)
-        if buf[p:q] != _ZEROS[: q - p]:
-            return False
-        p = q
-    return True
+def find_next_valid(buf: Any, start: int, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> int | None:
+    """The earliest position >= ``start`` where an entry with a plausible header and a verifying CRC begins, or None:
+    the resync of verify-crc, for other read paths (dump resumes there after unreadable bytes)."""
+    report = SegmentReport(path="", kind="log")
+    return _Walker(buf, report, deep=False, max_batch_size=max_batch_size, max_problems=1, observers=[],
+                   progress=None).resync(start)
 
 
 def _next_nonzero(buf: Any, p: int, n: int) -> int:
-    """Position of the first non-zero byte at or after ``p`` (``n`` when none): 1 MiB compares, then a regex."""
+    """Position of the first non-zero byte in ``[p, n)`` (``n`` when none): the compiled scan, else 1 MiB compares
+    and a regex."""
+    if _first_nonzero is not None:
+        return _first_nonzero(buf, p, n)
     step = 4096
     while p < n:
         q = min(n, p + step)
@@ -471,6 +505,9 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                            WARNING))
     try:
         mf = MappedFile(path)
+    except FileVanishedError:
+        report.add(_finding_problem(vanished_finding(path)))
+        return report
     except UnreadableFileError as exc:
         report.unreadable = True
         report.add(Problem(path, 0, 0, "unreadable", exc.describe()))
@@ -487,24 +524,94 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                     continue
                 try:
                     imf = MappedFile(ipath)
+                except FileVanishedError:
+                    report.add(_finding_problem(vanished_finding(ipath)))
+                    continue
                 except UnreadableFileError as exc:
                     report.add(Problem(ipath, 0, 0, "unreadable", exc.describe(), WARNING))
                     continue
                 opened.append(imf)
                 observers.append(cls(ipath, imf.buf, report.base_offset, mf.size, report, max_problems))
         walker = _Walker(mf.buf, report, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
-                         observers=observers, progress=progress)
+                         observers=observers, progress=progress, extents=mf.data_extents)
         walker.run()
         report.magics = sorted(walker.magics)
         for obs in observers:
             if hasattr(obs, "finish"):
                 obs.finish(report.last_offset)
+        apply_read_findings(report, mf.findings(), max_problems)
+        for imf in opened:
+            for f in imf.findings():
+                report.add(_finding_problem(f), max_problems)
     finally:
         for imf in opened:
             imf.close()
         mf.close()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _finding_problem(f: ReadFinding, **kw: Any) -> Problem:
+    """A disk finding as a verify-crc problem: ``unreadable`` is an error, the other kinds are notes (info)."""
+    return Problem(f.file, f.start, f.end, f.kind, f.message, INFO if f.is_note else ERROR, **kw)
+
+
+def apply_read_findings(report: SegmentReport, findings: list[ReadFinding], max_problems: int) -> None:
+    """Merge what the disk did (storage/safe_read.py) into a segment's report.
+
+    The walk saw unreadable pages as zeros, so the region it reported around them (a CRC mismatch of the batch that
+    runs into them, zeros, the tail of a batch whose start was lost) is split: each ``unreadable`` range is reported
+    exactly (page-rounded), with the last good offset before it and the first good offset after it; the readable
+    bytes of that region between the last good entry and the next valid one are ``partial-entry`` (their entry
+    cannot be checked), zero runs keep their zero kinds. Notes (``truncated-during-read``, ``vanished``) are added.
+    """
+    if not findings:
+        return
+    bad = sorted(((f.start, f.end, f) for f in findings if f.kind == UNREADABLE), key=lambda t: (t[0], t[1]))
+    for f in findings:
+        if f.kind != UNREADABLE:
+            report.add(_finding_problem(f), max_problems)
+    if not bad:
+        return
+    covered: set[int] = set()
+    extra: list[Problem] = []
+    for target in (report.problems, report.notes):
+        out: list[Problem] = []
+        for p in target:
+            hits = [(a, b, f) for a, b, f in bad if p.kind in REGION_KINDS and a < p.end and b > p.position]
+            if not hits:
+                out.append(p)
+                continue
+            cur = p.position
+            for a, b, f in hits:
+                if a > cur:
+                    out.append(_piece(p, cur, a, f))
+                if id(f) not in covered:
+                    covered.add(id(f))
+                    extra.append(_finding_problem(f, last_good_offset=p.last_good_offset,
+                                                  first_good_offset=p.first_good_offset))
+                cur = max(cur, b)
+            if cur < p.end:
+                out.append(_piece(p, cur, p.end, hits[-1][2]))
+        target[:] = out
+    extra += [_finding_problem(f) for _a, _b, f in bad if id(f) not in covered]
+    for x in extra:
+        report.add(x, max_problems)
+    report.problems.sort(key=lambda q: (q.position, q.end))
+    regions = [p for p in report.problems if p.kind in REGION_KINDS]
+    report.regions = len(regions)
+    report.corrupt_bytes = sum(p.end - p.position for p in regions)
+
+
+def _piece(p: Problem, start: int, end: int, f: ReadFinding) -> Problem:
+    if p.kind in ("zero-filled", "zero-tail"):
+        kind, message = p.kind, f"{end - start} zero bytes next to unreadable bytes [{f.start}, {f.end})"
+    else:
+        kind = "partial-entry"
+        message = (f"{end - start} readable bytes of an entry cut by the unreadable bytes [{f.start}, {f.end}): "
+                   "its CRC cannot be checked")
+    return Problem(p.file, start, end, kind, message, p.severity if kind != "partial-entry" else ERROR,
+                   last_good_offset=p.last_good_offset, first_good_offset=p.first_good_offset)
 
 
 # ---------------------------------------------------------------------------------------------------- paths
@@ -542,6 +649,12 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
             bad.append(_unreadable(arg, "no such file or directory"))
             continue
         for f in files:
+            if os.path.isdir(f):  # a partition directory that cannot be listed: report it, verify the rest
+                try:
+                    os.listdir(f)
+                except OSError as exc:
+                    bad.append(_unreadable(f, f"cannot list directory: {exc.strerror or exc}"))
+                continue
             name = os.path.basename(f)
             kind = layout.classify(name)
             if layout.is_leftover(name):

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 
-from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError, UnreadableFileError
+from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError, FileVanishedError, UnreadableFileError
 from kafkalog_cli.ops.verify_model import ERROR, INFO, WARNING, FileReport, Problem
 from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import MappedFile
 
 
@@ -34,6 +35,10 @@ def verify_companion(path: str, kind: str) -> FileReport:
                 "leader-epoch-checkpoint": _leader_epoch,
                 "partition-metadata": _partition_metadata,
             }[kind](report, mf.buf)
+            for f in mf.findings():  # pages that could not be read (read as zeros), or the file shrank meanwhile
+                report.add(Problem(f.file, f.start, f.end, f.kind, f.message, INFO if f.is_note else ERROR))
+    except FileVanishedError:
+        report.add(Problem(path, 0, 0, "vanished", vanished_finding(path).message, INFO))
     except UnreadableFileError as exc:
         report.unreadable = True
         report.add(Problem(path, 0, 0, "unreadable", exc.describe()))

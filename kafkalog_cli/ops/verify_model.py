@@ -33,7 +33,8 @@ class Problem:
 
 
 REGION_KINDS = frozenset(
-    {"crc-mismatch", "bad-size", "size-too-large", "bad-magic", "truncated", "zero-filled", "zero-tail"}
+    {"crc-mismatch", "bad-size", "size-too-large", "bad-magic", "truncated", "zero-filled", "zero-tail",
+     "unreadable", "partial-entry"}
 )
 
 
@@ -118,6 +119,7 @@ class VerifyResult:
 
     @property
     def unreadable(self) -> int:
+        """Files unreadable as a whole (exit 2); unreadable byte ranges inside a file are problems (exit 1)."""
         return sum(1 for f in self.files if f.unreadable)
 
     @property

@@ -319,6 +319,11 @@ class DlsRenderer:
         if ev.reported:
             self.out(f"Found {ev.count} invalid bytes at the end of {ev.name}")
 
+    def on_ReadFindingEvent(self, ev: d.ReadFindingEvent) -> None:
+        f = ev.finding
+        self.err(f"kafkalog: {'note' if f.is_note else 'error'}: {f.file} bytes [{f.start}, {f.end}): {f.kind}: "
+                 f"{f.message}" if f.end else f"kafkalog: note: {f.file}: {f.kind}: {f.message}")
+
     def on_FileError(self, ev: d.FileError) -> None:
         self.err(f"kafkalog: error: {ev.error.describe()}")
         hint = d.hint_for(ev.error)

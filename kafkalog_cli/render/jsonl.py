@@ -163,14 +163,21 @@ class JsonRenderer:
     def on_TrailingBytes(self, ev: d.TrailingBytes) -> None:
         self.emit({"type": "trailing_bytes", "file": self.file, "count": ev.count})
 
+    def on_ReadFindingEvent(self, ev: d.ReadFindingEvent) -> None:
+        f = ev.finding
+        self.emit({"type": "read_finding", "file": f.file, "kind": f.kind, "start": f.start, "end": f.end,
+                   "severity": "info" if f.is_note else "error", "message": f.message})
+
     def on_FileError(self, ev: d.FileError) -> None:
         e = ev.error
         self.emit({"type": "error", "file": e.file or self.file, "position": e.position, "kind": type(e).__name__,
                    "message": e.message, "expected": e.expected, "found": e.found, "unreadable": ev.unreadable})
 
     def summary(self, s: d.DumpSummary) -> None:
+        disk = {"unreadableRanges": s.unreadable_ranges, "notes": s.notes} if s.unreadable_ranges or s.notes else {}
         self.emit(
             {
+                **disk,
                 "type": "summary",
                 "files": s.files,
                 "batches": s.batches,

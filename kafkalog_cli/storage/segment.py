@@ -13,9 +13,19 @@ import os
 import struct
 from collections.abc import Iterator
 
-from kafkalog_cli.errors import CorruptRecordError, UnreadableFileError, unreadable
+from kafkalog_cli.errors import UNREADABLE, CorruptRecordError, ReadFinding, UnreadableFileError, unreadable
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
 from kafkalog_cli.format.legacy import LegacyEntry
+from kafkalog_cli.storage.safe_read import (
+    Guard,
+    classify_faults,
+    data_extents,
+    guard_available,
+    merge_pages,
+    read_into,
+    shrink_finding,
+    unreadable_findings,
+)
 
 Entry = Batch | LegacyEntry
 
@@ -26,10 +36,23 @@ _PREFIX = struct.Struct(">qiib")
 
 
 class MappedFile:
-    """A read-only memory map of a file (or an empty buffer for an empty file). Use as a context manager."""
+    """A read-only view of a whole file that survives a failing disk. Use as a context manager.
+
+    Normally a memory map registered with the SIGBUS guard (storage/safe_read.py): a page that cannot be read, or
+    that is gone because the file shrank, reads as zeros instead of killing the process, and ``findings()`` says
+    which bytes those were. Without the compiled guard (or where the file system cannot map), the file is read with
+    pread into memory, probing bad windows page by page, with the same findings. An empty file is an empty buffer.
+    A file that is gone when opened raises ``FileVanishedError`` (callers that listed it report a ``vanished`` note).
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._fd: int | None = None
+        self._mm: mmap.mmap | None = None
+        self._guard: Guard | None = None
+        self._pages: set[int] = set()
+        self._static: list[ReadFinding] = []
+        self._final: list[ReadFinding] | None = None
         try:
             # O_NONBLOCK: opening a FIFO must not hang waiting for a writer (it is refused just below)
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -44,23 +67,70 @@ class MappedFile:
             if not stat.S_ISREG(st.st_mode):
                 raise UnreadableFileError("not a regular file (a device, FIFO or socket)", file=path)
             self.size = st.st_size
-            self._mm: mmap.mmap | None = None
+            self.buf: memoryview | bytes = b""
             if self.size > 0:
-                try:
-                    self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-                except (OSError, ValueError) as exc:
-                    if getattr(exc, "errno", None) == errno.EACCES:
-                        raise UnreadableFileError("permission denied", file=path) from None
-                    raise UnreadableFileError(f"cannot map: {exc}", file=path) from None
-                self.buf: memoryview | bytes = memoryview(self._mm)
-            else:
-                self.buf = b""
-        finally:
+                self._open_buffer(fd)
+        except BaseException:
             os.close(fd)
+            raise
+        self._fd = fd
+
+    def _open_buffer(self, fd: int) -> None:
+        mm = None
+        if guard_available():
+            try:
+                mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:
+                if getattr(exc, "errno", None) == errno.EACCES:
+                    raise UnreadableFileError("permission denied", file=self.path) from None
+                mm = None  # a file system that cannot map (FUSE direct_io, procfs...): read it instead
+        if mm is not None:
+            guard = Guard(mm)
+            if guard.active:
+                self._mm, self._guard = mm, guard
+                self.buf = memoryview(mm)
+                return
+            mm.close()
+        data = bytearray(self.size)
+        view = memoryview(data)
+        try:
+            got, bad = read_into(fd, view)
+        except OSError as exc:
+            raise unreadable(exc, self.path) from None
+        self._pages.update(bad)
+        if got < self.size:
+            self._static.append(shrink_finding(self.path, got, self.size))
+        self.buf = view
+
+    def findings(self) -> list[ReadFinding]:
+        """What the disk did to the reads so far (``unreadable`` ranges, ``truncated-during-read``, ``vanished``);
+        call it again after further reads: pages that faulted since are added."""
+        if self._final is not None:
+            return self._final
+        out: list[ReadFinding] = []
+        if self._guard is not None:
+            self._pages.update(self._guard.faulted_pages(self._fd))
+            if self._pages or self._fd is not None:
+                out = classify_faults(self.path, sorted(self._pages), self.size, self._fd)
+            return out
+        out = unreadable_findings(self.path, merge_pages(self._pages, self.size), "I/O error reading with pread")
+        return out + self._static
+
+    def data_extents(self) -> list[tuple[int, int]]:
+        """``[start, end)`` ranges of the file holding data; the gaps are holes of a sparse file (zeros, no I/O)."""
+        if self._fd is None or not self.size:
+            return [(0, self.size)]
+        return data_extents(self._fd, 0, self.size)
+
+    def unreadable_ranges(self) -> list[tuple[int, int]]:
+        """The ``[start, end)`` ranges of ``unreadable`` findings so far."""
+        return [(f.start, f.end) for f in self.findings() if f.kind == UNREADABLE]
 
     def close(self) -> None:
         """Unmap now when nothing else holds a slice of the map; otherwise (e.g. a slice kept alive by an exception's
-        traceback) leave the unmapping to the garbage collector instead of failing."""
+        traceback) leave the unmapping to the garbage collector instead of failing (the map then stays guarded)."""
+        if self._final is None:
+            self._final = self.findings()  # kept: callers may ask after closing
         buf, mm = self.buf, self._mm
         self.buf = b""
         self._mm = None
@@ -69,8 +139,13 @@ class MappedFile:
                 buf.release()
             if mm is not None:
                 mm.close()
+                if self._guard is not None:
+                    self._guard.release()
         except BufferError:
             pass
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> MappedFile:
         return self
