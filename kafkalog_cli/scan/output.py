@@ -33,22 +33,58 @@ def prepare(out_dir: str, records: bool) -> None:
         shutil.rmtree(d)
 
 
-class DatasetWriter:
-    """Streams tables of one dataset into ``DIR/<name>/part-00000.parquet`` (an empty file when no rows came)."""
+ROW_GROUP = 1 << 17  # rows per Parquet row group (readers such as DuckDB pay per row group, not per row)
+MIN_ROW_GROUP = 1 << 16
+MAX_PENDING_BYTES = 128 << 20  # a group is cut earlier (at >= MIN_ROW_GROUP rows) when its rows are this big
 
-    def __init__(self, out_dir: str, name: str) -> None:
+
+class DatasetWriter:
+    """Streams tables of one dataset into ``DIR/<name>/part-00000.parquet`` (an empty file when no rows came).
+
+    Tables of any size come in (one window's batches, one partition's problems); rows are buffered until a row
+    group of ``ROW_GROUP`` rows is full, so the file has few large row groups whatever the shape of the input, and
+    memory stays bounded by one group."""
+
+    def __init__(self, out_dir: str, name: str, row_group: int = ROW_GROUP) -> None:
         self.schema = DATASETS[name]
         self.dir = os.path.join(out_dir, name)
         os.makedirs(self.dir, exist_ok=True)
-        self.writer = pq.ParquetWriter(os.path.join(self.dir, "part-00000.parquet"), self.schema)
+        self.writer = pq.ParquetWriter(os.path.join(self.dir, "part-00000.parquet"), self.schema,
+                                       compression="snappy")
+        self.row_group = row_group
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
         self.rows = 0
+        self.groups = 0
 
     def write(self, table: pa.Table) -> None:
-        if table.num_rows:
-            self.writer.write_table(table.cast(self.schema))
-            self.rows += table.num_rows
+        if not table.num_rows:
+            return
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        self.pending_bytes += table.nbytes
+        self.rows += table.num_rows
+        if self.pending_rows >= self.row_group or (self.pending_bytes >= MAX_PENDING_BYTES
+                                                   and self.pending_rows >= MIN_ROW_GROUP):
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        if not self.pending:
+            return
+        table = pa.concat_tables(self.pending).cast(self.schema)
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+        size = self.row_group if table.num_rows >= self.row_group else table.num_rows
+        full = table.num_rows if final else table.num_rows - table.num_rows % size
+        if full:
+            self.writer.write_table(table.slice(0, full), row_group_size=size)
+            self.groups += -(-full // size)
+        if full < table.num_rows:
+            rest = table.slice(full)
+            self.pending, self.pending_rows, self.pending_bytes = [rest], rest.num_rows, rest.nbytes
 
     def close(self) -> None:
+        self._flush(final=True)
         self.writer.close()
 
 
