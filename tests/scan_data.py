@@ -113,6 +113,17 @@ def realdata_dirs(limit: int = 4) -> list[Path]:
     return out
 
 
+def ms(value: object) -> int | None:
+    """A timestamp column value (datetime, UTC) as epoch milliseconds, None stays None."""
+    if value is None:
+        return None
+    from datetime import datetime, timezone
+
+    assert isinstance(value, datetime)
+    delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
 def load_sorted(out_dir: str | Path, name: str) -> list[dict]:
     """A dataset's rows as dicts (our schema), sorted by every column, for engine-to-engine comparison."""
     from kafkalog_cli.scan.output import read_dataset

@@ -99,11 +99,10 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
         seconds = time.perf_counter() - t0
         from kafkalog_cli.scan.summary import summarize
 
-        summary = summarize(target)
+        summary = summarize(target, segments)
     finally:
         if tmp is not None:
             tmp.cleanup()
-    summary["totals"]["segments"] = len(segments)
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if summary["problems"]["total"]:

@@ -273,3 +273,10 @@ class _Pool:
                           "changed under the scan); rows of it before that point are kept; copy the file off the disk "
                           "and scan the copy"}
         self.writers["problems"].write(to_table("problems", [row]))
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
