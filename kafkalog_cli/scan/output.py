@@ -49,8 +49,12 @@ class DatasetWriter:
         self.schema = DATASETS[name]
         self.dir = os.path.join(out_dir, name)
         os.makedirs(self.dir, exist_ok=True)
+        # statistics only for the non-string columns: min/max of every page of a long path string cost more than
+        # the rest of the write, and nobody prunes by log_dir ranges
+        stats = [f.name for f in self.schema if not pa.types.is_string(f.type)]
         self.writer = pq.ParquetWriter(os.path.join(self.dir, "part-00000.parquet"), self.schema,
-                                       compression="snappy")
+                                       compression="snappy", write_statistics=stats)
+        self._thread = _WriteThread(self.writer)
         self.row_group = row_group
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
@@ -77,15 +81,55 @@ class DatasetWriter:
         size = self.row_group if table.num_rows >= self.row_group else table.num_rows
         full = table.num_rows if final else table.num_rows - table.num_rows % size
         if full:
-            self.writer.write_table(table.slice(0, full), row_group_size=size)
+            self._thread.put(table.slice(0, full), size)
             self.groups += -(-full // size)
         if full < table.num_rows:
             rest = table.slice(full)
             self.pending, self.pending_rows, self.pending_bytes = [rest], rest.num_rows, rest.nbytes
 
     def close(self) -> None:
-        self._flush(final=True)
-        self.writer.close()
+        try:
+            self._flush(final=True)
+        finally:
+            self._thread.close()
+            self.writer.close()
+
+
+class _WriteThread:
+    """Encodes row groups on a second thread (pyarrow releases the GIL while it compresses and writes), so the
+    scan goes on meanwhile; at most one group waits, so memory stays bounded."""
+
+    def __init__(self, writer: pq.ParquetWriter) -> None:
+        import queue
+        import threading
+
+        self.writer = writer
+        self.q: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="parquet-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    self.writer.write_table(item[0], row_group_size=item[1])
+                except BaseException as exc:  # re-raised in the scanning thread
+                    self.error = exc
+
+    def put(self, table: pa.Table, size: int) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put((table, size))
+
+    def close(self) -> None:
+        self.q.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def read_dataset(out_dir: str, name: str, columns: list[str] | None = None) -> pa.Table:

@@ -141,7 +141,8 @@ class PartitionPass:
 
     # ------------------------------------------------------------------------------------------ columns
     def _feed_vector(self, table: pa.Table) -> list[dict[str, Any]]:
-        t = table.filter(table.column("crc_ok"))
+        ok = table.column("crc_ok")
+        t = table if pc.all(ok).as_py() else table.filter(ok)
         if t.num_rows == 0:
             return []
         t = t.set_column(t.schema.get_field_index("max_timestamp"), "max_timestamp",
@@ -183,9 +184,9 @@ class PartitionPass:
                             "segment": last["segment"]}
 
         # sequence-gap: per (producer, epoch), each batch against the previous one of the same key
-        seq_rows = pc.and_(pc.and_(pc.greater_equal(t.column("producer_id"), 0),
+        seq_rows = None if pc.max(t.column("producer_id")).as_py() < 0 else pc.and_(pc.and_(pc.greater_equal(t.column("producer_id"), 0),
                                    pc.greater_equal(t.column("base_sequence"), 0)), pc.invert(t.column("control")))
-        sidx = pc.indices_nonzero(seq_rows)
+        sidx = pc.indices_nonzero(seq_rows) if seq_rows is not None else []
         if len(sidx):
             s = pa.table({"i": sidx, "pid": pc.take(t.column("producer_id"), sidx),
                           "epoch": pc.take(t.column("producer_epoch"), sidx),

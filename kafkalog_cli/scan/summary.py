@@ -27,23 +27,42 @@ BATCH_ROWS = 1 << 17
 _PROBLEM_ORDER = ("log_dir", "partition_dir", "segment", "position", "kind")
 
 
-def iter_dataset(out_dir: str, name: str, columns: list[str]) -> Iterator[pa.Table]:
+def iter_dataset(out_dir: str, name: str, columns: list[str], dictionary: bool = False) -> Iterator[pa.Table]:
     """A dataset's ``columns`` as tables of at most BATCH_ROWS rows, cast to our schema (Spark's files differ only in
-    nullability and list metadata), timestamps as int64 milliseconds."""
+    nullability and list metadata), timestamps as int64 milliseconds; with ``dictionary`` the repeated strings stay
+    dictionary-encoded (fine for group-by keys and to_pylist, not for sorting or min/max)."""
+    dict_cols = _DICT if dictionary else set()
     path = os.path.join(out_dir, name)
-    schema = pa.schema([DATASETS[name].field(c) for c in columns])
+    schema = pa.schema([_dict_field(DATASETS[name].field(c)) if c in dict_cols else DATASETS[name].field(c)
+                        for c in columns])
     if not os.path.isdir(path):
         return
     for f in sorted(os.listdir(path)):
         if not f.endswith(".parquet") or f.startswith(("_", ".")):
             continue
-        pf = pq.ParquetFile(os.path.join(path, f))
+        # repeated strings (paths, names) stay dictionary-encoded: decoding them row by row is most of a read
+        pf = pq.ParquetFile(os.path.join(path, f), read_dictionary=[c for c in columns if c in dict_cols])
         for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-            t = pa.Table.from_batches([rb]).select(columns).cast(schema)
+            t = pa.Table.from_batches([rb]).select(columns)
+            if t.schema != schema:
+                t = pa.Table.from_arrays([_cast(t.column(i), f) for i, f in enumerate(schema)], schema=schema)
             for i, field in enumerate(t.schema):
                 if pa.types.is_timestamp(field.type):
                     t = t.set_column(i, field.name, t.column(i).cast(pa.int64()))
             yield t
+
+
+_DICT = {"log_dir", "topic", "partition_dir", "segment", "codec", "kind", "severity", "file"}
+
+
+def _dict_field(f: pa.Field) -> pa.Field:
+    return f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.name in _DICT else f
+
+
+def _cast(col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(col.type) and pa.types.is_dictionary(field.type):
+        return col  # kept as dictionary<string>; group-bys and to_pylist treat it as the strings
+    return col.cast(field.type)
 
 
 def _groups(t: pa.Table, aggs: list[tuple[str, str]], extra: list[str] | None = None) -> list[dict[str, Any]]:
@@ -83,9 +102,13 @@ def summarize(out_dir: str, segments: list[str] | None = None) -> dict[str, Any]
         e["topic"], e["partition"] = loc.topic, loc.partition
         listed[(loc.log_dir, loc.partition_dir)] = listed.get((loc.log_dir, loc.partition_dir), 0) + 1
     total_batches = 0
-    cols = ["log_dir", "topic", "partition", "partition_dir", "segment", "size", "base_offset", "last_offset", "count",
+    cols = ["log_dir", "topic", "partition", "partition_dir", "size", "base_offset", "last_offset", "count",
             "codec", "first_timestamp", "max_timestamp", "producer_id", "partition_leader_epoch", "crc_ok"]
-    for b in iter_dataset(out_dir, "batches", cols):
+    if segments is None:
+        for s in iter_dataset(out_dir, "batches", ["log_dir", "partition_dir", "segment"], dictionary=True):
+            for r in _groups(s, [("segment", "count")], ["segment"]):
+                _entry(parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
+    for b in iter_dataset(out_dir, "batches", cols, dictionary=True):
         total_batches += b.num_rows
         _batches_chunk(parts, b)
     by_kind: dict[str, int] = {}
@@ -103,10 +126,10 @@ def summarize(out_dir: str, segments: list[str] | None = None) -> dict[str, Any]
             e["problems_by_kind"][r["kind"]] = e["problems_by_kind"].get(r["kind"], 0) + r["position_count"]
             e["problems"] += r["position_count"]
             by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + r["position_count"]
-        for r in _groups(pr, [("topic", "min"), ("partition", "min")]):
+        for r in _groups(pr, [("position", "count")], ["topic", "partition"]):
             e = _entry(parts, r["log_dir"], r["partition_dir"])
-            e["topic"] = e["topic"] or r["topic_min"]
-            e["partition"] = e["partition"] if e["partition"] is not None else r["partition_min"]
+            e["topic"] = e["topic"] or r["topic"]
+            e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
         top = pr.sort_by([(c, "ascending") for c in _PROBLEM_ORDER]).slice(0, PROBLEMS_SHOWN).to_pylist()
         for r in top:
             seq += 1
@@ -142,34 +165,44 @@ def summarize(out_dir: str, segments: list[str] | None = None) -> dict[str, Any]
     }
 
 
+def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.if_else(mask, b.column(name), pa.scalar(None, b.column(name).type))
+
+
 def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) -> None:
-    """Merge one chunk of batch rows into the per-partition entries."""
-    for r in _groups(b, [("topic", "min"), ("partition", "min"), ("size", "sum"), ("count", "sum"),
-                         ("base_offset", "count")]):
+    """Merge one chunk of batch rows into the per-partition entries: one group-by over columns masked to null where
+    a row must not count (a failing CRC, no timestamp, no producer), since min/max/distinct skip nulls."""
+    good = b.column("crc_ok")
+    timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), 0)).fill_null(False)
+    t = pa.table({
+        "log_dir": b.column("log_dir"), "partition_dir": b.column("partition_dir"), "topic": b.column("topic"),
+        "partition": b.column("partition"), "size": b.column("size"), "count": b.column("count"),
+        "good_base": _masked(b, "base_offset", good), "good_last": _masked(b, "last_offset", good),
+        "first_ts": _masked(b, "first_timestamp",
+                            pc.and_(timed, pc.greater_equal(b.column("first_timestamp"), 0)).fill_null(False)),
+        "last_ts": _masked(b, "max_timestamp", timed),
+        "pid": _masked(b, "producer_id", pc.and_(good, pc.greater_equal(b.column("producer_id"), 0))),
+        "epoch": _masked(b, "partition_leader_epoch",
+                         pc.and_(good, pc.greater_equal(b.column("partition_leader_epoch"), 0))),
+    })
+    aggs = [("size", "sum"), ("count", "sum"), ("size", "count"),
+            ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
+            ("pid", "distinct", pc.CountOptions(mode="only_valid")),
+            ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
+    # topic and partition are functions of the directory: as keys they need no aggregate
+    for r in t.group_by(KEY + ["topic", "partition"], use_threads=False).aggregate(aggs).to_pylist():
         e = _entry(parts, r["log_dir"], r["partition_dir"])
-        e["topic"] = e["topic"] or r["topic_min"]
-        e["partition"] = e["partition"] if e["partition"] is not None else r["partition_min"]
+        e["topic"] = e["topic"] or r["topic"]
+        e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
         e["bytes"] += r["size_sum"]
         e["records"] += r["count_sum"]
-        e["batches"] += r["base_offset_count"]
-    for r in _groups(b, [("size", "count")], ["segment"]):
-        _entry(parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
-    for r in _groups(b, [("size", "sum")], ["codec"]):
+        e["batches"] += r["size_count"]
+        e["first_offset"] = _lo(e["first_offset"], r["good_base_min"])
+        e["last_offset"] = _hi(e["last_offset"], r["good_last_max"])
+        e["first_timestamp"] = _lo(e["first_timestamp"], r["first_ts_min"])
+        e["last_timestamp"] = _hi(e["last_timestamp"], r["last_ts_max"])
+        e["producers"].update(v for v in r["pid_distinct"] if v is not None)
+        e["leader_epochs"].update(v for v in r["epoch_distinct"] if v is not None)
+    for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
         codecs = _entry(parts, r["log_dir"], r["partition_dir"])["bytes_by_codec"]
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
-    good = b.filter(pc.field("crc_ok"))
-    for r in _groups(good, [("base_offset", "min"), ("last_offset", "max")]):
-        e = _entry(parts, r["log_dir"], r["partition_dir"])
-        e["first_offset"] = _lo(e["first_offset"], r["base_offset_min"])
-        e["last_offset"] = _hi(e["last_offset"], r["last_offset_max"])
-    ts = good.filter(pc.field("max_timestamp") >= 0)
-    for r in _groups(ts.filter(pc.field("first_timestamp") >= 0), [("first_timestamp", "min")]):
-        e = _entry(parts, r["log_dir"], r["partition_dir"])
-        e["first_timestamp"] = _lo(e["first_timestamp"], r["first_timestamp_min"])
-    for r in _groups(ts, [("max_timestamp", "max")]):
-        e = _entry(parts, r["log_dir"], r["partition_dir"])
-        e["last_timestamp"] = _hi(e["last_timestamp"], r["max_timestamp_max"])
-    for r in _groups(good.filter(pc.field("producer_id") >= 0), [("producer_id", "distinct")]):
-        _entry(parts, r["log_dir"], r["partition_dir"])["producers"].update(r["producer_id_distinct"])
-    for r in _groups(good.filter(pc.field("partition_leader_epoch") >= 0), [("partition_leader_epoch", "distinct")]):
-        _entry(parts, r["log_dir"], r["partition_dir"])["leader_epochs"].update(r["partition_leader_epoch_distinct"])
