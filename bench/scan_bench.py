@@ -214,10 +214,12 @@ def _measure_child(rfile: str, argv: list[str]) -> None:
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else 1
     finally:
-        me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        ru_self = resource.getrusage(resource.RUSAGE_SELF)
+        ru_kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        me, kids = ru_self.ru_maxrss / 1024, ru_kids.ru_maxrss / 1024
+        cpu = ru_self.ru_utime + ru_self.ru_stime + ru_kids.ru_utime + ru_kids.ru_stime
         with open(rfile, "w") as f:
-            json.dump({"self_mib": me, "children_mib": kids, "tree_mib": max(me, kids)}, f)
+            json.dump({"self_mib": me, "children_mib": kids, "tree_mib": max(me, kids), "cpu": cpu}, f)
     sys.exit(rc)
 
 
@@ -265,18 +267,20 @@ def bench_segment(args: argparse.Namespace) -> None:
                   f"(generated in {time.perf_counter() - t0:.1f} s); {_load()}", flush=True)
             measure(["verify-crc", str(seg)])  # page cache warm-up
             v = measure(["verify-crc", str(seg)])
-            print(f"  kafkalog verify-crc {seg.name}: {v['wall']:.2f} s, rc {v['rc']}, ru_maxrss {v['self_mib']:.0f} MiB",
-                  flush=True)
+            print(f"  kafkalog verify-crc {seg.name}: {v['wall']:.2f} s wall, {v['cpu']:.2f} s CPU, rc {v['rc']}, "
+                  f"ru_maxrss {v['self_mib']:.0f} MiB", flush=True)
             out = Path(tmp) / f"out{mib}"
             cmd = ["scan", str(part), "--out", str(out), "--jobs", "2", "--format", "json"]
             if args.records:
                 cmd.append("--records")
             s = measure(cmd)
             assert s["rc"] == 0, s["stderr"][-2000:]
-            print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s, "
-                  f"ru_maxrss {s['self_mib']:.0f} MiB (largest child {s['children_mib']:.0f} MiB)", flush=True)
-            print(f"  scan throughput / verify-crc throughput = {v['wall'] / s['wall']:.3f} (target >= 0.25); "
-                  f"{n / s['wall'] / 1e6:.2f} M batches/s", flush=True)
+            print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s wall, "
+                  f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (largest child {s['children_mib']:.0f} MiB)",
+                  flush=True)
+            print(f"  scan throughput / verify-crc throughput = {v['wall'] / s['wall']:.3f} by wall time, "
+                  f"{v['cpu'] / s['cpu']:.3f} by CPU time (target >= 0.25); {n / s['wall'] / 1e6:.2f} M batches/s",
+                  flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)
                 print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}")
@@ -306,7 +310,8 @@ def bench_fleet(args: argparse.Namespace) -> None:
             s = measure(["scan", str(logs), "--out", str(out), "--engine", engine, "--jobs", "2", "--format", "json",
                          *extra])
             assert s["rc"] == 0, s["stderr"][-2000:]
-            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), parent ru_maxrss {s['self_mib']:.0f} MiB, "
+            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), {s['cpu']:.1f} s CPU (the JVM's included), "
+                  f"parent ru_maxrss {s['self_mib']:.0f} MiB, "
                   f"largest child {s['children_mib']:.0f} MiB; {_load()}", flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)

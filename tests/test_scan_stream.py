@@ -213,3 +213,15 @@ def test_a_dying_worker_loses_no_other_partition(logdir: Path, tmp_path: Path, m
         clean = [r for r in load_sorted(tmp_path / "clean", name) if r["segment"] != Path(victim).name
                  or r["partition_dir"] != "orders-0"]
         assert load_sorted(tmp_path / "crash", name) == clean, name  # nothing lost, nothing twice
+
+
+def test_report_from_the_written_chunks_equals_the_report_from_the_files(fleet: tuple[Path, int], logdir: Path,
+                                                                         tmp_path: Path) -> None:
+    from kafkalog_cli.scan.summary import Summary
+
+    segments, _ = expand([str(fleet[0]), str(logdir)])
+    for jobs in (1, 2):
+        out = tmp_path / f"j{jobs}"
+        acc = Summary(segments)
+        run_local(segments, str(out), records=True, jobs=jobs, summary=acc)
+        assert acc.result() == summarize(str(out), segments)

@@ -94,12 +94,17 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
             run_spark(segments, target, records=records, master=master, parallelism=jobs)
         else:
             from kafkalog_cli.scan.local_engine import run_local
+            from kafkalog_cli.scan.summary import Summary
 
-            run_local(segments, target, records=records, jobs=jobs)
+            acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
+            run_local(segments, target, records=records, jobs=jobs, summary=acc)
         seconds = time.perf_counter() - t0
-        from kafkalog_cli.scan.summary import summarize
+        if engine == "spark":
+            from kafkalog_cli.scan.summary import summarize
 
-        summary = summarize(target, segments)
+            summary = summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
+        else:
+            summary = acc.result()
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.text import increment_sequence
-from kafkalog_cli.scan.schema import BATCHES, TIMESTAMP
+from kafkalog_cli.scan.schema import BATCHES, TIMESTAMP, WIRE
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 # the columns a walk produces, in order (a Python row is a tuple in this order)
@@ -130,22 +130,36 @@ def _ts(arr: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(arr, -1), pa.scalar(None, pa.int64()), arr).cast(TIMESTAMP)
 
 
+def _constant_dict(value: str, n: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([value]))
+
+
+def _ids_dict(ids: pa.Array, names: pa.Array) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(ids.cast(pa.int32()), names)
+
+
 def location_columns(loc: dict[str, Any], n: int) -> dict[str, pa.Array]:
+    """The location columns of ``n`` rows of one segment (strings as one-entry dictionaries)."""
     out = {}
     for f in BATCHES:
         if f.name in loc:
             value = loc[f.name]
-            out[f.name] = pa.nulls(n, f.type) if value is None else pa.repeat(pa.scalar(value, f.type), n)
+            if value is None:
+                out[f.name] = pa.nulls(n, f.type)
+            elif pa.types.is_string(f.type):
+                out[f.name] = _constant_dict(value, n)
+            else:
+                out[f.name] = pa.repeat(pa.scalar(value, f.type), n)
     return out
 
 
 def batch_table(loc: dict[str, Any], raw: dict[str, pa.Array]) -> pa.Table:
-    """A ``batches`` table from walk columns: location columns, names for ids, null timestamps."""
+    """A ``batches`` table (``schema.WIRE``) from walk columns: location columns, names for ids, null timestamps."""
     n = len(raw["position"])
     cols = location_columns(loc, n)
     cols.update({k: v for k, v in raw.items() if k in BATCHES.names})
-    cols["codec"] = pc.take(_CODECS, raw["codec_id"])
-    cols["timestamp_type"] = pc.take(_TS_TYPES, pc.add(raw["ts_type"].cast(pa.int16()), 1))
+    cols["codec"] = _ids_dict(raw["codec_id"], _CODECS)
+    cols["timestamp_type"] = _ids_dict(pc.add(raw["ts_type"].cast(pa.int32()), 1), _TS_TYPES)
     cols["first_timestamp"] = _ts(raw["first_timestamp"])
     cols["max_timestamp"] = _ts(raw["max_timestamp"])
-    return pa.Table.from_arrays([cols[f.name] for f in BATCHES], schema=BATCHES)
+    return pa.Table.from_arrays([cols[f.name] for f in WIRE["batches"]], schema=WIRE["batches"])

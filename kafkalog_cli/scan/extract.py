@@ -25,7 +25,7 @@ from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan import verify_pass
 from kafkalog_cli.scan.paths import locate
-from kafkalog_cli.scan.schema import DATASETS, RECORDS
+from kafkalog_cli.scan.schema import DATASETS, RECORDS, WIRE
 from kafkalog_cli.scan.window import WINDOW, WindowError, open_segment, read_window
 from kafkalog_cli.storage import accel
 from kafkalog_cli.storage.segment import read_entry
@@ -246,7 +246,7 @@ class _SegmentScan:
             if f.name not in cols:
                 cols[f.name] = pa.array(self.rec[f.name], type=f.type)
         self.rec = {k: [] for k in self.rec}
-        return pa.Table.from_arrays([cols[f.name] for f in RECORDS], schema=RECORDS)
+        return pa.Table.from_arrays([cols[f.name] for f in WIRE["records"]], schema=WIRE["records"])
 
     def _problems_table(self) -> pa.Table:
         schema = DATASETS["problems"]

@@ -30,6 +30,7 @@ import pyarrow as pa
 from kafkalog_cli.scan.output import DatasetWriter
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import to_table
+from kafkalog_cli.scan.summary import Summary
 from kafkalog_cli.scan.work import scan_partition
 
 FLUSH_ROWS = 1 << 16  # rows a worker gathers before sending them
@@ -82,13 +83,16 @@ def _size(path: str) -> int:
 
 
 def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs: int = 1,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``.
+              progress: Callable[[str], None] | None = None, summary: Summary | None = None) -> dict[str, Any]:
+    """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``. With ``summary``,
+    every chunk written is also aggregated into it (the report, without reading the datasets back).
 
     Returns a few facts about the run (rows and row groups per dataset, workers that died)."""
     parts = group_partitions(segments)
     names = ("batches", "problems", "records") if records else ("batches", "problems")
-    writers = {name: DatasetWriter(out_dir, name) for name in names}
+    writers: dict[str, Any] = {name: DatasetWriter(out_dir, name) for name in names}
+    if summary is not None:
+        writers = {name: _Tee(w, summary) for name, w in writers.items()}
     stats: dict[str, Any] = {"workers_died": 0}
     try:
         if jobs <= 1 or len(parts) <= 1:
@@ -106,6 +110,30 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
     for name, w in writers.items():
         stats[name] = {"rows": w.rows, "row_groups": w.groups}
     return stats
+
+
+class _Tee:
+    """A dataset writer that also feeds each table to the report's aggregates."""
+
+    def __init__(self, writer: DatasetWriter, summary: Summary) -> None:
+        self.writer = writer
+        self.summary = summary
+        self.name = os.path.basename(writer.dir)
+
+    def write(self, table: pa.Table) -> None:
+        self.writer.write(table)
+        self.summary.add(self.name, table)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    @property
+    def rows(self) -> int:
+        return self.writer.rows
+
+    @property
+    def groups(self) -> int:
+        return self.writer.groups
 
 
 # ------------------------------------------------------------------------------------------------------ workers
@@ -157,7 +185,7 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
 class _Pool:
     """A few worker processes, each with its own pipe; see the module docstring."""
 
-    def __init__(self, parts: list[list[str]], writers: dict[str, DatasetWriter], records: bool, jobs: int,
+    def __init__(self, parts: list[list[str]], writers: dict[str, Any], records: bool, jobs: int,
                  progress: Callable[[str], None] | None, stats: dict[str, Any]) -> None:
         self.parts = parts
         self.writers = writers

@@ -82,6 +82,19 @@ DATASETS: dict[str, pa.Schema] = {
     for name, schema in (("batches", BATCHES), ("problems", PROBLEMS), ("records", RECORDS))
 }
 BATCHES, PROBLEMS, RECORDS = DATASETS["batches"], DATASETS["problems"], DATASETS["records"]
+DICT_STRING = pa.dictionary(pa.int32(), pa.string())
+
+
+def _wire(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(DICT_STRING) if pa.types.is_string(f.type) else f for f in schema],
+                     metadata=schema.metadata)
+
+
+# What the scan builds in memory and hands to the Parquet writer: the same columns, with the repeated strings
+# (paths, names, codec) as dictionary arrays, which cost one small dictionary per chunk instead of a string per row
+# and are written to Parquet without hashing every value. In the files they are ordinary strings (the writer does not
+# store the Arrow schema; ``output.DatasetWriter`` writes the version metadata itself).
+WIRE: dict[str, pa.Schema] = {"batches": _wire(BATCHES), "problems": PROBLEMS, "records": _wire(RECORDS)}
 
 
 def to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:

@@ -92,77 +92,113 @@ def _hi(a: int | None, b: int | None) -> int | None:
 
 
 def summarize(out_dir: str, segments: list[str] | None = None) -> dict[str, Any]:
-    """{"partitions": [...], "problems": {...}, "totals": {...}} for ``out_dir``. ``segments``: the scanned segment
-    paths (their partitions are listed even without rows; segment counts come from them)."""
-    parts: dict[tuple[str, str], dict[str, Any]] = {}
-    listed: dict[tuple[str, str], int] = {}
-    for p in segments or []:
-        loc = locate(p)
-        e = _entry(parts, loc.log_dir, loc.partition_dir)
-        e["topic"], e["partition"] = loc.topic, loc.partition
-        listed[(loc.log_dir, loc.partition_dir)] = listed.get((loc.log_dir, loc.partition_dir), 0) + 1
-    total_batches = 0
-    cols = ["log_dir", "topic", "partition", "partition_dir", "size", "base_offset", "last_offset", "count",
-            "codec", "first_timestamp", "max_timestamp", "producer_id", "partition_leader_epoch", "crc_ok"]
+    """{"partitions": [...], "problems": {...}, "totals": {...}} for ``out_dir``, read back from the written
+    datasets. ``segments``: the scanned segment paths (their partitions are listed even without rows; segment
+    counts come from them)."""
+    acc = Summary(segments)
     if segments is None:
         for s in iter_dataset(out_dir, "batches", ["log_dir", "partition_dir", "segment"], dictionary=True):
             for r in _groups(s, [("segment", "count")], ["segment"]):
-                _entry(parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
-    for b in iter_dataset(out_dir, "batches", cols, dictionary=True):
-        total_batches += b.num_rows
-        _batches_chunk(parts, b)
-    by_kind: dict[str, int] = {}
-    severities: dict[str, int] = {}
-    shown: list[tuple[tuple, int, dict[str, Any]]] = []
-    total_problems = unreadable = 0
-    seq = 0
+                _entry(acc.parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
+    for b in iter_dataset(out_dir, "batches", BATCH_COLUMNS, dictionary=True):
+        acc.add_batches(b)
     for pr in iter_dataset(out_dir, "problems", DATASETS["problems"].names):
-        total_problems += pr.num_rows
-        unreadable += int(pc.sum(pc.equal(pr.column("kind"), "unreadable")).as_py() or 0)
+        acc.add_problems(pr)
+    return acc.result()
+
+
+BATCH_COLUMNS = ["log_dir", "topic", "partition", "partition_dir", "size", "base_offset", "last_offset", "count",
+                 "codec", "first_timestamp", "max_timestamp", "producer_id", "partition_leader_epoch", "crc_ok"]
+
+
+class Summary:
+    """The report's aggregates, fed chunk by chunk: from the files (``summarize``), or by the local engine from the
+    very chunks it writes (``add`` with the tables as built, so the datasets are not read a second time)."""
+
+    def __init__(self, segments: list[str] | None = None) -> None:
+        self.parts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.listed: dict[tuple[str, str], int] = {}
+        for p in segments or []:
+            loc = locate(p)
+            e = _entry(self.parts, loc.log_dir, loc.partition_dir)
+            e["topic"], e["partition"] = loc.topic, loc.partition
+            self.listed[(loc.log_dir, loc.partition_dir)] = self.listed.get((loc.log_dir, loc.partition_dir), 0) + 1
+        self.batches = 0
+        self.by_kind: dict[str, int] = {}
+        self.severities: dict[str, int] = {}
+        self.shown: list[tuple[tuple, int, dict[str, Any]]] = []
+        self.problems = self.unreadable = self.seq = 0
+
+    def add(self, name: str, table: pa.Table) -> None:
+        """A chunk as the engine built it (any column order, timestamps as timestamps, strings as dictionaries)."""
+        if name == "batches":
+            cols = []
+            for c in BATCH_COLUMNS:
+                col = table.column(c)
+                cols.append(col.cast(pa.int64()) if pa.types.is_timestamp(col.type) else col)
+            self.add_batches(pa.table(dict(zip(BATCH_COLUMNS, cols))))
+        elif name == "problems":
+            self.add_problems(table.select(DATASETS["problems"].names))
+
+    def add_batches(self, b: pa.Table) -> None:
+        self.batches += b.num_rows
+        if b.num_rows:
+            _batches_chunk(self.parts, b)
+
+    def add_problems(self, pr: pa.Table) -> None:
+        if not pr.num_rows:
+            return
+        parts = self.parts
+        self.problems += pr.num_rows
+        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), "unreadable")).as_py() or 0)
         for r in pc.value_counts(pr.column("severity")).to_pylist():
-            severities[r["values"]] = severities.get(r["values"], 0) + r["counts"]
+            self.severities[r["values"]] = self.severities.get(r["values"], 0) + r["counts"]
         for r in _groups(pr, [("position", "count")], ["kind"]):
             e = _entry(parts, r["log_dir"], r["partition_dir"])
             e["problems_by_kind"][r["kind"]] = e["problems_by_kind"].get(r["kind"], 0) + r["position_count"]
             e["problems"] += r["position_count"]
-            by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + r["position_count"]
+            self.by_kind[r["kind"]] = self.by_kind.get(r["kind"], 0) + r["position_count"]
         for r in _groups(pr, [("position", "count")], ["topic", "partition"]):
             e = _entry(parts, r["log_dir"], r["partition_dir"])
             e["topic"] = e["topic"] or r["topic"]
             e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
         top = pr.sort_by([(c, "ascending") for c in _PROBLEM_ORDER]).slice(0, PROBLEMS_SHOWN).to_pylist()
         for r in top:
-            seq += 1
-            shown.append((tuple(r[c] for c in _PROBLEM_ORDER), seq, r))
-        shown = heapq.nsmallest(PROBLEMS_SHOWN, shown, key=lambda x: (x[0], x[1]))
-    for key, e in parts.items():
-        e["segments"] = listed[key] if key in listed else len(e["_segments"])
-        del e["_segments"]
-        e["producers"] = len(e["producers"])
-        e["leader_epochs"] = sorted(e["leader_epochs"])
-        e["bytes_by_codec"] = dict(sorted(e["bytes_by_codec"].items()))
-        e["problems_by_kind"] = dict(sorted(e["problems_by_kind"].items()))
-    partitions = sorted(parts.values(), key=lambda e: (e["log_dir"], e["topic"] or "",
-                                                       -1 if e["partition"] is None else e["partition"],
-                                                       e["partition_dir"]))
-    first = [{k: v for k, v in r.items() if k != "log_dir"} for _k, _s, r in shown]
-    return {
-        "partitions": partitions,
-        "problems": {
-            "total": total_problems,
-            "by_kind": dict(sorted(by_kind.items())),
-            "by_severity": dict(sorted(severities.items())),
-            "first": first,
-        },
-        "totals": {
-            "partitions": len(partitions),
-            "segments": sum(e["segments"] for e in partitions),
-            "batches": total_batches,
-            "records": sum(e["records"] for e in partitions),
-            "bytes": sum(e["bytes"] for e in partitions),
-            "unreadable": unreadable,
-        },
-    }
+            self.seq += 1
+            self.shown.append((tuple(r[c] for c in _PROBLEM_ORDER), self.seq, r))
+        self.shown = heapq.nsmallest(PROBLEMS_SHOWN, self.shown, key=lambda x: (x[0], x[1]))
+
+    def result(self) -> dict[str, Any]:
+        out = []
+        for key, e0 in self.parts.items():
+            e = dict(e0)
+            e["segments"] = self.listed[key] if key in self.listed else len(e["_segments"])
+            del e["_segments"]
+            e["producers"] = len(e["producers"])
+            e["leader_epochs"] = sorted(e["leader_epochs"])
+            e["bytes_by_codec"] = dict(sorted(e["bytes_by_codec"].items()))
+            e["problems_by_kind"] = dict(sorted(e["problems_by_kind"].items()))
+            out.append(e)
+        partitions = sorted(out, key=lambda e: (e["log_dir"], e["topic"] or "",
+                                                -1 if e["partition"] is None else e["partition"], e["partition_dir"]))
+        first = [{k: v for k, v in r.items() if k != "log_dir"} for _k, _s, r in self.shown]
+        return {
+            "partitions": partitions,
+            "problems": {
+                "total": self.problems,
+                "by_kind": dict(sorted(self.by_kind.items())),
+                "by_severity": dict(sorted(self.severities.items())),
+                "first": first,
+            },
+            "totals": {
+                "partitions": len(partitions),
+                "segments": sum(e["segments"] for e in partitions),
+                "batches": self.batches,
+                "records": sum(e["records"] for e in partitions),
+                "bytes": sum(e["bytes"] for e in partitions),
+                "unreadable": self.unreadable,
+            },
+        }
 
 
 def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -20,7 +20,7 @@ from typing import Any
 MAX_BATCH_SIZE = 256 * 1024 * 1024
 MAX_PROBLEMS = 100_000  # per segment; more are counted in one ``problems-dropped`` row
 MADV_DONTNEED = 4  # Linux
-DROP_ABOVE = 64 << 20  # smaller segments are not worth the /proc lookup
+DROP_ABOVE = 16 << 20  # smaller segments are not worth the /proc lookup
 INFO = "info"
 # kinds verify reports for a region whose bytes are not a valid entry (``_Walker.on_bad``); every other kind is a
 # finding about a valid entry, which still gets its batch row

@@ -15,7 +15,7 @@ import errno
 import os
 from typing import Any
 
-WINDOW = 8 << 20  # bytes per pread window (a few MiB: big enough that the per-window Python work is noise)
+WINDOW = 4 << 20  # bytes per pread window (a few MiB: big enough that the per-window Python work is noise)
 PAGE = 4096
 
 
