@@ -1,5 +1,14 @@
 """Benchmark (not a test): ``kafkalog scan`` throughput, Spark local[1] vs local[2], and the local engine vs Spark.
 
+Issue 14 (streaming rows, flat memory), each measurement a fresh ``kafkalog`` process, wall time and ru_maxrss:
+
+    python bench/scan_bench.py segment --mib 64,1024            # ~100-byte batches: scan vs verify-crc, peak RSS
+    python bench/scan_bench.py segment --mib 64,1024 --records  # the same with the records dataset
+    python bench/scan_bench.py fleet --partitions 50000         # local vs Spark local[2], RSS, row groups, duckdb
+    python bench/scan_bench.py fleet --partitions 50000 --records
+
+Issue 9 (throughput of both engines):
+
     python bench/scan_bench.py                       # 8 segments x 24 MiB, batches only
     python bench/scan_bench.py --records             # also decode every record (the heavier workload)
     python bench/scan_bench.py --segments 16 --mib 32 --repeat 3
@@ -143,5 +152,183 @@ def main() -> None:
             print(f"local engine --jobs 2 vs --jobs 1 speed-up: {results['local jobs=1'] / results['local jobs=2']:.2f}x")
 
 
+# ------------------------------------------------------------------------------------------------------ issue 14
+SMALL_BATCH = None
+
+
+def small_batch() -> bytes:
+    """One ~100-byte v2 batch (1 record). The CRC does not cover baseOffset, so copies with new offsets stay valid."""
+    return encode_batch([RecordSpec(key=b"key-0001", value=b"v" * 24, timestamp=1_700_000_000_000)],
+                        base_offset=0, producer_id=-1)
+
+
+def make_small_batch_segment(path: Path, mib: int) -> int:
+    """A segment of ``mib`` MiB of ~100-byte batches with consecutive offsets; returns the batch count."""
+    import struct
+
+    tpl = small_batch()
+    size = len(tpl)
+    per_chunk = (64 << 20) // size
+    target = (mib << 20) // size
+    count = 0
+    with open(path, "wb") as f:
+        while count < target:
+            n = min(per_chunk, target - count)
+            buf = bytearray(tpl * n)
+            pack = struct.Struct(">q").pack_into
+            for i in range(n):
+                pack(buf, i * size, count + i)
+            f.write(buf)
+            count += n
+    return count
+
+
+def measure(argv: list[str], cwd: str | None = None) -> dict:
+    """Run ``kafkalog ARGV`` in a fresh process; wall seconds, exit code, ru_maxrss (MiB) of the process itself and
+    the largest of its children (the worker processes; Spark's JVM is a child too)."""
+    import json
+    import subprocess
+
+    fd, rfile = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    t0 = time.perf_counter()
+    res = subprocess.run([sys.executable, __file__, "_measure", rfile, *argv], capture_output=True, text=True, cwd=cwd)
+    wall = time.perf_counter() - t0
+    with open(rfile) as f:
+        usage = json.load(f)
+    os.unlink(rfile)
+    usage.update(wall=wall, rc=res.returncode, stdout=res.stdout, stderr=res.stderr)
+    return usage
+
+
+def _measure_child(rfile: str, argv: list[str]) -> None:
+    import json
+    import resource
+
+    from kafkalog_cli.cli.main import main as cli
+
+    sys.argv = ["kafkalog", *argv]
+    rc = 0
+    try:
+        cli()
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    finally:
+        ru_self = resource.getrusage(resource.RUSAGE_SELF)
+        ru_kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        me, kids = ru_self.ru_maxrss / 1024, ru_kids.ru_maxrss / 1024
+        cpu = ru_self.ru_utime + ru_self.ru_stime + ru_kids.ru_utime + ru_kids.ru_stime
+        with open(rfile, "w") as f:
+            json.dump({"self_mib": me, "children_mib": kids, "tree_mib": max(me, kids), "cpu": cpu}, f)
+    sys.exit(rc)
+
+
+def row_groups(directory: Path) -> tuple[int, int, int, int]:
+    """(files, row groups, rows, smallest row group) of a Parquet dataset directory."""
+    import pyarrow.parquet as pq
+
+    files = [directory / f for f in sorted(os.listdir(directory)) if f.endswith(".parquet")]
+    sizes = []
+    for f in files:
+        md = pq.read_metadata(f)
+        sizes += [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    return len(files), len(sizes), sum(sizes), min(sizes) if sizes else 0
+
+
+def duckdb_count(directory: Path, repeat: int = 3) -> str:
+    try:
+        import duckdb
+    except ImportError:
+        return "duckdb not installed (pip install duckdb)"
+    times = []
+    for _ in range(repeat):
+        con = duckdb.connect()
+        t0 = time.perf_counter()
+        n = con.sql(f"select count(*) from read_parquet('{directory}/*.parquet')").fetchone()[0]
+        times.append(time.perf_counter() - t0)
+        con.close()
+    return f"count(*) = {n} in {statistics.median(times) * 1000:.0f} ms (median of {repeat}, duckdb {duckdb.__version__})"
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def bench_segment(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="scan-bench14-") as tmp:
+        for mib in (int(m) for m in args.mib.split(",")):
+            part = Path(tmp) / f"seg{mib}" / "small-0"
+            part.mkdir(parents=True)
+            seg = part / "00000000000000000000.log"
+            t0 = time.perf_counter()
+            n = make_small_batch_segment(seg, mib)
+            print(f"== {mib} MiB segment, {n:,} batches of {len(small_batch())} bytes "
+                  f"(generated in {time.perf_counter() - t0:.1f} s); {_load()}", flush=True)
+            measure(["verify-crc", str(seg)])  # page cache warm-up
+            v = measure(["verify-crc", str(seg)])
+            print(f"  kafkalog verify-crc {seg.name}: {v['wall']:.2f} s wall, {v['cpu']:.2f} s CPU, rc {v['rc']}, "
+                  f"ru_maxrss {v['self_mib']:.0f} MiB", flush=True)
+            out = Path(tmp) / f"out{mib}"
+            cmd = ["scan", str(part), "--out", str(out), "--jobs", "2", "--format", "json"]
+            if args.records:
+                cmd.append("--records")
+            s = measure(cmd)
+            assert s["rc"] == 0, s["stderr"][-2000:]
+            print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s wall, "
+                  f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (largest child {s['children_mib']:.0f} MiB)",
+                  flush=True)
+            print(f"  scan throughput / verify-crc throughput = {v['wall'] / s['wall']:.3f} by wall time, "
+                  f"{v['cpu'] / s['cpu']:.3f} by CPU time (target >= 0.25); {n / s['wall'] / 1e6:.2f} M batches/s",
+                  flush=True)
+            for name in ("batches", "records") if args.records else ("batches",):
+                files, groups, rows, smallest = row_groups(out / name)
+                print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}")
+            print(f"  after: {_load()}", flush=True)
+            shutil.rmtree(out)
+            shutil.rmtree(part.parent)
+
+
+def make_fleet(root: Path, partitions: int) -> None:
+    tpl = small_batch()
+    for i in range(partitions):
+        d = root / f"t{i // 1000}-{i % 1000}"
+        d.mkdir(parents=True)
+        (d / "00000000000000000000.log").write_bytes(tpl)
+
+
+def bench_fleet(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="scan-bench14-") as tmp:
+        logs = Path(tmp) / "logs"
+        t0 = time.perf_counter()
+        make_fleet(logs, args.partitions)
+        print(f"== {args.partitions:,} one-segment partitions, one {len(small_batch())}-byte batch each (generated in "
+              f"{time.perf_counter() - t0:.1f} s); records={'yes' if args.records else 'no'}; {_load()}", flush=True)
+        extra = ["--records"] if args.records else []
+        for engine in ("local", "spark"):
+            out = Path(tmp) / f"out-{engine}"
+            s = measure(["scan", str(logs), "--out", str(out), "--engine", engine, "--jobs", "2", "--format", "json",
+                         *extra])
+            assert s["rc"] == 0, s["stderr"][-2000:]
+            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), {s['cpu']:.1f} s CPU (the JVM's included), "
+                  f"parent ru_maxrss {s['self_mib']:.0f} MiB, "
+                  f"largest child {s['children_mib']:.0f} MiB; {_load()}", flush=True)
+            for name in ("batches", "records") if args.records else ("batches",):
+                files, groups, rows, smallest = row_groups(out / name)
+                print(f"    {name}: {rows:,} rows in {files} file(s), {groups} row groups (smallest {smallest:,}); "
+                      f"duckdb {duckdb_count(out / name)}", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "_measure":
+        _measure_child(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) > 1 and sys.argv[1] in ("segment", "fleet"):
+        ap14 = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap14.add_argument("what", choices=["segment", "fleet"])
+        ap14.add_argument("--mib", default="64,1024", help="segment sizes, comma-separated")
+        ap14.add_argument("--partitions", type=int, default=50_000)
+        ap14.add_argument("--records", action="store_true")
+        a = ap14.parse_args()
+        bench_segment(a) if a.what == "segment" else bench_fleet(a)
+    else:
+        main()

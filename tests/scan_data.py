@@ -113,9 +113,85 @@ def realdata_dirs(limit: int = 4) -> list[Path]:
     return out
 
 
+def ms(value: object) -> int | None:
+    """A timestamp column value (datetime, UTC) as epoch milliseconds, None stays None."""
+    if value is None:
+        return None
+    from datetime import datetime, timezone
+
+    assert isinstance(value, datetime)
+    delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
 def load_sorted(out_dir: str | Path, name: str) -> list[dict]:
     """A dataset's rows as dicts (our schema), sorted by every column, for engine-to-engine comparison."""
     from kafkalog_cli.scan.output import read_dataset
 
     rows = read_dataset(str(out_dir), name).to_pylist()
     return sorted(rows, key=lambda r: tuple((v is None, repr(v)) for v in r.values()))
+
+
+def _flip(batch: bytes, at: int = -3) -> bytes:
+    b = bytearray(batch)
+    b[at] ^= 0xFF
+    return bytes(b)
+
+
+def make_corrupt_fleet(root: Path) -> tuple[Path, int]:
+    """A log directory whose segments have CRC failures in every position a walk can get wrong: (logdir, number of
+    batches whose CRC fails). Kept small: a few KB in all.
+
+    - ``crc-0``: a flipped batch first, in the middle, two in a row, and last;
+    - ``crc-1``: a flipped batch followed by garbage (its region does not end where its size says);
+    - ``crc-2``: a v1 message with a flipped byte between good ones, then a flipped v2 batch;
+    - ``crc-3``: a flipped batch, a zero-filled gap, a flipped batch, a good one: verify-crc reports ONE region from
+      the first flipped batch to the good one (nothing valid lies between), so that counts as one batch here;
+    - ``empty-0``: two empty segments (the partition must still be listed);
+    - ``big-0``: batches larger than a small test window, one of them flipped.
+    """
+    logdir = root / "fleet"
+    bad = 0
+
+    def good(k: int, n: int = 3, size: int = 1) -> bytes:
+        return encode_batch(_recs(n, T0 + k * 10, "c" * size), base_offset=k * 10)
+
+    p = logdir / "crc-0"
+    p.mkdir(parents=True)
+    seg = [good(k) for k in range(8)]
+    for k in (0, 3, 4, 7):
+        seg[k] = _flip(seg[k])
+        bad += 1
+    _segment(p, 0, seg)
+
+    p = logdir / "crc-1"
+    p.mkdir()
+    _segment(p, 0, [good(0), _flip(good(1)), b"\x13" * 50, good(2)])
+    bad += 1
+
+    p = logdir / "crc-2"
+    p.mkdir()
+    legacy = [encode_legacy_message(offset=k, key=b"k", value=b"legacy value", magic=1, timestamp=T0 + k)
+              for k in range(3)]
+    legacy[1] = _flip(legacy[1])
+    _segment(p, 0, legacy + [_flip(encode_batch(_recs(2, T0, "x"), base_offset=3)),
+                             encode_batch(_recs(2, T0, "y"), base_offset=5)])
+    bad += 2
+
+    p = logdir / "crc-3"
+    p.mkdir()
+    _segment(p, 0, [_flip(good(0)), bytes(64), _flip(good(1)), good(2)])
+    bad += 1
+
+    p = logdir / "empty-0"
+    p.mkdir()
+    _segment(p, 0, [])
+    _segment(p, 100, [])
+
+    p = logdir / "big-0"
+    p.mkdir()
+    big = [encode_batch(_recs(20, T0 + k, "big" * 30), base_offset=k * 20) for k in range(5)]
+    big[2] = _flip(big[2], 100)
+    _segment(p, 0, big)
+    bad += 1
+    return logdir, bad

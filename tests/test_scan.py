@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from scan_data import T0, load_sorted, make_logdir, realdata_dirs  # noqa: E402
+from scan_data import T0, load_sorted, make_logdir, ms, realdata_dirs  # noqa: E402
 
 from kafkalog_cli.scan import output  # noqa: E402
 from kafkalog_cli.scan.extract import scan_segment  # noqa: E402
@@ -68,11 +68,11 @@ def test_scan_segment_rows(logdir: Path) -> None:
     assert len(rows["records"]) == 9  # no records from the corrupt batch
     b = rows["batches"][0]
     assert (b["topic"], b["partition"], b["codec"], b["count"], b["magic"]) == ("orders", 1, "lz4", 3, 2)
-    assert (b["first_timestamp"], b["max_timestamp"]) == (T0, T0 + 2)
+    assert (ms(b["first_timestamp"]), ms(b["max_timestamp"])) == (T0, T0 + 2)
 
     legacy = scan_segment(str(logdir / "my-topic.v2-3" / "00000000000000000000.log"))
-    assert [(b["magic"], b["timestamp_type"], b["first_timestamp"]) for b in legacy["batches"]] == [
-        (0, "NoTimestampType", -1), (1, "CreateTime", T0), (1, "CreateTime", T0 + 1)]
+    assert [(b["magic"], b["timestamp_type"], ms(b["first_timestamp"])) for b in legacy["batches"]] == [
+        (0, "NoTimestampType", None), (1, "CreateTime", T0), (1, "CreateTime", T0 + 1)]  # -1 is null, not 1969
     assert [p["kind"] for p in legacy["problems"]] == ["truncated"]
     assert legacy["batches"][0]["topic"] == "my-topic.v2" and legacy["batches"][0]["partition"] == 3
 
@@ -83,10 +83,14 @@ def test_scan_segment_rows(logdir: Path) -> None:
     assert events["records"][0]["header_keys"] == [] and events["records"][1]["header_keys"] == ["trace", "src"]
 
 
+def _int_ts(rows: list[dict]) -> list[dict]:
+    return [{**r, "max_timestamp": ms(r["max_timestamp"])} for r in rows]
+
+
 def test_partition_pass_finds_gap_and_time_order(logdir: Path) -> None:
     rows = []
     for seg in sorted((logdir / "orders-0").glob("*.log"), reverse=True):  # order in must not matter
-        rows += scan_segment(str(seg))["batches"]
+        rows += _int_ts(scan_segment(str(seg))["batches"])
     problems = partition_problems(rows)
     assert [(p["kind"], p["segment"], p["offset"]) for p in problems] == [
         ("sequence-gap", "00000000000000000040.log", 50)]
@@ -94,7 +98,7 @@ def test_partition_pass_finds_gap_and_time_order(logdir: Path) -> None:
 
     rows = []
     for seg in (logdir / "orders-1").glob("*.log"):
-        rows += scan_segment(str(seg))["batches"]
+        rows += _int_ts(scan_segment(str(seg))["batches"])
     assert [(p["kind"], p["offset"]) for p in partition_problems(rows)] == [("timestamp-order", 15)]
 
 

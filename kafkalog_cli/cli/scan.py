@@ -94,16 +94,20 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
             run_spark(segments, target, records=records, master=master, parallelism=jobs)
         else:
             from kafkalog_cli.scan.local_engine import run_local
+            from kafkalog_cli.scan.summary import Summary
 
-            run_local(segments, target, records=records, jobs=jobs)
+            acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
+            run_local(segments, target, records=records, jobs=jobs, summary=acc)
         seconds = time.perf_counter() - t0
-        from kafkalog_cli.scan.summary import summarize
+        if engine == "spark":
+            from kafkalog_cli.scan.summary import summarize
 
-        summary = summarize(target)
+            summary = summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
+        else:
+            summary = acc.result()
     finally:
         if tmp is not None:
             tmp.cleanup()
-    summary["totals"]["segments"] = len(segments)
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if summary["problems"]["total"]:

@@ -1,176 +1,254 @@
-"""The one per-segment function both scan engines run: a segment path in, plain row dicts out.
+"""The one per-segment scan both engines run: a segment path in, Arrow tables of rows out, window by window.
 
-Why it is shaped like this: the local process pool and Spark executors must produce identical rows, and both ship
-work and results between processes. So the input is a path string (executors open the file themselves, streaming
-it through a read-only mmap, never loading it whole) and the output is lists of dicts of plain Python values that
-pickle anywhere. The checks that need neighbouring segments live in ``partition.py``.
+Why it is shaped like this: the local process pool and Spark executors must produce identical rows, and memory must
+not grow with the segment. So the input is a path string (each worker opens the file itself) and the output is a
+stream of ``(dataset, pyarrow.Table)`` chunks, one ``batches`` chunk per ``pread`` window of a few MiB (see
+``window.py``), ``records`` chunks as they fill, and the segment's ``problems`` at the end. Batch rows are built as
+columns (``columns.py``: the compiled walk, or the pure-Python reference), never as one object per batch.
 
-Problems come from ``ops.verify.verify_segment`` (the verify-crc engine: CRC, sizes, resync past corrupt regions,
-index checks); its corrupt regions tell the batch walk where to jump, so batches after a bad region still appear.
-If that module cannot be imported (an older build), a minimal CRC walk stands in.
+Problems come from the verify-crc engine (``verify_pass.py``: CRC, sizes, resync past corrupt regions, index
+checks); its corrupt regions tell the walk where to jump, so batches after a bad region still appear. Every region
+verify calls ``crc-mismatch`` starts with a sound header whose checksum fails: it gets a row with ``crc_ok=false``.
+The checks that need neighbouring segments live in ``partition.py``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
-from kafkalog_cli.errors import KafkalogError, UnreadableFileError
-from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
-from kafkalog_cli.format.codecs import CODEC_NAMES
+import pyarrow as pa
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.format.legacy import LegacyEntry
+from kafkalog_cli.scan import columns as C
+from kafkalog_cli.scan import verify_pass
 from kafkalog_cli.scan.paths import locate
-from kafkalog_cli.storage.segment import MappedFile, read_entry
+from kafkalog_cli.scan.schema import DATASETS, RECORDS, WIRE
+from kafkalog_cli.scan.window import WINDOW, WindowError, open_segment, read_window
+from kafkalog_cli.storage import accel
+from kafkalog_cli.storage.segment import read_entry
 
-MAX_BATCH_SIZE = 256 * 1024 * 1024
-ENTRY_HEADER = 17  # offset, size, crc/epoch, magic: what the scanner needs to read a size field
-INFO = "info"
+MAX_BATCH_SIZE = verify_pass.MAX_BATCH_SIZE
+RECORDS_CHUNK = 1 << 16  # records rows per chunk
 
 
-def scan_segment(path: str, *, records: bool = False) -> dict[str, list[dict[str, Any]]]:
-    """Rows for one segment: ``{"batches": [...], "problems": [...], "records": [...]}`` (schemas in schema.py).
+def _accel_walk() -> Any:
+    mod = accel.module()
+    return getattr(mod, "scan_columns", None) if mod is not None else None
 
-    Never raises for corrupt or unreadable input: those become problem rows.
-    """
-    loc = locate(path).as_dict()
+
+def scan_segment_chunks(path: str, *, records: bool = False, window: int = WINDOW,
+                        use_accel: bool | None = None) -> Iterator[tuple[str, pa.Table]]:
+    """Chunks of rows for one segment, in file order. Never raises for corrupt or unreadable input: those become
+    problem rows. ``use_accel=False`` forces the pure-Python walk (None: the extension when available)."""
+    yield from _SegmentScan(path, records, window, _accel_walk() if use_accel is not False else None).run()
+
+
+def scan_segment(path: str, *, records: bool = False, use_accel: bool | None = None) -> dict[str, list[dict[str, Any]]]:
+    """All rows of one segment as dicts (for tests and small inputs): ``{"batches": [...], "problems": [...],
+    "records": [...]}``."""
     out: dict[str, list[dict[str, Any]]] = {"batches": [], "problems": [], "records": []}
-    verified, problems, regions = _verify(path)
-    for p in problems:
-        out["problems"].append({**loc, **p})
-    if any(p["kind"] == "unreadable" for p in problems):
-        return out
-    try:
-        mf = MappedFile(path)
-    except UnreadableFileError as exc:
-        if not problems:
-            out["problems"].append({**loc, **_problem(path, 0, 0, "unreadable", exc.describe())})
-        return out
-    with mf:
-        _walk_rows(mf.buf, mf.size, path, loc, verified, regions, records, out)
+    for name, table in scan_segment_chunks(path, records=records, use_accel=use_accel):
+        out[name].extend(table.to_pylist())
     return out
 
 
-def _problem(file: str, position: int, end: int, kind: str, message: str, severity: str = "error",
-             offset: int | None = None) -> dict[str, Any]:
-    return {"file": os.path.basename(file), "position": position, "end": end, "kind": kind, "severity": severity,
-            "message": message, "offset": offset}
+class _SegmentScan:
+    """State of one segment walk (a class to keep the loop's locals together)."""
 
+    def __init__(self, path: str, records: bool, window: int, walk: Any) -> None:
+        self.path = path
+        self.loc = locate(path).as_dict()
+        self.records = records
+        self.window = max(window, 64)
+        self.walk = walk
+        self.problems: list[dict[str, Any]] = []
+        self.rows: list[tuple] = []  # Python-built batch rows not yet in a table
+        self.pieces: list[pa.Table] = []
+        self.rec: dict[str, list[Any]] = {f.name: [] for f in RECORDS if f.name not in self.loc}
 
-def _verify(path: str) -> tuple[bool, list[dict[str, Any]], dict[int, tuple[int, str]]]:
-    """(verified by ops.verify?, problem dicts, {region start: (end, kind)} of the segment's corrupt regions)."""
-    try:
-        from kafkalog_cli.ops.verify import verify_segment
-    except ImportError:
-        return False, [], {}
-    report = verify_segment(path, max_batch_size=MAX_BATCH_SIZE)
-    problems = []
-    regions: dict[int, tuple[int, str]] = {}
-    for p in list(report.problems) + list(report.notes):
-        d = p.to_dict()
-        if d["file"] == path and d["end"] > d["position"]:
-            regions.setdefault(d["position"], (d["end"], d["kind"]))
-        if d.get("severity", "error") == INFO:
-            continue
-        problems.append(_problem(d["file"], d["position"], d["end"], d["kind"], d["message"],
-                                 d.get("severity", "error"), d.get("offset")))
-    if report.dropped_problems:
-        problems.append(_problem(path, 0, 0, "problems-dropped",
-                                 f"{report.dropped_problems} more problems in this segment were not kept", "warning"))
-    return True, problems, regions
+    def problem(self, position: int, end: int, kind: str, message: str, offset: int | None = None) -> None:
+        self.problems.append(verify_pass.problem(self.path, position, end, kind, message, offset=offset))
 
-
-def _walk_rows(buf: Any, n: int, path: str, loc: dict[str, Any], verified: bool,
-               regions: dict[int, tuple[int, str]], records: bool, out: dict[str, list[dict[str, Any]]]) -> None:
-    """Header walk (spec §3.2) that jumps over the regions verify reported, emitting a row per entry."""
-    starts = sorted(regions)
-    pos = 0
-    while pos < n:
-        region = regions.get(pos)
-        if region is not None:
-            end, kind = region
-            if kind == "crc-mismatch":  # the header is sound, only the checksum fails: keep the row, crc_ok=False
-                entry = _try_entry(buf, pos, n, path)
-                if entry is not None and pos + entry.size == end:
-                    out["batches"].append(_batch_row(loc, entry, False))
-            pos = end
-            continue
-        entry = _try_entry(buf, pos, n, path) if n - pos > ENTRY_HEADER else None
-        if entry is None or entry.size < 14 or pos + entry.size > n:
-            if verified:  # cannot happen when verify and this walk agree; skip to the next region to be safe
-                pos = next((s for s in starts if s > pos), n)
-                continue
-            out["problems"].append({**loc, **_problem(path, pos, n, "truncated" if entry else "bad-size",
-                                                      "entry header unreadable or runs past the end of the file")})
+    # ------------------------------------------------------------------------------------------------ main loop
+    def run(self) -> Iterator[tuple[str, pa.Table]]:
+        found, regions, unreadable = verify_pass.verify(self.path)
+        self.problems.extend(found)
+        if unreadable:
+            yield "problems", self._problems_table()
             return
-        ok = True if verified else entry.is_valid(buf)
-        if not ok:
-            out["problems"].append({**loc, **_problem(path, pos, pos + entry.size, "crc-mismatch",
-                                                      f"entry at offset {entry.base_offset}: CRC does not verify",
-                                                      offset=entry.base_offset)})
-        out["batches"].append(_batch_row(loc, entry, ok))
-        if records and ok:
-            _record_rows(buf, entry, path, loc, out)
-        pos += entry.size
+        try:
+            fd, n = open_segment(self.path)
+        except OSError as exc:
+            self.problem(0, 0, "unreadable", f"cannot open: {os.strerror(exc.errno) if exc.errno else exc}")
+            yield "problems", self._problems_table()
+            return
+        try:
+            yield from self._walk(fd, n, regions)
+        finally:
+            os.close(fd)
+        if self.rec["offset"]:
+            yield "records", self._records_table()
+        yield "problems", self._problems_table()
 
+    def _walk(self, fd: int, n: int, regions: dict[int, tuple[int, str]]) -> Iterator[tuple[str, pa.Table]]:
+        starts = sorted(regions)
+        ri = 0
+        pos = 0
+        want = self.window
+        while pos < n:
+            while ri < len(starts) and starts[ri] < pos:
+                ri += 1
+            if ri < len(starts) and starts[ri] == pos:
+                end, kind = regions[pos]
+                if kind == "crc-mismatch":
+                    self._crc_row(fd, pos, n)
+                pos = max(end, pos + 1)
+                continue
+            stop = starts[ri] if ri < len(starts) else n
+            length = min(stop - pos, max(want, self.window))
+            want = self.window
+            try:
+                w = read_window(fd, self.path, pos, length)
+            except WindowError as exc:
+                self.problems.append(exc.problem)
+                pos = stop  # entry boundaries after an unreadable range are unknown until the next region
+                continue
+            rel, why = self._window_rows(w, pos)
+            if why != "end":  # bytes that are no entry outside any region: only when verify dropped problems
+                yield from self._chunk()
+                pos = stop
+                continue
+            if rel == 0:  # the entry at pos is larger than the window, or cut short by the region/file end
+                if len(w) < length or stop - pos <= 17:
+                    pos = stop
+                    continue
+                need = C._PREFIX.unpack_from(w, 0)[1] + 12
+                if pos + need > stop or need <= len(w):
+                    pos = stop
+                    continue
+                want = need
+                continue
+            pos += rel
+            yield from self._chunk()
+        yield from self._chunk()
 
-def _try_entry(buf: Any, pos: int, n: int, path: str) -> Any:
-    if n - pos <= ENTRY_HEADER:
-        return None
-    try:
-        return read_entry(buf, pos, buf[pos + 16] if buf[pos + 16] < 128 else buf[pos + 16] - 256, file=path)
-    except (KafkalogError, IndexError, ValueError):
-        return None
+    def _window_rows(self, w: bytes, base: int) -> tuple[int, str]:
+        """Batch rows of one window; returns where the walk stopped (relative to the window) and why: "end" (the
+        next entry is not wholly in the window) or the reason it met bytes that are not an entry."""
+        rel = 0
+        while True:
+            if self.walk is not None:
+                data, count, rel, why = self.walk(w, rel, len(w))
+                if count:
+                    self._flush_batches()
+                    piece = C.batch_table(self.loc, C.accel_to_raw(data, count, base))
+                    self.pieces.append(piece)
+                    if self.records:
+                        self._records_of(w, base, piece["position"].to_pylist(), piece["crc_ok"].to_pylist())
+            else:
+                rows, rel, why = C.py_walk(w, rel, len(w), base)
+                self.rows.extend(rows)
+                if self.records and rows:
+                    self._records_of(w, base, [r[0] for r in rows], [r[-1] for r in rows])
+            if why == "magic":  # a v0/v1 message: the Python reader, one entry, then the walk goes on
+                step = self._legacy(w, rel, base)
+                if not step:
+                    return rel, "unparsed"
+                rel += step
+            elif why == "overflow":  # last offset beyond int64: no row (verify reports it)
+                rel += C._PREFIX.unpack_from(w, rel)[1] + 12
+            else:
+                return rel, why
 
+    def _legacy(self, w: bytes, rel: int, base: int) -> int:
+        """Row (and records) of the v0/v1 entry at ``w[rel:]``; its size, or 0 when it cannot be parsed."""
+        try:
+            e = LegacyEntry(w, rel)
+        except KafkalogError:
+            return 0
+        if rel + e.size > len(w):
+            return 0
+        ok = e.is_valid(w)
+        self.rows.append(C.legacy_row(e, base + rel, ok))
+        if self.records and ok:
+            self._records_of(w, base, [base + rel], [True])
+        return e.size
 
-_CODECS = [CODEC_NAMES.get(c, f"unknown-{c}") for c in range(8)]
-_TS_TYPES = (TIMESTAMP_TYPE_NAMES[0], TIMESTAMP_TYPE_NAMES[1])
-INT32_MAX = 2147483647
+    def _crc_row(self, fd: int, pos: int, n: int) -> None:
+        """The row of a batch whose header is sound and whose checksum fails (verify's ``crc-mismatch`` region)."""
+        try:
+            head = read_window(fd, self.path, pos, min(n - pos, C.V2_HEADER))
+        except WindowError as exc:
+            self.problems.append(exc.problem)
+            return
+        if len(head) < 17:
+            return
+        magic = head[16]
+        if magic == 2 and len(head) >= C.V2_HEADER:
+            row = C.v2_header_row(head, pos, False)
+            if row is not None:
+                self.rows.append(row)
+        elif magic in (0, 1):
+            try:
+                self.rows.append(C.legacy_row(LegacyEntry(head, 0), pos, False))
+            except KafkalogError:
+                pass
 
+    # ------------------------------------------------------------------------------------------------ records
+    def _records_of(self, w: bytes, base: int, positions: list[int], oks: list[bool]) -> None:
+        rec = self.rec
+        for p, ok in zip(positions, oks):
+            if not ok:
+                continue
+            rel = p - base
+            entry: Any = None
+            try:
+                entry = read_entry(w, rel, w[rel + 16] if w[rel + 16] < 128 else w[rel + 16] - 256, file=self.path)
+                for r in entry.iter_records(w, MAX_BATCH_SIZE):
+                    rec["batch_position"].append(p)
+                    rec["offset"].append(r.offset)
+                    rec["timestamp"].append(None if r.timestamp == -1 else r.timestamp)
+                    rec["key_size"].append(r.key_size)
+                    rec["value_size"].append(r.value_size)
+                    rec["key"].append(None if r.key is None else bytes(r.key))
+                    rec["header_keys"].append([bytes(k).decode("utf-8", "replace") for k, _v in r.headers])
+            except KafkalogError as exc:
+                if entry is None:
+                    self.problem(p, p, "bad-records", f"entry at byte {p}: {exc.message}")
+                else:
+                    self.problem(p, p + entry.size, "bad-records", f"batch baseOffset {entry.base_offset}: "
+                                 f"{exc.message}", offset=entry.base_offset)
+            except (IndexError, ValueError) as exc:
+                self.problem(p, p, "bad-records", f"batch at byte {p} does not decode: {exc}")
 
-def _batch_row(loc: dict[str, Any], e: Any, crc_ok: bool) -> dict[str, Any]:
-    """One batches row. v2 fields are read straight off the header (no property calls: this runs per batch)."""
-    if e.magic < 2:
-        return {
-            **loc, "position": e.position, "size": e.size, "base_offset": e.base_offset, "last_offset": e.last_offset,
-            "count": 1, "magic": e.magic, "codec": _CODECS[e.codec],
-            "timestamp_type": TIMESTAMP_TYPE_NAMES[e.timestamp_type], "first_timestamp": e.timestamp,
-            "max_timestamp": e.max_timestamp, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1,
-            "last_sequence": -1, "partition_leader_epoch": -1, "transactional": False, "control": False,
-            "crc_ok": crc_ok,
-        }
-    attrs = e.attributes
-    seq = e.base_sequence
-    delta = e.last_offset_delta
-    if seq == -1:
-        last_seq = -1
-    elif seq > INT32_MAX - delta:  # DefaultRecordBatch.incrementSequence: wraps past Integer.MAX_VALUE to 0
-        last_seq = delta - (INT32_MAX - seq) - 1
-    else:
-        last_seq = seq + delta
-    return {
-        **loc, "position": e.position, "size": e.batch_length + 12, "base_offset": e.base_offset,
-        "last_offset": e.base_offset + delta, "count": e.records_count, "magic": e.magic, "codec": _CODECS[attrs & 7],
-        "timestamp_type": _TS_TYPES[(attrs >> 3) & 1], "first_timestamp": e.base_timestamp,
-        "max_timestamp": e.max_timestamp, "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
-        "base_sequence": seq, "last_sequence": last_seq, "partition_leader_epoch": e.partition_leader_epoch,
-        "transactional": bool(attrs & 0x10), "control": bool(attrs & 0x20), "crc_ok": crc_ok,
-    }
+    # ------------------------------------------------------------------------------------------------ tables
+    def _flush_batches(self) -> None:
+        if self.rows:
+            self.pieces.append(C.batch_table(self.loc, C.rows_to_raw(self.rows)))
+            self.rows = []
 
+    def _chunk(self) -> Iterator[tuple[str, pa.Table]]:
+        self._flush_batches()
+        if self.pieces:
+            table = self.pieces[0] if len(self.pieces) == 1 else pa.concat_tables(self.pieces)
+            self.pieces = []
+            yield "batches", table
+        if len(self.rec["offset"]) >= RECORDS_CHUNK:
+            yield "records", self._records_table()
 
-def _record_rows(buf: Any, entry: Any, path: str, loc: dict[str, Any], out: dict[str, list[dict[str, Any]]]) -> None:
-    rows = out["records"]
-    try:
-        for rec in entry.iter_records(buf, MAX_BATCH_SIZE):
-            rows.append({
-                **loc,
-                "batch_position": entry.position,
-                "offset": rec.offset,
-                "timestamp": rec.timestamp,
-                "key_size": rec.key_size,
-                "value_size": rec.value_size,
-                "key": None if rec.key is None else bytes(rec.key),
-                "header_keys": [bytes(k).decode("utf-8", "replace") for k, _v in rec.headers],
-            })
-    except KafkalogError as exc:
-        out["problems"].append({**loc, **_problem(path, entry.position, entry.position + entry.size, "bad-records",
-                                                  f"batch baseOffset {entry.base_offset}: {exc.message}",
-                                                  offset=entry.base_offset)})
+    def _records_table(self) -> pa.Table:
+        n = len(self.rec["offset"])
+        cols = C.location_columns(self.loc, n)
+        for f in RECORDS:
+            if f.name not in cols:
+                cols[f.name] = pa.array(self.rec[f.name], type=f.type)
+        self.rec = {k: [] for k in self.rec}
+        return pa.Table.from_arrays([cols[f.name] for f in WIRE["records"]], schema=WIRE["records"])
+
+    def _problems_table(self) -> pa.Table:
+        schema = DATASETS["problems"]
+        rows = [{**self.loc, **p} for p in self.problems]
+        return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema)

@@ -1,88 +1,306 @@
-"""The embedded engine: ``scan_segment`` over a process pool, Parquet written with pyarrow. No Java, no Spark.
+"""The embedded engine: whole partitions scanned in worker processes, rows streamed to the parent, which writes each
+dataset with one Parquet writer in large row groups. No Java, no Spark.
 
-Why processes: the per-segment work is Python (header walk, CRC calls, row building) and holds the GIL; two
-processes on two files beat two threads on one (field notes). Workers return pyarrow tables (Arrow IPC pickles
-compactly), results come back in submission order so the output files are deterministic, and a partition's batch
-rows are kept only until its last segment arrives, then its partition pass runs and they are dropped (or, with
-enough partitions, a whole partition is one task and its pass runs in the worker).
+Why it is built this way:
+- processes, not threads: the walk's Python parts hold the GIL;
+- workers send Arrow chunks of at most ~64k rows as they go (never a partition's or a segment's rows at once), and
+  the parent writes them as they arrive, so memory is flat in the input size on both sides;
+- one writer per dataset in the parent: 50,000 one-batch partitions make one file with a few 128k-row groups,
+  not 50,000 files or row groups (DuckDB and Spark pay per row group and per footer entry);
+- our own small pool over pipes instead of ``ProcessPoolExecutor``: when a worker dies (SIGBUS on a failing disk,
+  the OOM killer), ``ProcessPoolExecutor`` breaks and fails every task in flight, and a shared queue can be left
+  locked or half-written. Here each worker has its own pipe; a dead worker is replaced, the partitions it had
+  finished stay, the one it was scanning is scanned again alone (rows already written are skipped: the scan is
+  deterministic), and a segment that kills a worker twice becomes an ``unreadable`` problem row. Other partitions'
+  results are never lost.
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
 
 import pyarrow as pa
 
-from kafkalog_cli.scan.extract import scan_segment
 from kafkalog_cli.scan.output import DatasetWriter
-from kafkalog_cli.scan.partition import COLUMNS, partition_problems
 from kafkalog_cli.scan.paths import locate
-from kafkalog_cli.scan.schema import to_rows, to_table
+from kafkalog_cli.scan.schema import to_table
+from kafkalog_cli.scan.summary import Summary
+from kafkalog_cli.scan.work import scan_partition
+
+FLUSH_ROWS = 1 << 16  # rows a worker gathers before sending them
+FLUSH_BYTES = 32 << 20
 
 
-def _task(args: tuple[list[str], bool, bool]) -> dict[str, pa.Table]:
-    """Scan some segments; with ``whole`` they are all the segments of one partition, so its partition pass runs
-    here in the worker too (then the parent only writes)."""
-    paths, records, whole = args
-    names = ("batches", "problems", "records") if records else ("batches", "problems")
-    rows: dict[str, list] = {name: [] for name in names}
-    for path in paths:
-        for name, r in scan_segment(path, records=records).items():
-            if name in rows:
-                rows[name].extend(r)
-    if whole:
-        rows["problems"].extend(partition_problems(rows["batches"]))
-    return {name: to_table(name, r) for name, r in rows.items()}
+@dataclass
+class Task:
+    """Partitions to scan: ``items`` of (partition index, its segment paths, first segment index). ``alone``: a
+    retry after a worker died; it reports progress after every segment so that the segment at fault can be named."""
+
+    items: list[tuple[int, list[str], int]]
+    alone: bool = False
+    fresh: bool = False  # starts after a segment at fault: nothing of it was written yet, nothing to skip
 
 
-def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs: int = 1,
-              progress: Callable[[str], None] | None = None) -> None:
-    """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``.
+@dataclass
+class _Running:
+    task: Task
+    done: set[int] = field(default_factory=set)
+    progress: tuple[int, int] | None = None  # (partition, segments complete in it) as last reported
 
-    With at least as many partitions as ``jobs``, a task is one partition (its pass runs in the worker). With fewer
-    (one huge partition), a task is one segment so all processes stay busy, and the parent holds a partition's
-    slim batch columns until its last segment arrives, then runs its pass.
-    """
+
+def group_partitions(segments: list[str]) -> list[list[str]]:
+    """Segment paths (sorted by partition then base offset) grouped per partition directory, in order."""
     by_part: dict[tuple[str, str], list[str]] = {}
     for p in segments:
         loc = locate(p)
         by_part.setdefault((loc.log_dir, loc.partition_dir), []).append(p)
-    whole = len(by_part) >= jobs
-    tasks = [(paths, records, True) for paths in by_part.values()] if whole else [([p], records, False)
-                                                                                    for p in segments]
-    remaining = {key: len(paths) for key, paths in by_part.items()}
-    held: dict[tuple[str, str], list[pa.Table]] = {}
-    writers = {name: DatasetWriter(out_dir, name) for name in (("batches", "problems", "records") if records
-                                                                else ("batches", "problems"))}
+    return list(by_part.values())
+
+
+def bins(parts: list[list[str]], n: int) -> list[list[int]]:
+    """Partition indices in ``n`` bins balanced by bytes (largest first into the lightest bin), each bin in order."""
+    sizes = [sum(_size(p) + 4096 for p in paths) for paths in parts]
+    out: list[list[int]] = [[] for _ in range(max(1, n))]
+    loads = [0] * len(out)
+    for i in sorted(range(len(parts)), key=lambda i: -sizes[i]):
+        k = loads.index(min(loads))
+        out[k].append(i)
+        loads[k] += sizes[i]
+    return [sorted(b) for b in out if b]
+
+
+def _size(path: str) -> int:
     try:
-        for (paths, _r, _w), tables in zip(tasks, _results(tasks, jobs)):
-            for name, table in tables.items():
-                writers[name].write(table)
-            if not whole:
-                loc = locate(paths[0])
-                key = (loc.log_dir, loc.partition_dir)
-                held.setdefault(key, []).append(tables["batches"].select(COLUMNS))
-                remaining[key] -= 1
-                if remaining[key] == 0:
-                    rows = to_rows(pa.concat_tables(held.pop(key)), COLUMNS)
-                    writers["problems"].write(to_table("problems", partition_problems(rows)))
-            if progress is not None:
-                for p in paths:
-                    progress(p)
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs: int = 1,
+              progress: Callable[[str], None] | None = None, summary: Summary | None = None) -> dict[str, Any]:
+    """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``. With ``summary``,
+    every chunk written is also aggregated into it (the report, without reading the datasets back).
+
+    Returns a few facts about the run (rows and row groups per dataset, workers that died)."""
+    parts = group_partitions(segments)
+    names = ("batches", "problems", "records") if records else ("batches", "problems")
+    writers: dict[str, Any] = {name: DatasetWriter(out_dir, name) for name in names}
+    if summary is not None:
+        writers = {name: _Tee(w, summary) for name, w in writers.items()}
+    stats: dict[str, Any] = {"workers_died": 0}
+    try:
+        if jobs <= 1 or len(parts) <= 1:
+            for paths in parts:
+                for name, table in scan_partition(paths, records=records):
+                    writers[name].write(table)
+                if progress is not None:
+                    for p in paths:
+                        progress(p)
+        else:
+            _Pool(parts, writers, records, jobs, progress, stats).run()
     finally:
         for w in writers.values():
             w.close()
+    for name, w in writers.items():
+        stats[name] = {"rows": w.rows, "row_groups": w.groups}
+    return stats
 
 
-def _results(tasks: list[tuple[list[str], bool, bool]], jobs: int):
-    if jobs <= 1 or len(tasks) <= 1:
-        yield from map(_task, tasks)
-        return
-    from concurrent.futures import ProcessPoolExecutor
+class _Tee:
+    """A dataset writer that also feeds each table to the report's aggregates."""
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-        yield from pool.map(_task, tasks)
+    def __init__(self, writer: DatasetWriter, summary: Summary) -> None:
+        self.writer = writer
+        self.summary = summary
+        self.name = os.path.basename(writer.dir)
+
+    def write(self, table: pa.Table) -> None:
+        self.writer.write(table)
+        self.summary.add(self.name, table)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    @property
+    def rows(self) -> int:
+        return self.writer.rows
+
+    @property
+    def groups(self) -> int:
+        return self.writer.groups
+
+
+# ------------------------------------------------------------------------------------------------------ workers
+def _worker(conn: Connection, records: bool) -> None:
+    """Worker loop: receive a Task, send ("chunk", tables, runs, done, progress) messages, then ("end",)."""
+    os.environ["KAFKALOG_SCAN_WORKER"] = "1"
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        _run_task(conn, task, records)
+
+
+def _run_task(conn: Connection, task: Task, records: bool) -> None:
+    tables: dict[str, list[pa.Table]] = {}
+    runs: dict[str, list[tuple[int, int]]] = {}
+    state: dict[str, Any] = {"rows": 0, "bytes": 0, "done": [], "progress": None}
+
+    def flush() -> None:
+        conn.send(("chunk", {k: pa.concat_tables(v) for k, v in tables.items()}, dict(runs), state["done"],
+                   state["progress"]))
+        tables.clear()
+        runs.clear()
+        state.update(rows=0, bytes=0, done=[])
+
+    for part, paths, start in task.items:
+        def on_segment(k: int, part: int = part) -> None:
+            state["progress"] = (part, k + 1)
+            if task.alone:
+                flush()
+
+        state["progress"] = (part, start)
+        for name, table in scan_partition(paths, records=records, start=start, on_segment=on_segment):
+            tables.setdefault(name, []).append(table)
+            r = runs.setdefault(name, [])
+            if r and r[-1][0] == part:
+                r[-1] = (part, r[-1][1] + table.num_rows)
+            else:
+                r.append((part, table.num_rows))
+            state["rows"] += table.num_rows
+            state["bytes"] += table.nbytes
+            if state["rows"] >= FLUSH_ROWS or state["bytes"] >= FLUSH_BYTES:
+                flush()
+        state["done"].append(part)
+    flush()
+    conn.send(("end",))
+
+
+class _Pool:
+    """A few worker processes, each with its own pipe; see the module docstring."""
+
+    def __init__(self, parts: list[list[str]], writers: dict[str, Any], records: bool, jobs: int,
+                 progress: Callable[[str], None] | None, stats: dict[str, Any]) -> None:
+        self.parts = parts
+        self.writers = writers
+        self.records = records
+        self.jobs = min(jobs, len(parts))
+        self.progress = progress
+        self.stats = stats
+        # a few bins per worker, so a slow bin does not leave the others idle at the end
+        self.queue: deque[Task] = deque(Task([(i, parts[i], 0) for i in b]) for b in bins(parts, self.jobs * 4))
+        self.seen: dict[int, dict[str, int]] = {}  # rows of a partition already written, per dataset
+        self.cursor: dict[int, dict[str, int]] = {}  # rows of a partition received in its current attempt
+        self.ctx = mp.get_context("spawn")  # no fork of a parent whose Arrow threads may hold locks
+        self.workers: dict[Connection, tuple[Any, _Running | None]] = {}
+
+    def _start(self) -> Connection:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker, args=(child, self.records), daemon=True)
+        proc.start()
+        child.close()
+        self.workers[parent] = (proc, None)
+        return parent
+
+    def _assign(self, conn: Connection) -> None:
+        proc, _ = self.workers[conn]
+        if not self.queue:
+            conn.send(None)
+            conn.close()
+            proc.join()
+            del self.workers[conn]
+            return
+        task = self.queue.popleft()
+        for part, _paths, _start in task.items:
+            self.cursor[part] = {}
+            if task.fresh:
+                self.seen[part] = {}
+        conn.send(task)
+        self.workers[conn] = (proc, _Running(task))
+
+    def run(self) -> None:
+        for _ in range(self.jobs):
+            self._assign(self._start())
+        try:
+            while self.workers:
+                for conn in wait(list(self.workers)):
+                    assert isinstance(conn, Connection)
+                    try:
+                        msg = conn.recv()
+                    except (EOFError, OSError):
+                        self._died(conn)
+                        continue
+                    if msg[0] == "end":
+                        self._assign(conn)
+                    else:
+                        self._chunk(conn, *msg[1:])
+        finally:
+            for conn, (proc, _r) in list(self.workers.items()):
+                proc.kill()
+                proc.join()
+                conn.close()
+
+    def _chunk(self, conn: Connection, tables: dict[str, pa.Table], runs: dict[str, list[tuple[int, int]]],
+               done: list[int], progress: tuple[int, int] | None) -> None:
+        running = self.workers[conn][1]
+        assert running is not None
+        for name, table in tables.items():
+            keep: list[pa.Table] = []
+            at = 0
+            for part, n in runs[name]:
+                seen = self.seen.setdefault(part, {}).get(name, 0)
+                cur = self.cursor.setdefault(part, {}).get(name, 0)
+                drop = max(0, min(n, seen - cur))  # rows an earlier attempt already wrote
+                if drop < n:
+                    keep.append(table.slice(at + drop, n - drop))
+                self.cursor[part][name] = cur + n
+                self.seen[part][name] = max(seen, cur + n)
+                at += n
+            for t in keep:
+                self.writers[name].write(t)
+        running.done.update(done)
+        running.progress = progress
+        if self.progress is not None:
+            for part in done:
+                for p in self.parts[part]:
+                    self.progress(p)
+
+    def _died(self, conn: Connection) -> None:
+        proc, running = self.workers.pop(conn)
+        proc.join()
+        conn.close()
+        self.stats["workers_died"] += 1
+        if running is not None:
+            task = running.task
+            rest = [item for item in task.items if item[0] not in running.done]
+            current = running.progress[0] if running.progress else (rest[0][0] if rest else None)
+            for part, paths, start in rest:
+                if part != current:
+                    self.queue.append(Task([(part, paths, start)]))
+                    continue
+                at = running.progress[1] if running.progress and running.progress[0] == part else start
+                if task.alone:  # died again, alone: the segment it was reading is at fault
+                    self._fault(paths[at], proc.exitcode)
+                    if at + 1 < len(paths):
+                        self.queue.appendleft(Task([(part, paths, at + 1)], alone=True, fresh=True))
+                else:
+                    self.queue.appendleft(Task([(part, paths, start)], alone=True))
+        self._assign(self._start())
+
+    def _fault(self, path: str, exitcode: int | None) -> None:
+        how = f"signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
+        row = {**locate(path).as_dict(), "file": os.path.basename(path), "position": 0, "end": _size(path),
+               "kind": "unreadable", "severity": "error", "offset": None,
+               "message": f"the scan worker died ({how}) twice while reading this segment (a failing disk, or the file "
+                          "changed under the scan); rows of it before that point are kept; copy the file off the disk "
+                          "and scan the copy"}
+        self.writers["problems"].write(to_table("problems", [row]))
 
 
 def default_jobs() -> int:

@@ -11,7 +11,7 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafkalog_cli.scan.schema import DATASETS
+from kafkalog_cli.scan.schema import DATASETS, WIRE
 
 NAMES = ("batches", "problems", "records")
 
@@ -33,23 +33,115 @@ def prepare(out_dir: str, records: bool) -> None:
         shutil.rmtree(d)
 
 
-class DatasetWriter:
-    """Streams tables of one dataset into ``DIR/<name>/part-00000.parquet`` (an empty file when no rows came)."""
+ROW_GROUP = 1 << 17  # rows per Parquet row group (readers such as DuckDB pay per row group, not per row)
+MIN_ROW_GROUP = 1 << 16
+MAX_PENDING_BYTES = 128 << 20
+# columns whose values repeat (besides strings): dictionary-encoded in Parquet
+REPEATING = {"partition", "size", "count", "magic", "producer_id", "producer_epoch", "partition_leader_epoch",
+             "transactional", "control", "crc_ok", "key_size", "value_size", "severity", "kind"}  # a group is cut earlier (at >= MIN_ROW_GROUP rows) when its rows are this big
 
-    def __init__(self, out_dir: str, name: str) -> None:
-        self.schema = DATASETS[name]
+
+class DatasetWriter:
+    """Streams tables of one dataset into ``DIR/<name>/part-00000.parquet`` (an empty file when no rows came).
+
+    Tables of any size come in (one window's batches, one partition's problems); rows are buffered until a row
+    group of ``ROW_GROUP`` rows is full, so the file has few large row groups whatever the shape of the input, and
+    memory stays bounded by one group."""
+
+    def __init__(self, out_dir: str, name: str, row_group: int = ROW_GROUP) -> None:
+        self.schema = WIRE[name]
         self.dir = os.path.join(out_dir, name)
         os.makedirs(self.dir, exist_ok=True)
-        self.writer = pq.ParquetWriter(os.path.join(self.dir, "part-00000.parquet"), self.schema)
+        # statistics only for the non-string columns: min/max of every page of a long path string cost more than
+        # the rest of the write, and nobody prunes by log_dir ranges
+        stats = [f.name for f in self.schema if not _stringish(f.type)]
+        # dictionary encoding only where values repeat: for unique columns (positions, offsets, timestamps) the
+        # writer would hash every value until the dictionary overflows, then write them plain anyway (3x the CPU)
+        dictionary = [f.name for f in self.schema if f.name in REPEATING or _stringish(f.type)]
+        self.writer = pq.ParquetWriter(os.path.join(self.dir, "part-00000.parquet"), self.schema,
+                                       compression="snappy", write_statistics=stats, use_dictionary=dictionary,
+                                       store_schema=False)
+        self.writer.add_key_value_metadata({k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()})
+        self._thread = _WriteThread(self.writer)
+        self.row_group = row_group
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
         self.rows = 0
+        self.groups = 0
 
     def write(self, table: pa.Table) -> None:
-        if table.num_rows:
-            self.writer.write_table(table.cast(self.schema))
-            self.rows += table.num_rows
+        if not table.num_rows:
+            return
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        self.pending_bytes += table.nbytes
+        self.rows += table.num_rows
+        if self.pending_rows >= self.row_group or (self.pending_bytes >= MAX_PENDING_BYTES
+                                                   and self.pending_rows >= MIN_ROW_GROUP):
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        if not self.pending:
+            return
+        table = pa.concat_tables(self.pending).cast(self.schema)
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+        size = self.row_group if table.num_rows >= self.row_group else table.num_rows
+        full = table.num_rows if final else table.num_rows - table.num_rows % size
+        if full:
+            self._thread.put(table.slice(0, full), size)
+            self.groups += -(-full // size)
+        if full < table.num_rows:
+            rest = table.slice(full)
+            self.pending, self.pending_rows, self.pending_bytes = [rest], rest.num_rows, rest.nbytes
 
     def close(self) -> None:
-        self.writer.close()
+        try:
+            self._flush(final=True)
+        finally:
+            self._thread.close()
+            self.writer.close()
+
+
+def _stringish(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_dictionary(t)
+
+
+class _WriteThread:
+    """Encodes row groups on a second thread (pyarrow releases the GIL while it compresses and writes), so the
+    scan goes on meanwhile; at most one group waits, so memory stays bounded."""
+
+    def __init__(self, writer: pq.ParquetWriter) -> None:
+        import queue
+        import threading
+
+        self.writer = writer
+        self.q: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="parquet-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    self.writer.write_table(item[0], row_group_size=item[1])
+                except BaseException as exc:  # re-raised in the scanning thread
+                    self.error = exc
+
+    def put(self, table: pa.Table, size: int) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put((table, size))
+
+    def close(self) -> None:
+        self.q.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def read_dataset(out_dir: str, name: str, columns: list[str] | None = None) -> pa.Table:

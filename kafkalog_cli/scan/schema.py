@@ -2,8 +2,10 @@
 
 Why one module: the local engine writes these schemas with pyarrow, the Spark engine derives its ``StructType``
 from them (``spark_engine.spark_schema``), and the row extractors fill dicts keyed by these names, so the two engines
-cannot drift apart. Timestamps stay int64 milliseconds (Kafka's own unit; -1 = none) rather than Parquet
-timestamps, so no engine applies a time-zone conversion. The README ("kafkalog scan", Datasets) documents every column.
+cannot drift apart. Timestamps are Parquet ``timestamp(ms, UTC)`` (Kafka's unit, an instant, so no engine applies a
+local time zone) and null where Kafka writes -1 (NO_TIMESTAMP), so a query never reads 1969-12-31 for "none".
+Every schema carries ``SCHEMA_VERSION`` in its metadata (key ``kafkalog.schema_version``); bump it whenever a
+column changes. The README ("kafkalog scan", Datasets) documents every column.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+
+SCHEMA_VERSION = "2"  # 1: int64 timestamps with -1 sentinels; 2: timestamp(ms, UTC) with nulls
+VERSION_KEY = b"kafkalog.schema_version"
+TIMESTAMP = pa.timestamp("ms", tz="UTC")
 
 # Columns that say where a row comes from; first in every dataset.
 LOCATION_FIELDS = [
@@ -32,8 +38,8 @@ BATCHES = pa.schema(
         pa.field("magic", pa.int8(), nullable=False),
         pa.field("codec", pa.string(), nullable=False),  # none, gzip, snappy, lz4, zstd, or unknown-<id>
         pa.field("timestamp_type", pa.string(), nullable=False),  # CreateTime, LogAppendTime, NoTimestampType
-        pa.field("first_timestamp", pa.int64(), nullable=False),  # v2 baseTimestamp; v0/v1 the message timestamp
-        pa.field("max_timestamp", pa.int64(), nullable=False),
+        pa.field("first_timestamp", TIMESTAMP),  # v2 baseTimestamp; v1 the message timestamp; null for -1 (v0)
+        pa.field("max_timestamp", TIMESTAMP),
         pa.field("producer_id", pa.int64(), nullable=False),
         pa.field("producer_epoch", pa.int16(), nullable=False),
         pa.field("base_sequence", pa.int32(), nullable=False),
@@ -63,7 +69,7 @@ RECORDS = pa.schema(
     + [
         pa.field("batch_position", pa.int64(), nullable=False),
         pa.field("offset", pa.int64(), nullable=False),
-        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("timestamp", TIMESTAMP),  # null for -1
         pa.field("key_size", pa.int32(), nullable=False),  # -1 for a null key
         pa.field("value_size", pa.int32(), nullable=False),  # -1 for a null value (tombstone)
         pa.field("key", pa.binary()),
@@ -71,7 +77,24 @@ RECORDS = pa.schema(
     ]
 )
 
-DATASETS: dict[str, pa.Schema] = {"batches": BATCHES, "problems": PROBLEMS, "records": RECORDS}
+DATASETS: dict[str, pa.Schema] = {
+    name: schema.with_metadata({VERSION_KEY: SCHEMA_VERSION.encode(), b"kafkalog.dataset": name.encode()})
+    for name, schema in (("batches", BATCHES), ("problems", PROBLEMS), ("records", RECORDS))
+}
+BATCHES, PROBLEMS, RECORDS = DATASETS["batches"], DATASETS["problems"], DATASETS["records"]
+DICT_STRING = pa.dictionary(pa.int32(), pa.string())
+
+
+def _wire(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(DICT_STRING) if pa.types.is_string(f.type) else f for f in schema],
+                     metadata=schema.metadata)
+
+
+# What the scan builds in memory and hands to the Parquet writer: the same columns, with the repeated strings
+# (paths, names, codec) as dictionary arrays, which cost one small dictionary per chunk instead of a string per row
+# and are written to Parquet without hashing every value. In the files they are ordinary strings (the writer does not
+# store the Arrow schema; ``output.DatasetWriter`` writes the version metadata itself).
+WIRE: dict[str, pa.Schema] = {"batches": _wire(BATCHES), "problems": PROBLEMS, "records": _wire(RECORDS)}
 
 
 def to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:

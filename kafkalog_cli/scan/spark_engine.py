@@ -1,10 +1,11 @@
 """The Spark engine: the same ``scan_segment`` run on executors, Parquet written by Spark.
 
 Imported only on the ``--engine spark`` path (nothing else imports pyspark). Why it is built this way (field notes):
-- the driver distributes PATHS (``parallelize(paths, n).mapPartitions``) and each executor streams its files through
-  an mmap; the ``binaryFile`` source would load whole segments into the JVM (a 1 GiB segment ran out of memory);
-- one scan pass is persisted and feeds three outputs (batches, problems, records) plus the partition pass, which
-  groups batch rows by partition directory and runs ``partition.partition_problems``, as the local engine does;
+- the driver distributes PATHS, grouped by partition directory (``parallelize(bins, n).mapPartitions``), and each
+  executor runs ``work.scan_partition`` on them, the very function the local engine's workers run (windowed reads,
+  the verify pass, the streaming partition pass), so both engines produce the same rows by construction; the
+  ``binaryFile`` source would load whole segments into the JVM (a 1 GiB segment ran out of memory);
+- one scan pass is persisted and feeds the three outputs (batches, problems, records);
 - Spark writes the datasets itself (executors write their own part files, nothing is collected on the driver), with
   a ``StructType`` derived from ``schema.py``, so both engines write the same columns and values.
 """
@@ -46,9 +47,14 @@ def spark_schema(name: str) -> Any:
     def conv(t: pa.DataType) -> Any:
         if pa.types.is_list(t):
             return T.ArrayType(conv(t.value_type), containsNull=True)
+        if pa.types.is_timestamp(t):
+            return T.TimestampType()  # written as TIMESTAMP_MILLIS, UTC-adjusted (see get_session)
         return simple[t]
 
-    return T.StructType([T.StructField(f.name, conv(f.type), f.nullable) for f in DATASETS[name]])
+    schema = DATASETS[name]
+    version = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    return T.StructType([T.StructField(f.name, conv(f.type), f.nullable, metadata=version if i == 0 else None)
+                         for i, f in enumerate(schema)])
 
 
 def get_session(master: str | None = None, *, parallelism: int | None = None) -> Any:
@@ -71,6 +77,8 @@ def get_session(master: str | None = None, *, parallelism: int | None = None) ->
         .config("spark.driver.extraJavaOptions", driver_opts)
         .config("spark.executor.extraJavaOptions", fast_jit)
         .config("spark.sql.parquet.compression.codec", "snappy")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.python.worker.reuse", "true")
         .config("spark.ui.showConsoleProgress", "false")
     )
@@ -102,33 +110,22 @@ def _quiet_log4j() -> str:
     return path
 
 
-def _scan_partition(records: bool):
-    """mapPartitions function over bins of paths: for each path, yield (dataset, row tuple). A closure over plain values only."""
+def _scan_partitions(records: bool):
+    """mapPartitions function over bins of partitions (lists of segment paths): yield (dataset, row tuple).
+    A closure over plain values only."""
 
-    def run(paths: Any) -> Any:
-        from kafkalog_cli.scan.extract import scan_segment
+    def run(bins: Any) -> Any:
         from kafkalog_cli.scan.schema import DATASETS as D
+        from kafkalog_cli.scan.work import scan_partition
 
         names = {n: D[n].names for n in D}
-        for path in (p for chunk in paths for p in chunk):
-            result = scan_segment(path, records=records)
-            for name, rows in result.items():
-                cols = names[name]
-                for r in rows:
-                    yield name, tuple(r[c] for c in cols)
+        for paths in (p for chunk in bins for p in chunk):
+            for name, table in scan_partition(paths, records=records):
+                cols = [table.column(c).to_pylist() for c in names[name]]
+                for row in zip(*cols):
+                    yield name, row
 
     return run
-
-
-def _partition_pass(item: Any) -> Any:
-    from kafkalog_cli.scan.partition import partition_problems
-    from kafkalog_cli.scan.schema import BATCHES, PROBLEMS
-
-    _key, tuples = item
-    names = BATCHES.names
-    cols = PROBLEMS.names
-    for p in partition_problems(dict(zip(names, t)) for t in tuples):
-        yield tuple(p[c] for c in cols)
 
 
 def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark: Any = None,
@@ -136,45 +133,24 @@ def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark
     """Scan ``segments`` into ``out_dir`` with Spark. ``spark``: an existing session (tests share one)."""
     from pyspark import StorageLevel
 
+    from kafkalog_cli.scan.local_engine import bins, group_partitions
+
     session = spark or get_session(master, parallelism=parallelism)
     sc = session.sparkContext
     out_dir = os.path.abspath(out_dir) if "://" not in out_dir else out_dir
-    # a few tasks per core, each a bin of paths balanced by size (largest first into the lightest bin), so one
-    # big segment does not start last and tiny inputs do not pay for hundreds of tasks
-    bins = _bins(segments, max(1, min(len(segments), 2 * sc.defaultParallelism)))
-    tagged = sc.parallelize(bins, len(bins)).mapPartitions(_scan_partition(records))
+    # a few tasks per core, each a bin of whole partitions balanced by size (largest first into the lightest bin),
+    # so one big partition does not start last and tiny inputs do not pay for hundreds of tasks
+    parts = group_partitions(segments)
+    groups = [[parts[i] for i in b] for b in bins(parts, max(1, min(len(parts), 2 * sc.defaultParallelism)))]
+    tagged = sc.parallelize(groups, max(1, len(groups))).mapPartitions(_scan_partitions(records))
     tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        batches = tagged.filter(lambda t: t[0] == "batches").map(lambda t: t[1])
-        seg_problems = tagged.filter(lambda t: t[0] == "problems").map(lambda t: t[1])
-        key_idx = (DATASETS["batches"].get_field_index("log_dir"), DATASETS["batches"].get_field_index("partition_dir"))
-        part_problems = (batches.map(lambda t: ((t[key_idx[0]], t[key_idx[1]]), t))
-                         .groupByKey(numPartitions=max(1, sc.defaultParallelism))
-                         .flatMap(_partition_pass))
-        writes = [("batches", batches), ("problems", seg_problems.union(part_problems))]
-        if records:
-            writes.append(("records", tagged.filter(lambda t: t[0] == "records").map(lambda t: t[1])))
-        for name, rdd in writes:
+        writes = ["batches", "problems"] + (["records"] if records else [])
+        for name in writes:
+            rdd = tagged.filter(lambda t, name=name: t[0] == name).map(lambda t: t[1])
             df = session.createDataFrame(rdd, spark_schema(name), verifySchema=False)
             df.write.mode("overwrite").parquet(os.path.join(out_dir, name))
     finally:
         tagged.unpersist()
         if spark is None:
             session.stop()
-
-
-def _bins(paths: list[str], n: int) -> list[list[str]]:
-    bins: list[list[str]] = [[] for _ in range(n)]
-    loads = [0] * n
-    for p in sorted(paths, key=lambda p: (-_size(p), p)):
-        i = loads.index(min(loads))
-        bins[i].append(p)
-        loads[i] += _size(p) + 4096  # + a per-file cost, so many empty files spread too
-    return [b for b in bins if b]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

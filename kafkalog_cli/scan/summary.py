@@ -1,100 +1,244 @@
-"""The end-of-scan report as data, computed from the written datasets (so it is the same for both engines).
+"""The end-of-scan report as data, aggregated from the written datasets (so it is the same for both engines).
 
-Why from the Parquet output and with pyarrow group-bys: it then depends only on what was written, whichever engine
-wrote it, and it reads only the columns it needs, in columnar form, however many batches a fleet has.
+Why streaming group-bys: the report must cost memory in the number of partitions, never in the number of batches.
+So the Parquet files are read one record batch of the needed columns at a time, each batch is aggregated with
+``pyarrow`` group-bys (per partition: counts, sums, min/max, the distinct producers and leader epochs), and the
+partial results are merged into one small entry per partition. Partitions whose segments hold no batch at all come
+from the list of scanned segments, so an empty partition is listed too (with zeros), not just counted.
 """
 
 from __future__ import annotations
 
+import heapq
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from kafkalog_cli.scan.output import read_dataset
+from kafkalog_cli.scan.paths import locate
+from kafkalog_cli.scan.schema import DATASETS
 
 KEY = ["log_dir", "partition_dir"]
 PROBLEMS_SHOWN = 20
+BATCH_ROWS = 1 << 17
+_PROBLEM_ORDER = ("log_dir", "partition_dir", "segment", "position", "kind")
 
 
-def _by_key(table: pa.Table, aggs: list[tuple[str, str]], extra_key: list[str] | None = None) -> list[dict[str, Any]]:
-    if table.num_rows == 0:
+def iter_dataset(out_dir: str, name: str, columns: list[str], dictionary: bool = False) -> Iterator[pa.Table]:
+    """A dataset's ``columns`` as tables of at most BATCH_ROWS rows, cast to our schema (Spark's files differ only in
+    nullability and list metadata), timestamps as int64 milliseconds; with ``dictionary`` the repeated strings stay
+    dictionary-encoded (fine for group-by keys and to_pylist, not for sorting or min/max)."""
+    dict_cols = _DICT if dictionary else set()
+    path = os.path.join(out_dir, name)
+    schema = pa.schema([_dict_field(DATASETS[name].field(c)) if c in dict_cols else DATASETS[name].field(c)
+                        for c in columns])
+    if not os.path.isdir(path):
+        return
+    for f in sorted(os.listdir(path)):
+        if not f.endswith(".parquet") or f.startswith(("_", ".")):
+            continue
+        # repeated strings (paths, names) stay dictionary-encoded: decoding them row by row is most of a read
+        pf = pq.ParquetFile(os.path.join(path, f), read_dictionary=[c for c in columns if c in dict_cols])
+        for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+            t = pa.Table.from_batches([rb]).select(columns)
+            if t.schema != schema:
+                t = pa.Table.from_arrays([_cast(t.column(i), f) for i, f in enumerate(schema)], schema=schema)
+            for i, field in enumerate(t.schema):
+                if pa.types.is_timestamp(field.type):
+                    t = t.set_column(i, field.name, t.column(i).cast(pa.int64()))
+            yield t
+
+
+_DICT = {"log_dir", "topic", "partition_dir", "segment", "codec", "kind", "severity", "file"}
+
+
+def _dict_field(f: pa.Field) -> pa.Field:
+    return f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.name in _DICT else f
+
+
+def _cast(col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(col.type) and pa.types.is_dictionary(field.type):
+        return col  # kept as dictionary<string>; group-bys and to_pylist treat it as the strings
+    return col.cast(field.type)
+
+
+def _groups(t: pa.Table, aggs: list[tuple[str, str]], extra: list[str] | None = None) -> list[dict[str, Any]]:
+    if t.num_rows == 0:
         return []
-    return table.group_by(KEY + (extra_key or [])).aggregate(aggs).to_pylist()
+    return t.group_by(KEY + (extra or []), use_threads=False).aggregate(aggs).to_pylist()
 
 
-def summarize(out_dir: str) -> dict[str, Any]:
-    """{"partitions": [...], "problems": {...}, "totals": {...}} for ``out_dir``."""
-    cols = ["log_dir", "topic", "partition", "partition_dir", "segment", "size", "base_offset", "last_offset", "count",
-            "codec", "first_timestamp", "max_timestamp", "producer_id", "partition_leader_epoch", "crc_ok"]
-    b = read_dataset(out_dir, "batches", cols)
-    problems = read_dataset(out_dir, "problems")
-    parts: dict[tuple[str, str], dict[str, Any]] = {}
+def _entry(parts: dict[tuple[str, str], dict[str, Any]], log_dir: str, partition_dir: str) -> dict[str, Any]:
+    key = (log_dir, partition_dir)
+    e = parts.get(key)
+    if e is None:
+        e = parts[key] = {"log_dir": log_dir, "partition_dir": partition_dir, "topic": None, "partition": None,
+                          "segments": 0, "batches": 0, "records": 0, "bytes": 0, "first_offset": None,
+                          "last_offset": None, "first_timestamp": None, "last_timestamp": None, "bytes_by_codec": {},
+                          "producers": set(), "leader_epochs": set(), "problems": 0, "problems_by_kind": {},
+                          "_segments": set()}
+    return e
 
-    def entry(row: dict[str, Any]) -> dict[str, Any]:
-        key = (row["log_dir"], row["partition_dir"])
-        if key not in parts:
-            parts[key] = {"log_dir": row["log_dir"], "partition_dir": row["partition_dir"], "topic": row.get("topic"),
-                          "partition": row.get("partition"), "segments": 0, "batches": 0, "records": 0, "bytes": 0,
-                          "first_offset": None, "last_offset": None, "first_timestamp": None, "last_timestamp": None,
-                          "bytes_by_codec": {}, "producers": 0, "leader_epochs": [], "problems": 0,
-                          "problems_by_kind": {}}
-        return parts[key]
 
-    for r in _by_key(b, [("topic", "min"), ("partition", "min"), ("segment", "count_distinct"), ("size", "sum"),
-                         ("count", "sum"), ("base_offset", "count")]):
-        e = entry(r)
-        e.update(topic=r["topic_min"], partition=r["partition_min"], segments=r["segment_count_distinct"],
-                 bytes=r["size_sum"], records=r["count_sum"], batches=r["base_offset_count"])
-    good = b.filter(pc.field("crc_ok"))
-    for r in _by_key(good, [("base_offset", "min"), ("last_offset", "max")]):
-        entry(r).update(first_offset=r["base_offset_min"], last_offset=r["last_offset_max"])
-    ts = good.filter(pc.field("max_timestamp") >= 0)
-    for r in _by_key(ts.filter(pc.field("first_timestamp") >= 0), [("first_timestamp", "min")]):
-        entry(r)["first_timestamp"] = r["first_timestamp_min"]
-    for r in _by_key(ts, [("max_timestamp", "max")]):
-        entry(r)["last_timestamp"] = r["max_timestamp_max"]
-    for r in _by_key(b, [("size", "sum")], ["codec"]):
-        entry(r)["bytes_by_codec"][r["codec"]] = r["size_sum"]
-    for r in _by_key(good.filter(pc.field("producer_id") >= 0), [("producer_id", "count_distinct")]):
-        entry(r)["producers"] = r["producer_id_count_distinct"]
-    for r in _by_key(good.filter(pc.field("partition_leader_epoch") >= 0), [("partition_leader_epoch", "distinct")]):
-        entry(r)["leader_epochs"] = sorted(r["partition_leader_epoch_distinct"])
-    for r in _by_key(problems, [("position", "count")], ["kind"]):
-        e = entry(r)
-        e["problems_by_kind"][r["kind"]] = r["position_count"]
-        e["problems"] += r["position_count"]
-    for r in _by_key(problems, [("topic", "min"), ("partition", "min")]):
-        e = entry(r)
-        e["topic"] = e["topic"] or r["topic_min"]
-        e["partition"] = e["partition"] if e["partition"] is not None else r["partition_min"]
-    for e in parts.values():
-        e["bytes_by_codec"] = dict(sorted(e["bytes_by_codec"].items()))
-        e["problems_by_kind"] = dict(sorted(e["problems_by_kind"].items()))
-    partitions = sorted(parts.values(), key=lambda e: (e["log_dir"], e["topic"] or "",
-                                                       -1 if e["partition"] is None else e["partition"],
-                                                       e["partition_dir"]))
-    by_kind: dict[str, int] = {}
-    for e in partitions:
-        for k, v in e["problems_by_kind"].items():
-            by_kind[k] = by_kind.get(k, 0) + v
-    shown = problems.sort_by([("log_dir", "ascending"), ("partition_dir", "ascending"), ("segment", "ascending"),
-                              ("position", "ascending"), ("kind", "ascending")]).slice(0, PROBLEMS_SHOWN)
-    severities = pc.value_counts(problems["severity"]).to_pylist() if problems.num_rows else []
-    return {
-        "partitions": partitions,
-        "problems": {
-            "total": problems.num_rows,
-            "by_kind": dict(sorted(by_kind.items())),
-            "by_severity": {s["values"]: s["counts"] for s in sorted(severities, key=lambda s: s["values"])},
-            "first": shown.drop_columns(["log_dir"]).to_pylist(),
-        },
-        "totals": {
-            "partitions": len(partitions),
-            "segments": sum(e["segments"] for e in partitions),
-            "batches": b.num_rows,
-            "records": sum(e["records"] for e in partitions),
-            "bytes": sum(e["bytes"] for e in partitions),
-            "unreadable": int(pc.sum(pc.equal(problems["kind"], "unreadable")).as_py() or 0) if problems.num_rows else 0,
-        },
-    }
+def _lo(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _hi(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def summarize(out_dir: str, segments: list[str] | None = None) -> dict[str, Any]:
+    """{"partitions": [...], "problems": {...}, "totals": {...}} for ``out_dir``, read back from the written
+    datasets. ``segments``: the scanned segment paths (their partitions are listed even without rows; segment
+    counts come from them)."""
+    acc = Summary(segments)
+    if segments is None:
+        for s in iter_dataset(out_dir, "batches", ["log_dir", "partition_dir", "segment"], dictionary=True):
+            for r in _groups(s, [("segment", "count")], ["segment"]):
+                _entry(acc.parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
+    for b in iter_dataset(out_dir, "batches", BATCH_COLUMNS, dictionary=True):
+        acc.add_batches(b)
+    for pr in iter_dataset(out_dir, "problems", DATASETS["problems"].names):
+        acc.add_problems(pr)
+    return acc.result()
+
+
+BATCH_COLUMNS = ["log_dir", "topic", "partition", "partition_dir", "size", "base_offset", "last_offset", "count",
+                 "codec", "first_timestamp", "max_timestamp", "producer_id", "partition_leader_epoch", "crc_ok"]
+
+
+class Summary:
+    """The report's aggregates, fed chunk by chunk: from the files (``summarize``), or by the local engine from the
+    very chunks it writes (``add`` with the tables as built, so the datasets are not read a second time)."""
+
+    def __init__(self, segments: list[str] | None = None) -> None:
+        self.parts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.listed: dict[tuple[str, str], int] = {}
+        for p in segments or []:
+            loc = locate(p)
+            e = _entry(self.parts, loc.log_dir, loc.partition_dir)
+            e["topic"], e["partition"] = loc.topic, loc.partition
+            self.listed[(loc.log_dir, loc.partition_dir)] = self.listed.get((loc.log_dir, loc.partition_dir), 0) + 1
+        self.batches = 0
+        self.by_kind: dict[str, int] = {}
+        self.severities: dict[str, int] = {}
+        self.shown: list[tuple[tuple, int, dict[str, Any]]] = []
+        self.problems = self.unreadable = self.seq = 0
+
+    def add(self, name: str, table: pa.Table) -> None:
+        """A chunk as the engine built it (any column order, timestamps as timestamps, strings as dictionaries)."""
+        if name == "batches":
+            cols = []
+            for c in BATCH_COLUMNS:
+                col = table.column(c)
+                cols.append(col.cast(pa.int64()) if pa.types.is_timestamp(col.type) else col)
+            self.add_batches(pa.table(dict(zip(BATCH_COLUMNS, cols))))
+        elif name == "problems":
+            self.add_problems(table.select(DATASETS["problems"].names))
+
+    def add_batches(self, b: pa.Table) -> None:
+        self.batches += b.num_rows
+        if b.num_rows:
+            _batches_chunk(self.parts, b)
+
+    def add_problems(self, pr: pa.Table) -> None:
+        if not pr.num_rows:
+            return
+        parts = self.parts
+        self.problems += pr.num_rows
+        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), "unreadable")).as_py() or 0)
+        for r in pc.value_counts(pr.column("severity")).to_pylist():
+            self.severities[r["values"]] = self.severities.get(r["values"], 0) + r["counts"]
+        for r in _groups(pr, [("position", "count")], ["kind"]):
+            e = _entry(parts, r["log_dir"], r["partition_dir"])
+            e["problems_by_kind"][r["kind"]] = e["problems_by_kind"].get(r["kind"], 0) + r["position_count"]
+            e["problems"] += r["position_count"]
+            self.by_kind[r["kind"]] = self.by_kind.get(r["kind"], 0) + r["position_count"]
+        for r in _groups(pr, [("position", "count")], ["topic", "partition"]):
+            e = _entry(parts, r["log_dir"], r["partition_dir"])
+            e["topic"] = e["topic"] or r["topic"]
+            e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
+        top = pr.sort_by([(c, "ascending") for c in _PROBLEM_ORDER]).slice(0, PROBLEMS_SHOWN).to_pylist()
+        for r in top:
+            self.seq += 1
+            self.shown.append((tuple(r[c] for c in _PROBLEM_ORDER), self.seq, r))
+        self.shown = heapq.nsmallest(PROBLEMS_SHOWN, self.shown, key=lambda x: (x[0], x[1]))
+
+    def result(self) -> dict[str, Any]:
+        out = []
+        for key, e0 in self.parts.items():
+            e = dict(e0)
+            e["segments"] = self.listed[key] if key in self.listed else len(e["_segments"])
+            del e["_segments"]
+            e["producers"] = len(e["producers"])
+            e["leader_epochs"] = sorted(e["leader_epochs"])
+            e["bytes_by_codec"] = dict(sorted(e["bytes_by_codec"].items()))
+            e["problems_by_kind"] = dict(sorted(e["problems_by_kind"].items()))
+            out.append(e)
+        partitions = sorted(out, key=lambda e: (e["log_dir"], e["topic"] or "",
+                                                -1 if e["partition"] is None else e["partition"], e["partition_dir"]))
+        first = [{k: v for k, v in r.items() if k != "log_dir"} for _k, _s, r in self.shown]
+        return {
+            "partitions": partitions,
+            "problems": {
+                "total": self.problems,
+                "by_kind": dict(sorted(self.by_kind.items())),
+                "by_severity": dict(sorted(self.severities.items())),
+                "first": first,
+            },
+            "totals": {
+                "partitions": len(partitions),
+                "segments": sum(e["segments"] for e in partitions),
+                "batches": self.batches,
+                "records": sum(e["records"] for e in partitions),
+                "bytes": sum(e["bytes"] for e in partitions),
+                "unreadable": self.unreadable,
+            },
+        }
+
+
+def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.if_else(mask, b.column(name), pa.scalar(None, b.column(name).type))
+
+
+def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) -> None:
+    """Merge one chunk of batch rows into the per-partition entries: one group-by over columns masked to null where
+    a row must not count (a failing CRC, no timestamp, no producer), since min/max/distinct skip nulls."""
+    good = b.column("crc_ok")
+    timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), 0)).fill_null(False)
+    t = pa.table({
+        "log_dir": b.column("log_dir"), "partition_dir": b.column("partition_dir"), "topic": b.column("topic"),
+        "partition": b.column("partition"), "size": b.column("size"), "count": b.column("count"),
+        "good_base": _masked(b, "base_offset", good), "good_last": _masked(b, "last_offset", good),
+        "first_ts": _masked(b, "first_timestamp",
+                            pc.and_(timed, pc.greater_equal(b.column("first_timestamp"), 0)).fill_null(False)),
+        "last_ts": _masked(b, "max_timestamp", timed),
+        "pid": _masked(b, "producer_id", pc.and_(good, pc.greater_equal(b.column("producer_id"), 0))),
+        "epoch": _masked(b, "partition_leader_epoch",
+                         pc.and_(good, pc.greater_equal(b.column("partition_leader_epoch"), 0))),
+    })
+    aggs = [("size", "sum"), ("count", "sum"), ("size", "count"),
+            ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
+            ("pid", "distinct", pc.CountOptions(mode="only_valid")),
+            ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
+    # topic and partition are functions of the directory: as keys they need no aggregate
+    for r in t.group_by(KEY + ["topic", "partition"], use_threads=False).aggregate(aggs).to_pylist():
+        e = _entry(parts, r["log_dir"], r["partition_dir"])
+        e["topic"] = e["topic"] or r["topic"]
+        e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
+        e["bytes"] += r["size_sum"]
+        e["records"] += r["count_sum"]
+        e["batches"] += r["size_count"]
+        e["first_offset"] = _lo(e["first_offset"], r["good_base_min"])
+        e["last_offset"] = _hi(e["last_offset"], r["good_last_max"])
+        e["first_timestamp"] = _lo(e["first_timestamp"], r["first_ts_min"])
+        e["last_timestamp"] = _hi(e["last_timestamp"], r["last_ts_max"])
+        e["producers"].update(v for v in r["pid_distinct"] if v is not None)
+        e["leader_epochs"].update(v for v in r["epoch_distinct"] if v is not None)
+    for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
+        codecs = _entry(parts, r["log_dir"], r["partition_dir"])["bytes_by_codec"]
+        codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]

@@ -1,0 +1,227 @@
+"""``kafkalog scan`` as a stream: compiled and Python walks give identical rows (also across window boundaries), a
+row for every CRC failure, null timestamps and the schema version in the files, row groups, the streaming partition
+pass, empty partitions in the report, and a worker that dies or a window that cannot be read."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq  # noqa: E402
+from scan_data import load_sorted, make_corrupt_fleet, make_logdir  # noqa: E402
+
+from kafkalog_cli.scan import output  # noqa: E402
+from kafkalog_cli.scan import window as window_mod  # noqa: E402
+from kafkalog_cli.scan.extract import scan_segment, scan_segment_chunks  # noqa: E402
+from kafkalog_cli.scan.local_engine import run_local  # noqa: E402
+from kafkalog_cli.scan.output import DatasetWriter  # noqa: E402
+from kafkalog_cli.scan.partition import COLUMNS, PartitionPass, partition_problems  # noqa: E402
+from kafkalog_cli.scan.paths import expand  # noqa: E402
+from kafkalog_cli.scan.schema import BATCHES, SCHEMA_VERSION, TIMESTAMP, VERSION_KEY  # noqa: E402
+from kafkalog_cli.scan.summary import summarize  # noqa: E402
+from kafkalog_cli.scan.work import CRASH_ENV  # noqa: E402
+from kafkalog_cli.storage import accel  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    return make_corrupt_fleet(tmp_path_factory.mktemp("fleet"))
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_logdir(tmp_path_factory.mktemp("scan"))
+
+
+def _all_rows(path: str, **kw) -> dict[str, list]:
+    out: dict[str, list] = {"batches": [], "problems": [], "records": []}
+    for name, t in scan_segment_chunks(path, records=True, **kw):
+        out[name].extend(t.to_pylist())
+    return out
+
+
+@pytest.mark.skipif(accel.module() is None or not hasattr(accel.module(), "scan_columns"),
+                    reason="the compiled accelerator is not built")
+@pytest.mark.parametrize("window", [64, 300, 4096, window_mod.WINDOW])
+def test_compiled_and_python_walks_give_identical_rows(fleet: tuple[Path, int], logdir: Path, window: int) -> None:
+    """Windows smaller than one batch, cutting batches and regions at every place, change nothing."""
+    segments, _ = expand([str(fleet[0]), str(logdir)])
+    reference = {s: _all_rows(s, use_accel=False) for s in segments}
+    for seg in segments:
+        assert _all_rows(seg, use_accel=True, window=window) == reference[seg], (seg, window)
+        assert _all_rows(seg, use_accel=False, window=window) == reference[seg], (seg, window)
+
+
+def test_every_crc_failure_has_a_row(fleet: tuple[Path, int], tmp_path: Path) -> None:
+    logdir, bad = fleet
+    segments, _ = expand([str(logdir)])
+    run_local(segments, str(tmp_path), records=True, jobs=1)
+    batches = load_sorted(tmp_path, "batches")
+    problems = load_sorted(tmp_path, "problems")
+    failing = sorted((b["partition_dir"], b["position"]) for b in batches if not b["crc_ok"])
+    mismatches = sorted((p["partition_dir"], p["position"]) for p in problems if p["kind"] == "crc-mismatch")
+    assert len(failing) == bad == len(mismatches)
+    assert failing == mismatches
+    # no record comes from a failing batch
+    failing_at = {(b["partition_dir"], b["segment"], b["position"]) for b in batches if not b["crc_ok"]}
+    assert not [r for r in load_sorted(tmp_path, "records")
+                if (r["partition_dir"], r["segment"], r["batch_position"]) in failing_at]
+    # the good batches after each corruption are there
+    assert {b["base_offset"] for b in batches if b["partition_dir"] == "crc-1"} == {0, 10, 20}
+    assert {b["base_offset"] for b in batches if b["partition_dir"] == "crc-3"} == {0, 20}
+
+
+def test_empty_partitions_are_listed(fleet: tuple[Path, int], tmp_path: Path) -> None:
+    segments, _ = expand([str(fleet[0])])
+    run_local(segments, str(tmp_path), jobs=1)
+    summary = summarize(str(tmp_path), segments)
+    parts = {p["partition_dir"]: p for p in summary["partitions"]}
+    assert set(parts) == {"crc-0", "crc-1", "crc-2", "crc-3", "empty-0", "big-0"}
+    empty = parts["empty-0"]
+    assert (empty["segments"], empty["batches"], empty["bytes"], empty["first_offset"]) == (2, 0, 0, None)
+    assert (empty["topic"], empty["partition"]) == ("empty", 0)
+    assert summary["totals"]["partitions"] == 6 and summary["totals"]["segments"] == len(segments)
+
+
+def test_files_carry_version_utc_timestamps_and_nulls(logdir: Path, tmp_path: Path) -> None:
+    segments, _ = expand([str(logdir)])
+    output.prepare(str(tmp_path), True)
+    run_local(segments, str(tmp_path), records=True, jobs=1)
+    for name in ("batches", "problems", "records"):
+        f = tmp_path / name / "part-00000.parquet"
+        assert pq.read_metadata(f).metadata[VERSION_KEY] == SCHEMA_VERSION.encode()
+    schema = pq.read_schema(tmp_path / "batches" / "part-00000.parquet")
+    assert schema.field("first_timestamp").type == TIMESTAMP and str(TIMESTAMP.tz) == "UTC"
+    b = pq.read_table(tmp_path / "batches")
+    v0 = b.filter(pa.compute.equal(b["magic"], 0))
+    assert v0.num_rows == 1 and v0["first_timestamp"].null_count == 1 and v0["max_timestamp"].null_count == 1
+    assert b["first_timestamp"].null_count == 1  # nothing else is -1 here; nothing reads as 1969
+    assert pa.compute.min(b["first_timestamp"]).as_py().year == 2023
+
+
+def test_writer_cuts_row_groups_whatever_the_input_chunks(tmp_path: Path) -> None:
+    w = DatasetWriter(str(tmp_path), "problems", row_group=1000)
+    rows = [{"log_dir": "/l", "topic": "t", "partition": 0, "partition_dir": "t-0", "segment": "s", "file": "s",
+             "position": i, "end": i, "kind": "k", "severity": "warning", "message": "m", "offset": None}
+            for i in range(2500)]
+    from kafkalog_cli.scan.schema import to_table
+
+    for k in range(0, 2500, 7):
+        w.write(to_table("problems", rows[k : k + 7]))
+    w.close()
+    md = pq.read_metadata(tmp_path / "problems" / "part-00000.parquet")
+    assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [1000, 1000, 500]
+    assert pq.read_table(tmp_path / "problems")["position"].to_pylist() == list(range(2500))
+
+
+def test_many_partitions_make_one_row_group(tmp_path: Path) -> None:
+    from scan_data import _recs, _segment
+
+    from kafkalog_cli.format.encoder import encode_batch
+
+    logdir = tmp_path / "many"
+    for i in range(60):
+        p = logdir / f"t-{i}"
+        p.mkdir(parents=True)
+        _segment(p, 0, [encode_batch(_recs(1, 1_700_000_000_000, "m"), base_offset=0)])
+    segments, _ = expand([str(logdir)])
+    stats = run_local(segments, str(tmp_path / "out"), jobs=2)
+    assert stats["batches"] == {"rows": 60, "row_groups": 1}
+    assert pq.read_metadata(tmp_path / "out" / "batches" / "part-00000.parquet").num_row_groups == 1
+
+
+def _random_rows(seed: int) -> list[dict]:
+    rnd = random.Random(seed)
+    rows, off, seqs = [], 0, {}
+    for seg in (f"{b:020d}.log" for b in (0, 10, 150, 1000)):
+        for pos in range(0, 4000, 100):
+            pid, ep = rnd.choice([-1, 1, 2]), rnd.choice([0, 1])
+            bs = seqs.get((pid, ep), 0) + (rnd.choice([-3, 5]) if rnd.random() < 0.1 else 0)
+            if rnd.random() < 0.05:
+                bs = 2147483640
+            cnt = rnd.randint(1, 5)
+            last = bs + cnt - 1 if bs + cnt - 1 <= 2147483647 else bs + cnt - 1 - 2147483648
+            seqs[(pid, ep)] = 0 if last == 2147483647 else last + 1
+            rows.append({"log_dir": "/l", "topic": "t", "partition": 0, "partition_dir": "t-0", "segment": seg,
+                         "position": pos, "size": 100, "base_offset": off, "last_offset": off + cnt - 1,
+                         "max_timestamp": rnd.choice([None, 1000 + off * 10, 500 + off * 10, 5]), "producer_id": pid,
+                         "producer_epoch": ep, "base_sequence": bs if pid >= 0 else -1,
+                         "last_sequence": last if pid >= 0 else -1, "control": rnd.random() < 0.1,
+                         "crc_ok": rnd.random() < 0.9})
+            off += cnt if rnd.random() < 0.9 else -20
+    return rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_streaming_partition_pass_matches_the_reference(seed: int) -> None:
+    rows = _random_rows(seed)
+    expected = partition_problems(rows)
+    assert {p["kind"] for p in expected} == {"segment-order", "timestamp-order", "sequence-gap"}
+
+    def table(rs: list[dict]) -> pa.Table:
+        return pa.table({c: pa.array([r[c] for r in rs], type=BATCHES.field(c).type) for c in COLUMNS})
+
+    for vector_from in (0, 5, 10**9):  # all columnar, mixed, all rows
+        pp = PartitionPass(vector_from=vector_from)
+        got = []
+        for seg in sorted({r["segment"] for r in rows}):
+            srows = [r for r in rows if r["segment"] == seg]
+            for k in range(0, len(srows), 7):
+                got += pp.feed(table(srows[k : k + 7]))
+        assert got == expected, vector_from
+
+
+def test_unreadable_window_becomes_a_located_problem(logdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seg = str(logdir / "orders-0" / "00000000000000000020.log")
+    real = os.pread
+
+    def failing_pread(fd: int, n: int, offset: int) -> bytes:
+        if offset > 0:
+            raise OSError(errno.EIO, "Input/output error")
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(window_mod.os, "pread", failing_pread)
+    rows = scan_segment(seg, use_accel=True) if accel.module() else scan_segment(seg)
+    assert rows["batches"]  # the first window was read
+    monkeypatch.setattr(window_mod, "WINDOW", 64)
+    rows = {name: [] for name in ("batches", "problems")}
+    for name, t in scan_segment_chunks(seg, window=300):
+        rows[name].extend(t.to_pylist())
+    bad = [p for p in rows["problems"] if p["kind"] == "unreadable"]
+    assert len(bad) == 1 and bad[0]["position"] % 4096 == 0 and bad[0]["end"] % 4096 == 0
+    assert bad[0]["end"] > bad[0]["position"] and "Input/output error" in bad[0]["message"]
+    assert len(rows["batches"]) == 1  # the batch in the first window; the rest of the file is unreadable
+
+
+def test_a_dying_worker_loses_no_other_partition(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    segments, _ = expand([str(logdir)])
+    run_local(segments, str(tmp_path / "clean"), records=True, jobs=1)
+    victim = str(logdir / "orders-0" / "00000000000000000020.log")
+    monkeypatch.setenv(CRASH_ENV, victim)
+    stats = run_local(segments, str(tmp_path / "crash"), records=True, jobs=2)
+    assert stats["workers_died"] == 2  # once in its bin, once alone: then it is reported
+    problems = load_sorted(tmp_path / "crash", "problems")
+    dead = [p for p in problems if p["kind"] == "unreadable"]
+    assert [(p["partition_dir"], p["segment"]) for p in dead] == [("orders-0", "00000000000000000020.log")]
+    assert "worker died" in dead[0]["message"]
+    for name in ("batches", "records"):
+        clean = [r for r in load_sorted(tmp_path / "clean", name) if r["segment"] != Path(victim).name
+                 or r["partition_dir"] != "orders-0"]
+        assert load_sorted(tmp_path / "crash", name) == clean, name  # nothing lost, nothing twice
+
+
+def test_report_from_the_written_chunks_equals_the_report_from_the_files(fleet: tuple[Path, int], logdir: Path,
+                                                                         tmp_path: Path) -> None:
+    from kafkalog_cli.scan.summary import Summary
+
+    segments, _ = expand([str(fleet[0]), str(logdir)])
+    for jobs in (1, 2):
+        out = tmp_path / f"j{jobs}"
+        acc = Summary(segments)
+        run_local(segments, str(out), records=True, jobs=jobs, summary=acc)
+        assert acc.result() == summarize(str(out), segments)
