@@ -63,7 +63,7 @@ def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
     pdir = os.path.join(root, "logs", "t-0")
     if kind == "rebuild-index":
         make_partition(pdir, 7, segments=3, max_batches=30, interval=4096, gaps=False)
-        return pdir, ["rebuild-index", "--index-interval-bytes", "300", "--execute", pdir]
+        return pdir, ["rebuild-index", "--index-interval-bytes", "300", "--execute", "--rewrite-valid", pdir]
     if kind == "compact":
         random_partition(pdir, 9)
         return pdir, ["compact", "--execute", "--now-ms", str(NOW), pdir]
