@@ -327,21 +327,27 @@ def _peak_mib(*args: str) -> tuple[int, float]:
     return int(code), int(kib) / 1024
 
 
-@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "gzip-v1"])
 def test_decompression_bomb_is_held_once(tmp_path, codec):
     """A batch inflating to just under the cap: peak RSS grows by about the cap, not 2-3x (the output was copied
     by ``bytes(out)``, then every value again by the record decoder)."""
     from kafkalog_cli.format import codecs
-    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_wrapper
 
     cap = 48 << 20
-    cid = {"gzip": codecs.GZIP, "zstd": codecs.ZSTD}[codec]
+    cid = {"gzip": codecs.GZIP, "zstd": codecs.ZSTD, "gzip-v1": codecs.GZIP}[codec]
+
+    def encode(value: bytes) -> bytes:
+        if codec.endswith("-v1"):
+            return encode_legacy_wrapper([(b"k", value, 1)], offset=0, codec=cid, magic=1)
+        return encode_batch([RecordSpec(key=b"k", value=value, timestamp=1)], codec=cid)
+
     bomb = tmp_path / "bomb-0" / SEG_NAME
     bomb.parent.mkdir()
-    bomb.write_bytes(encode_batch([RecordSpec(key=b"k", value=bytes(cap - 4096), timestamp=1)], codec=cid))
+    bomb.write_bytes(encode(bytes(cap - 4096)))
     small = tmp_path / "small-0" / SEG_NAME
     small.parent.mkdir()
-    small.write_bytes(encode_batch([RecordSpec(key=b"k", value=b"v", timestamp=1)], codec=cid))
+    small.write_bytes(encode(b"v"))
     for cmd in (["dump", "--deep-iteration", f"--max-decompressed-size={cap}"],
                 ["verify-crc", "--deep", f"--max-batch-size={cap}"]):
         code0, base = _peak_mib(*cmd, str(small))
