@@ -365,3 +365,30 @@ def test_seek_offset_walks_past_unreadable_bytes(bad_disk):
     assert "20480-24576: unreadable" in res.stderr  # the header of batch 10 sits in that page
     ok = CliRunner().invoke(cli, ["seek-offset", disk.path("t-0"), "12"])  # before the bad bytes: clean
     assert ok.exit_code == 0, ok.output
+
+
+def test_verify_jobs_2_keeps_every_partition(bad_disk):
+    """Workers used to die of SIGBUS (BrokenProcessPool lost every other result); now each reports and goes on."""
+    files = {f"ld/t-{i}/{SEG_NAME}": _segment() for i in range(4)}
+    disk = bad_disk(files, {f"ld/t-1/{SEG_NAME}": [BAD], f"ld/t-2/{SEG_NAME}": [(0, 10)]})
+    code, doc = _verify_json("--jobs", "2", disk.path("ld"))
+    assert code == 1
+    batches = {Path(f["path"]).parent.name: f["batches"] for f in doc["files"]}
+    assert batches == {"t-0": 100, "t-1": 95, "t-2": 98, "t-3": 100}  # t-2: page 0 holds batches 0 and 1
+    bad = sorted((Path(p["file"]).parent.name, p["position"], p["end"]) for p in doc["problems"]
+                 if p["kind"] == "unreadable")
+    assert bad == [("t-1", *BAD_PAGES), ("t-2", 0, 4096)]
+
+
+def test_unreadable_index_page_is_reported_on_the_index(bad_disk):
+    from kafkalog_cli.storage.index import OFFSET_ENTRY
+
+    seg = make_segment(100, records=4, value_size=500)
+    index = b"".join(OFFSET_ENTRY.pack(seg.first[i], seg.starts[i]) for i in range(0, 100, 2)) + bytes(8192)
+    disk = bad_disk({f"t-0/{SEG_NAME}": seg.data, "t-0/00000000000000000000.index": index},
+                    {"t-0/00000000000000000000.index": [(100, 104)]})
+    code, doc = _verify_json(disk.path("t-0"))
+    bad = [(Path(p["file"]).suffix, p["position"], p["end"]) for p in doc["problems"] if p["kind"] == "unreadable"]
+    assert bad == [(".index", 0, 4096)] and code == 1
+    res = CliRunner().invoke(cli, ["dump", disk.path("t-0/00000000000000000000.index")])
+    assert "bytes [0, 4096): unreadable" in res.stderr and res.exit_code == 1
