@@ -392,3 +392,16 @@ def test_unreadable_index_page_is_reported_on_the_index(bad_disk):
     assert bad == [(".index", 0, 4096)] and code == 1
     res = CliRunner().invoke(cli, ["dump", disk.path("t-0/00000000000000000000.index")])
     assert "bytes [0, 4096): unreadable" in res.stderr and res.exit_code == 1
+
+
+@pytest.mark.parametrize("reader", ["guarded-mmap", "pread"])
+def test_file_deleted_while_read_is_a_vanished_note(tmp_path, monkeypatch, reader):
+    if reader == "pread":
+        monkeypatch.setenv("KAFKALOG_NO_MMAP", "1")
+    path = tmp_path / SEG_NAME
+    path.write_bytes(make_segment(4).data)
+    with MappedFile(str(path)) as mf:
+        path.unlink()  # retention deleted it while we read: the open file stays readable
+        assert len(bytes(mf.buf)) == mf.size
+        assert [f.kind for f in mf.findings()] == ["vanished"]
+    assert all(f.is_note for f in mf.findings())

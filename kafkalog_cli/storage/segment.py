@@ -25,6 +25,7 @@ from kafkalog_cli.storage.safe_read import (
     read_into,
     shrink_finding,
     unreadable_findings,
+    vanished_finding,
 )
 
 Entry = Batch | LegacyEntry
@@ -114,7 +115,14 @@ class MappedFile:
                 out = classify_faults(self.path, sorted(self._pages), self.size, self._fd)
             return out
         out = unreadable_findings(self.path, merge_pages(self._pages, self.size), "I/O error reading with pread")
-        return out + self._static
+        out += self._static
+        if self._fd is not None and self.size:
+            try:
+                if os.fstat(self._fd).st_nlink == 0:
+                    out.append(vanished_finding(self.path, during=True))
+            except OSError:
+                pass
+        return out
 
     def data_extents(self) -> list[tuple[int, int]]:
         """``[start, end)`` ranges of the file holding data; the gaps are holes of a sparse file (zeros, no I/O)."""
