@@ -405,3 +405,15 @@ def test_file_deleted_while_read_is_a_vanished_note(tmp_path, monkeypatch, reade
         assert len(bytes(mf.buf)) == mf.size
         assert [f.kind for f in mf.findings()] == ["vanished"]
     assert all(f.is_note for f in mf.findings())
+
+
+def test_seek_to_a_batch_with_an_unknown_codec_is_a_located_error(tmp_path):
+    """Found by fuzzing: the batch line cannot name codec id 6 (KeyError before)."""
+    seg = make_segment(4)
+    data = bytearray(seg.data)
+    data[seg.starts[2] + 22] = (data[seg.starts[2] + 22] & ~7) | 6  # attributes low byte: codec bits
+    (tmp_path / SEG_NAME).write_bytes(bytes(data))
+    for cmd in (["seek-offset", str(tmp_path), str(seg.first[2])], ["seek-time", str(tmp_path), str(seg.max_ts[2])]):
+        res = CliRunner().invoke(cli, cmd)
+        assert isinstance(res.exception, SystemExit) and res.exit_code == 2, (cmd, res.output)
+        assert "Unknown compression type id: 6" in res.stderr
