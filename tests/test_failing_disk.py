@@ -417,3 +417,15 @@ def test_seek_to_a_batch_with_an_unknown_codec_is_a_located_error(tmp_path):
         res = CliRunner().invoke(cli, cmd)
         assert isinstance(res.exception, SystemExit) and res.exit_code == 2, (cmd, res.output)
         assert "Unknown compression type id: 6" in res.stderr
+
+
+def test_raise_if_unreadable_for_writing_commands(tmp_path):
+    path = tmp_path / SEG_NAME
+    path.write_bytes(b"\x01" * 100_000)
+    with MappedFile(str(path)) as mf:
+        mf.raise_if_unreadable()  # nothing happened yet
+        os.truncate(path, 10_000)
+        bytes(mf.buf)  # reads past the new end (SIGBUS without the guard)
+        if safe_read.guard_available():
+            with pytest.raises(Exception, match="truncated-during-read"):
+                mf.raise_if_unreadable()

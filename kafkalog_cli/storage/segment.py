@@ -13,7 +13,14 @@ import os
 import struct
 from collections.abc import Iterator
 
-from kafkalog_cli.errors import UNREADABLE, CorruptRecordError, ReadFinding, UnreadableFileError, unreadable
+from kafkalog_cli.errors import (
+    TRUNCATED_DURING_READ,
+    UNREADABLE,
+    CorruptRecordError,
+    ReadFinding,
+    UnreadableFileError,
+    unreadable,
+)
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
@@ -123,6 +130,14 @@ class MappedFile:
             except OSError:
                 pass
         return out
+
+    def raise_if_unreadable(self) -> None:
+        """For writing commands: raise ``UnreadableFileError`` when any byte read so far could not be read (it read
+        as zeros) or the file shrank, so that a repair never writes output computed from zeros the disk made up."""
+        for f in self.findings():
+            if f.kind in (UNREADABLE, TRUNCATED_DURING_READ):
+                raise UnreadableFileError(f"{f.kind} bytes [{f.start}, {f.end}): {f.message}", file=self.path,
+                                          position=f.start)
 
     def data_extents(self) -> list[tuple[int, int]]:
         """``[start, end)`` ranges of the file holding data; the gaps are holes of a sparse file (zeros, no I/O)."""
