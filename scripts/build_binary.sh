@@ -42,19 +42,22 @@ if [[ ! -f "$STAMP" || pyproject.toml -nt "$STAMP" ]]; then
     pip_quiet install "pyinstaller>=6" setuptools wheel "$ROOT"
     touch "$STAMP"
 fi
-echo "==> compiling the C accelerator (kafkalog_cli._accel) in place"
-"$VENV/bin/python" "$ROOT/setup.py" -q build_ext --inplace --force --build-temp "$ROOT/build/ext" >"$ROOT/build/ext.log" 2>&1 || true
-if ! (cd "$ROOT" && "$VENV/bin/python" -c "import kafkalog_cli._accel") 2>/dev/null; then
+echo "==> compiling the C accelerator (kafkalog_cli._accel)"
+# into build/ext-lib first, then copied into the tree: a failed compile (the extension is optional, so setuptools
+# only warns) must not leave an older .so of the tree to be bundled
+pip_quiet install "setuptools>=77" wheel  # pyproject's build requirement; a venv's bundled setuptools is older
+rm -rf "$ROOT/build/ext-lib"
+"$VENV/bin/python" "$ROOT/setup.py" -q build_ext --force --build-lib "$ROOT/build/ext-lib" \
+    --build-temp "$ROOT/build/ext" >"$ROOT/build/ext.log" 2>&1 || true
+so=("$ROOT"/build/ext-lib/kafkalog_cli/_accel*.so)
+load_so='import importlib.util as u, sys; s = u.spec_from_file_location("kafkalog_cli._accel", sys.argv[1]); s.loader.exec_module(u.module_from_spec(s))'
+if [[ ! -f "${so[0]}" ]] || ! "$VENV/bin/python" -c "$load_so" "${so[0]}" 2>/dev/null; then
     cat "$ROOT/build/ext.log" >&2
     echo "error: the C accelerator kafkalog_cli._accel did not build (a C compiler and Python headers are needed);" \
          "a bundle without it is up to 20x slower, so none is built" >&2
     exit 2
 fi
-# Always re-install kafkalog itself (non-editable): --copy-metadata needs its dist-info with the tree's version.
-# The sources bundled come from the tree itself via --paths, not from this copy.
-pip_quiet install --force-reinstall --no-deps "$ROOT"
-rm -rf "$ROOT/build/lib" "$ROOT/build/bdist."*  # setuptools' in-tree leftovers of the install above
-
+cp "${so[0]}" "$ROOT/kafkalog_cli/"
 if "$VENV/bin/python" -c "import pyspark" 2>/dev/null; then
     echo "error: pyspark is importable in $VENV; it must not be bundled (rm -rf $VENV and re-run)" >&2
     exit 2
