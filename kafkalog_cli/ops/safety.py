@@ -38,6 +38,8 @@ The backup is complete before the commit point (step 3 before step 5), so rollin
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import json
 import os
@@ -46,6 +48,7 @@ import shutil
 import signal
 import stat
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -64,6 +67,8 @@ BACKUP_ENV = "KAFKALOG_BACKUP_DIR"
 SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between commit steps
 KILL_ENV = "KAFKALOG_TEST_KILL_AT_STEP"  # test-only: SIGKILL after the k-th file-changing step
 STEP_LOG_ENV = "KAFKALOG_TEST_STEP_LOG"  # test-only: append a line per file-changing step to this file
+NO_EXCHANGE_ENV = "KAFKALOG_NO_EXCHANGE"  # use the in-place commit even when RENAME_EXCHANGE would work
+DELETE_DIR_SUFFIX = "-delete"  # Kafka's suffix of a partition directory scheduled for deletion (UnifiedLog)
 # checkpoint files Kafka writes as ``<name>.tmp`` and renames (CheckpointFile): a left-over ``.tmp`` is never read
 CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata")
 
@@ -473,6 +478,8 @@ class Transaction:
         self.log_dir_deletes: list[str] = []  # files of the log dir itself (``.kafka_cleanshutdown``)
         self.committed = False
         self._pointer_written = False
+        self.exchange_dir: str | None = None  # see ``_commit_by_exchange``
+        self.old_ino = 0
 
     # ------------------------------------------------------------------------------------------ building
     def stage(self, final_name: str, data: bytes | Callable[[BinaryIO], None], *, mtime: float | None = None) -> None:
@@ -574,6 +581,8 @@ class Transaction:
             "backups": self._backup_names(),
             # size and CRC-32 of every new file: recovery rolls forward only onto files that are really ours
             "digests": {n: list(d) for n, d in self.digests.items()},
+            "exchange_dir": self.exchange_dir,
+            "old_ino": self.old_ino,
             "written_at": datetime.now(timezone.utc).isoformat(),
             **_me(),
         }
@@ -629,12 +638,23 @@ class Transaction:
                 pass
             self.staged.clear()
             raise _write_failed(exc, "cannot back up the files to be replaced (nothing was changed)", current) from None
+        if self.early_deletes and not os.environ.get(NO_EXCHANGE_ENV):
+            real = os.path.realpath(self.partition_dir)
+            self.exchange_dir = os.path.join(os.path.dirname(real),
+                                             f"{os.path.basename(real)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            self.old_ino = os.stat(real).st_ino
         self._set_state("committing")
         self._past_backup = True
         try:
-            _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
-                    logdir, self.log_dir_deletes, self.early_deletes,
-                    on_early=lambda: self._set_state("deleting"))
+            if self.exchange_dir and _commit_by_exchange(self.partition_dir, self._journal("committing")):
+                pass
+            else:
+                if self.exchange_dir:  # no RENAME_EXCHANGE here: the in-place order (see ``delete``)
+                    self.exchange_dir = None
+                    self._set_state("committing")
+                _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
+                        logdir, self.log_dir_deletes, self.early_deletes,
+                        on_early=lambda: self._set_state("deleting"))
         except BaseException as exc:
             # finish or undo now, as recovery after a crash would (any .cleaned left: roll back, which also puts
             # log-dir files such as .kafka_cleanshutdown back); if that fails too, the next run's recovery does it
@@ -855,6 +875,113 @@ def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: lis
     _fsync_dir(partition_dir)
 
 
+# ------------------------------------------------------------------------------------------------ exchange commit
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _rename_exchange(a: str, b: str) -> bool:
+    """Atomically swap the directories ``a`` and ``b`` (renameat2 RENAME_EXCHANGE); False when unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), a)
+
+
+def _commit_by_exchange(partition_dir: str, j: dict) -> bool:
+    """Commit a change that deletes segments no new segment covers (truncation) in ONE atomic step.
+
+    Deleting several files can never be atomic inside the partition directory, and no ordering of deletes and
+    ``.swap`` renames makes every intermediate state load as the old or the new log under the broker's loader (a
+    ``.log.swap`` only removes files inside its own offset range, which the later segments are not). So the new
+    partition directory is built beside the real one as ``<name>.<uuid>-delete`` (Kafka's own name for a partition
+    directory scheduled for deletion: a broker starting meanwhile loads nothing from it and deletes it;
+    ``LogManager.loadLog``), hard-linking every unchanged file and linking each staged file under its final name,
+    fsync'd; then the two directories are swapped with ``renameat2(RENAME_EXCHANGE)``, the commit point for both
+    recoverers, and the old contents (now under the ``-delete`` name, every replaced or deleted file backed up) are
+    removed. Returns False (nothing done) when the file system cannot exchange directories.
+    """
+    real = os.path.realpath(partition_dir)
+    side = j["exchange_dir"]
+    log_dir = j.get("log_dir", "")
+    backup_dir = j["backup_dir"]
+    for name in j.get("log_dir_delete", []):
+        path = os.path.join(log_dir, name)
+        if os.path.lexists(path) and os.path.exists(os.path.join(backup_dir, name)):
+            os.unlink(path)
+            _fsync_dir(log_dir)
+            _slow()
+    staged = list(j.get("replace", [])) + list(j.get("create", []))
+    gone = set(j.get("delete", [])) | set(j.get("early_delete", [])) | set(staged)
+    ours = {staging_name(n) for n in staged}
+    st = os.stat(real)
+    os.mkdir(side, stat.S_IMODE(st.st_mode))
+    try:
+        os.chown(side, st.st_uid, st.st_gid)
+    except PermissionError:
+        pass
+    _slow()
+    for name in sorted(os.listdir(real)):
+        if name in gone or name in ours:
+            continue
+        src = os.path.join(real, name)
+        if os.path.isdir(src) and not os.path.islink(src):
+            shutil.rmtree(side)
+            return False  # a sub-directory cannot be hard-linked: keep the in-place order
+        os.link(src, os.path.join(side, name), follow_symlinks=False)
+        _slow()
+    for name in staged:
+        os.link(os.path.join(real, staging_name(name)), os.path.join(side, name))
+        _slow()
+    _fsync_dir(side)
+    if not _rename_exchange(real, side):
+        shutil.rmtree(side)
+        return False
+    _fsync_dir(os.path.dirname(real))
+    _slow()
+    _remove_side(side)
+    return True
+
+
+def _remove_side(side: str) -> None:
+    """Remove the ``-delete`` directory holding the old contents (every replaced or deleted file is backed up)."""
+    if not os.path.isdir(side):
+        return
+    for name in sorted(os.listdir(side)):
+        os.unlink(os.path.join(side, name))
+        _slow()
+    os.rmdir(side)
+    _fsync_dir(os.path.dirname(side))
+    _slow()
+
+
+def _recover_exchange(pdir: str, j: dict) -> list[str] | None:
+    """Recovery of an exchange commit (``_commit_by_exchange``); None when the journal is not one."""
+    side = j.get("exchange_dir")
+    if not side or j.get("state") != "committing":
+        return None
+    real = os.path.realpath(pdir)
+    if os.stat(real).st_ino != j.get("old_ino"):
+        _remove_side(side)
+        j["state"] = "done"
+        _write_json_atomic(os.path.join(j["backup_dir"], JOURNAL_NAME), j, step=False)
+        if not j.get("keep_backup", True):
+            _drop_backup(j["backup_dir"], list(j.get("log_dir_delete", [])))
+        return [f"finished the interrupted change (the new partition directory was already in place; rolled "
+                f"forward); old versions are in {j['backup_dir']}"]
+    if os.path.isdir(side):
+        shutil.rmtree(side)
+    return []  # not exchanged: the caller rolls back as for any change before its commit point
+
+
 # ------------------------------------------------------------------------------------------------ recovery
 def recover_interrupted(partition_dir: str) -> list[str]:
     """Finish or discard an interrupted ``Transaction``; return one line per thing done (empty when clean).
@@ -931,6 +1058,11 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
     done: list[str] = []
     if state in ("done", "rolled-back", "abandoned"):
         return done
+    if j.get("exchange_dir"):
+        exchanged = _recover_exchange(pdir, j)
+        if exchanged:
+            return exchanged
+        state = j["state"] = "backing-up"  # not exchanged (or no commit reached): roll back below
     # the commit point is the journal reaching "deleting" (early deletes started) or else the last offset-named
     # ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
     leftover = [n for n in staged if offset_named(n) and os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
