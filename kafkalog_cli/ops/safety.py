@@ -47,6 +47,7 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import time
 import uuid
 import zlib
@@ -638,7 +639,7 @@ class Transaction:
                 pass
             self.staged.clear()
             raise _write_failed(exc, "cannot back up the files to be replaced (nothing was changed)", current) from None
-        if self.early_deletes and not os.environ.get(NO_EXCHANGE_ENV):
+        if (self.early_deletes or self._uncovered_deletes()) and not os.environ.get(NO_EXCHANGE_ENV):
             real = os.path.realpath(self.partition_dir)
             self.exchange_dir = os.path.join(os.path.dirname(real),
                                              f"{os.path.basename(real)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
@@ -674,6 +675,28 @@ class Transaction:
             _drop_backup(self.backup_dir, self.log_dir_deletes)
         self.committed = True
 
+    def _uncovered_deletes(self) -> list[str]:
+        """Segment files to delete that lie outside every new segment's offset range [base, next offset).
+
+        The broker's loader only deletes, for a ``.log.swap``, the files inside that range; a merged segment whose
+        records were all cleaned away (its base at or above the new segment's next offset) would be loaded again
+        beside the new segment by a broker starting between the ``.swap`` renames and the deletes. Such a change is
+        committed by directory exchange instead (``_commit_by_exchange``).
+        """
+        ranges = []
+        for name in self.staged:
+            if offset_named(name) and name.endswith(".log"):
+                base = _name_key(name)[0]
+                ranges.append((base, _next_offset_of(os.path.join(self.partition_dir, staging_name(name)), base)))
+        out = []
+        for name in self.deletes:
+            if not offset_named(name) or not name.endswith((".log", ".index", ".timeindex", ".txnindex")):
+                continue
+            off = _name_key(name)[0]
+            if not any(lo <= off < hi for lo, hi in ranges):
+                out.append(name)
+        return out
+
     def abort(self) -> None:
         """Remove the staged ``.cleaned``/``.tmp`` files (nothing else was touched yet) and the pointer."""
         if getattr(self, "_past_backup", False):
@@ -691,6 +714,25 @@ class Transaction:
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if not self.committed:
             self.abort()
+
+
+def _next_offset_of(path: str, base: int) -> int:
+    """``LogSegment.readNextOffset`` of a log file: the offset after its last complete entry (``base`` if none)."""
+    nxt = base
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = 0
+    while pos + 17 <= len(data):
+        offset, length = struct.unpack_from(">qi", data, pos)
+        if length < 14 or pos + 12 + length > len(data):
+            break
+        if data[pos + 16] >= 2 and length >= 49:
+            (delta,) = struct.unpack_from(">i", data, pos + 23)
+            nxt = offset + delta + 1
+        else:
+            nxt = offset + 1  # a legacy entry's offset is its (wrapper's) last offset
+        pos += 12 + length
+    return nxt
 
 
 def _me() -> dict:
