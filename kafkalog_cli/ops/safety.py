@@ -17,20 +17,29 @@ Why each piece exists:
   Other files (checkpoints, ``partition.metadata``) are staged as ``<name>.tmp``, the suffix Kafka's own checkpoint
   writer uses and its loader ignores, and renamed into place together with the ``.swap`` files.
 
-Commit order (each step durable before the next):
+Locks (``locked_log_dir``, held for the whole ``--execute``): kafkalog's own flock on the partition directory (two
+writing commands never interleave) and the broker's ``.lock``, created when missing and locked as Kafka's
+``FileLock`` does (a broker starting mid-repair fails its ``tryLock``).
 
+Commit order (each step durable before the next; README "Commit order and crash safety" has the table):
+
+0. a pointer (state ``staging``, pid and start time of this process) at a location derived from the partition's
+   real path alone, never from ``$KAFKALOG_BACKUP_DIR`` (``_pointer_paths``);
 1. staged files are written as ``<final>.cleaned`` (``<final>.tmp`` for names without an offset) and fsync'd
-   (``stage``);
-2. the journal (state ``backing-up``) is written to the backup dir, plus a pointer to it in the journal root, which
-   is derived from the partition dir alone so that recovery can find it;
+   (``stage``); a failed write removes the half-written file and names it;
+2. the journal (state ``backing-up``) is written to the backup dir and the pointer updated;
 3. every file to be replaced or deleted is hard-linked (same filesystem) or copied into the backup dir, fsync'd;
 4. the journal moves to state ``committing``;
+then either the in-place commit:
 5. ``.cleaned -> .swap`` in descending file-name order (Kafka deletes a ``.swap`` whose base is >= the smallest
    remaining ``.cleaned`` base, so a crash half-way through this step is rolled back by both kafkalog and Kafka),
    directory fsync'd. Once the last ``.cleaned`` is gone the transaction is committed;
-6. deleted files are unlinked (their backups exist since step 3);
-7. ``.swap -> final`` and ``.tmp -> final`` (``os.replace``: atomic, the old inode survives in the backup),
-   directory fsync'd;
+6. deleted files are unlinked (their backups exist since step 3; each lies in the offset range of a new
+   ``.log.swap``, which the broker's loader deletes itself);
+7. ``.swap -> final`` per segment ``.log`` first (``_install_key``), then ``.tmp -> final``, directory fsync'd;
+or, when a deleted segment file lies outside every new segment's offset range (truncation; a merged segment whose
+records were all cleaned away), the exchange commit (``_commit_by_exchange``): the new directory is built beside the
+old one as ``<name>.<uuid>-delete`` from hard links, then swapped in with ``renameat2(RENAME_EXCHANGE)``;
 8. journal state ``done``, pointer removed (and the backup removed when ``keep_backup`` is false).
 
 The backup is complete before the commit point (step 3 before step 5), so rolling forward never has to copy.
