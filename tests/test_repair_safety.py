@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -283,3 +284,57 @@ def test_enospc_while_staging_removes_the_staged_file_and_names_it(tmp_path, sma
     r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", str(pdir),
              env={safety.BACKUP_ENV: str(tmp_path / "bk")})
     assert r.returncode == 0 and "recovered" not in r.stderr, r.stderr
+
+
+@pytest.fixture
+def shrinking_disk(tmp_path):
+    """An ext4 file system on a loop device whose backing file is then cut short: blocks allocated afterwards lie
+    past the end of the device, so writing them back fails with a real EIO (at fsync). Skipped without root,
+    losetup or mkfs.ext4."""
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "dumpe2fs")):
+        pytest.skip("needs root, losetup, mkfs.ext4 and dumpe2fs")
+    img, mnt = tmp_path / "disk.img", tmp_path / "logs"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    if subprocess.run(["mkfs.ext4", "-q", "-F", "-O", "^has_journal", str(img)], capture_output=True).returncode:
+        pytest.skip("mkfs.ext4 failed")
+    r = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"no loop device: {r.stderr.strip()}")
+    loop = r.stdout.strip()
+    try:
+        if subprocess.run(["mount", loop, str(mnt)], capture_output=True).returncode:
+            pytest.skip("cannot mount the loop device")
+
+        def cut() -> None:
+            # a fresh ext4 allocates from the start of group 0: cut the device where group 0's free blocks begin,
+            # so every block allocated from now on lies past its end (what is already written stays readable)
+            os.sync()
+            info = subprocess.run(["dumpe2fs", str(img)], capture_output=True, text=True).stdout
+            bs = int(re.search(r"^Block size:\s+(\d+)", info, re.M).group(1))
+            first_free = int(re.search(r"Group 0:.*?Free blocks: (\d+)", info, re.S).group(1))
+            with open(img, "r+b") as f:
+                f.truncate(first_free * bs)
+            subprocess.run(["losetup", "-c", loop], check=True)
+
+        yield mnt, cut
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
+
+
+def test_eio_while_staging_removes_the_staged_file_and_names_it(tmp_path, shrinking_disk):
+    mnt, cut = shrinking_disk
+    pdir = mnt / "t-0"
+    make_partition(str(pdir), 3, segments=1, max_batches=30, interval=100000, gaps=False)  # indexes to replace
+    os.sync()
+    before = _hashes(str(pdir))
+    cut()
+    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", str(pdir),
+             env={safety.BACKUP_ENV: str(tmp_path / "bk")})
+    assert r.returncode == 2, r.stderr
+    err = [ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: error")]
+    assert len(err) == 1 and ".index.cleaned" in err[0] and "Input/output error" in err[0], r.stderr
+    assert "error: :" not in err[0]
+    assert _hashes(str(pdir)) == before
