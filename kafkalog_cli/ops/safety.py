@@ -66,7 +66,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import BinaryIO
 
-from kafkalog_cli.errors import RepairRefused, WriteFailedError
+from kafkalog_cli.errors import RepairRefused, WriteFailedError, unreadable
 from kafkalog_cli.storage import lock as locks
 
 BUILD_SUFFIX = ".cleaned"
@@ -129,6 +129,9 @@ def ensure_unlocked(partition_dir: str) -> None:
         raise _lock_refusal(logdir, lock_path, state)
 
 
+_created_locks: set[str] = set()  # .lock files this process created (and removes again): not evidence of a broker
+
+
 def _own_lock_refusal(real: str, state: locks.LockState) -> RepairRefused:
     who = f"pid {state.pid}" if state.pid else "pid unknown"
     return RepairRefused(
@@ -156,6 +159,8 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
     real = os.path.realpath(partition_dir)
     try:
         own, own_state = locks.lock_directory(real)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise unreadable(exc, partition_dir, want="directory") from None
     except OSError as exc:
         raise RepairRefused(
             f"cannot lock the partition directory: {exc.strerror}", file=real, expected="a directory kafkalog can open",
@@ -175,12 +180,14 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
         if state.locked:
             raise _lock_refusal(logdir, lock_path, state)
         if created:
+            _created_locks.add(lock_path)
             _slow()
         try:
             yield
         finally:
             if held is not None:
                 if created:
+                    _created_locks.discard(lock_path)
                     try:
                         os.unlink(lock_path)
                     except OSError:
@@ -192,13 +199,15 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
 
 def log_dir_warnings(partition_dir: str) -> list[str]:
     """Plan notes about the log directory itself: without ``.lock`` and ``meta.properties`` it may not be a Kafka
-    log directory at all (a wrong path, or a copy), and no broker lock can be checked or held there."""
+    log directory at all (a wrong path, or a copy). A ``.lock`` that ``locked_log_dir`` created for the duration of
+    the command does not count."""
     logdir = log_dir_of(partition_dir)
-    if os.path.exists(os.path.join(logdir, ".lock")) or os.path.exists(os.path.join(logdir, "meta.properties")):
+    lock = os.path.join(logdir, ".lock")
+    if (os.path.exists(lock) and lock not in _created_locks) or os.path.exists(os.path.join(logdir, "meta.properties")):
         return []
     return [
         f"WARNING: {logdir} has neither .lock nor meta.properties: it may not be a Kafka log directory (check the "
-        "path), and no broker lock could be checked or held there"
+        "path); kafkalog holds a .lock there only while it writes"
     ]
 
 
