@@ -350,3 +350,33 @@ def test_eio_while_staging_removes_the_staged_file_and_names_it(tmp_path, shrink
     assert len(err) == 1 and ".index.cleaned" in err[0] and "Input/output error" in err[0], r.stderr
     assert "error: :" not in err[0]
     assert _hashes(str(pdir)) == before
+
+
+def test_failure_after_the_exchange_finishes_forward_and_keeps_the_backup(tmp_path, monkeypatch):
+    """An error after the directories were exchanged (the commit point) must finish the change, never "roll back"
+    (which would delete the backup of a change that is in place)."""
+    from kafkalog_cli.errors import WriteFailedError
+    from kafkalog_cli.ops import truncate
+
+    ref = str(tmp_path / "ref" / "logs" / "t-0")
+    random_partition(ref, 6)
+    work = str(tmp_path / "work" / "logs" / "t-0")
+    shutil.copytree(ref, work)
+    truncate.run(ref, None, 50, execute=True, backup_dir=str(tmp_path / "refbk"))
+    new = _hashes(ref)
+    real_remove = safety._remove_side
+    calls = []
+
+    def failing_remove(side: str) -> None:
+        calls.append(side)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error", side)
+        real_remove(side)
+
+    monkeypatch.setattr(safety, "_remove_side", failing_remove)
+    with pytest.raises(WriteFailedError):
+        truncate.run(work, None, 50, execute=True, backup_dir=str(tmp_path / "bk"))
+    assert _hashes(work) == new
+    assert os.listdir(os.path.dirname(work)) == ["t-0"]
+    (bdir,) = os.listdir(tmp_path / "bk")
+    assert any(n.endswith(".log") for n in os.listdir(tmp_path / "bk" / bdir))  # the later segments' backups

@@ -677,8 +677,8 @@ class Transaction:
         except BaseException as exc:
             # finish or undo now, as recovery after a crash would (any .cleaned left: roll back, which also puts
             # log-dir files such as .kafka_cleanshutdown back); if that fails too, the next run's recovery does it
-            state = "deleting" if any(not os.path.lexists(os.path.join(self.partition_dir, n))
-                                      for n in self.early_deletes) else "committing"
+            state = "deleting" if not self.exchange_dir and any(
+                not os.path.lexists(os.path.join(self.partition_dir, n)) for n in self.early_deletes) else "committing"
             try:
                 _recover_with_journal(self.partition_dir, self._journal(state))
                 _unlink_pointer(self.partition_dir)
@@ -1026,7 +1026,7 @@ def _remove_side(side: str) -> None:
 def _recover_exchange(pdir: str, j: dict) -> list[str] | None:
     """Recovery of an exchange commit (``_commit_by_exchange``); None when the journal is not one."""
     side = j.get("exchange_dir")
-    if not side or j.get("state") != "committing":
+    if not side or j.get("state") not in ("committing", "deleting"):
         return None
     real = os.path.realpath(pdir)
     if os.stat(real).st_ino != j.get("old_ino"):
