@@ -941,7 +941,8 @@ _AT_FDCWD = -100
 
 
 def _rename_exchange(a: str, b: str) -> bool:
-    """Atomically swap the directories ``a`` and ``b`` (renameat2 RENAME_EXCHANGE); False when unsupported."""
+    """Atomically swap the directories ``a`` and ``b`` (renameat2 RENAME_EXCHANGE); False when the file system or
+    the kernel cannot (or ``a`` is a mount point): the caller then uses the in-place order."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2
@@ -951,7 +952,7 @@ def _rename_exchange(a: str, b: str) -> bool:
     if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.EBUSY):
         return False
     raise OSError(err, os.strerror(err), a)
 
