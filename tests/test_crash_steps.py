@@ -22,7 +22,7 @@ import signal
 import broker_loader
 import pytest
 from index_partition_gen import make_partition
-from partition_gen import random_partition
+from partition_gen import PartitionBuilder, random_partition
 
 from kafkalog_cli.ops import safety
 
@@ -67,13 +67,36 @@ def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
     if kind == "compact":
         random_partition(pdir, 9)
         return pdir, ["compact", "--execute", "--now-ms", str(NOW), pdir]
+    if kind == "compact-uncovered":
+        # group [0, 2] keeps only offset 0 (k4=z and k2=x are superseded in a later group): the new 0.log.swap's
+        # offset range [0, 1) does not cover 2.log, which the broker's loader would then keep beside it
+        pb = PartitionBuilder(pdir)
+        pb.batch([(b"k1", b"a")])
+        pb.batch([(b"k4", b"z")])
+        pb.roll()
+        pb.batch([(b"k2", b"x")])
+        pb.roll()
+        pb.batch([(b"k3", b"c" * 200)])
+        pb.roll()
+        pb.batch([(b"k2", b"y"), (b"k4", b"w")])
+        pb.roll()
+        pb.batch([(b"tail", b"t")])
+        pb.write()
+        return pdir, ["compact", "--execute", "--now-ms", str(NOW), "--segment-bytes", "220", pdir]
     random_partition(pdir, 6)
     return pdir, ["truncate-to-epoch", "--execute", "--to-offset", "50", pdir]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["rebuild-index", "compact", "truncate-to-epoch"])
-def test_kill_at_every_step_loads_old_or_new(tmp_path, kind):
+@pytest.mark.parametrize("kind", ["rebuild-index", "compact", "compact-uncovered", "truncate-to-epoch",
+                                  "truncate-in-place"])
+def test_kill_at_every_step_loads_old_or_new(tmp_path, kind, monkeypatch):
+    """``truncate-in-place``: without RENAME_EXCHANGE (KAFKALOG_NO_EXCHANGE) truncation falls back to deleting the
+    later segments, highest first, before the cut segment becomes visible: a broker starting then loads the old log
+    minus some of its last segments (as mid-way through Kafka's own LocalLog.truncateTo), never the cut segment
+    with later segments."""
+    if kind == "truncate-in-place":
+        monkeypatch.setenv(safety.NO_EXCHANGE_ENV, "1")
     src, args = _scenario(kind, str(tmp_path / "src"))
     old = _hashes(src)
     old_view = broker_loader.load(src, str(tmp_path / "scratch")).view
@@ -103,7 +126,7 @@ def test_kill_at_every_step_loads_old_or_new(tmp_path, kind):
         elif loaded.view == new_view:
             seen["broker"].add("new")
         else:
-            assert kind == "truncate-to-epoch" and broker_loader.prefix_of(loaded.view, old_view), (
+            assert kind == "truncate-in-place" and broker_loader.prefix_of(loaded.view, old_view), (
                 f"step {k}: the broker would load neither the old nor the new partition: {loaded.view}")
             seen["broker"].add("old minus its last segments")
         # kafkalog's recovery (the next run), whatever KAFKALOG_BACKUP_DIR says
@@ -112,6 +135,9 @@ def test_kill_at_every_step_loads_old_or_new(tmp_path, kind):
         assert now in (old, new), f"step {k}: kafkalog's recovery left a mixed state"
         seen["kafkalog"].add("old" if now == old else "new")
         assert broker_loader.load(pdir, str(tmp_path / "scratch")).view == (old_view if now == old else new_view)
+        assert [n for n in os.listdir(os.path.dirname(pdir)) if n != ".lock"] == ["t-0"], f"step {k}: leftovers"
         shutil.rmtree(root)
     assert seen["kafkalog"] == {"old", "new"}, seen
     assert {"old", "new"} <= seen["broker"], seen
+    if kind == "truncate-in-place":
+        assert "old minus its last segments" in seen["broker"], seen

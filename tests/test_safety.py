@@ -314,6 +314,7 @@ def _crash_at_first_swap_rename(pdir: str, backup: str, new_index: bytes) -> Non
         return real_replace(src, dst, *a, **k)
 
     sf.os.replace = dying_replace
+    _os.environ[sf.NO_EXCHANGE_ENV] = "1"  # the in-place commit (5.log is outside every new segment's range)
     with sf.Transaction(pdir, backup) as tx:
         tx.stage("00000000000000000000.index", new_index)
         tx.delete("00000000000000000005.log")

@@ -17,20 +17,29 @@ Why each piece exists:
   Other files (checkpoints, ``partition.metadata``) are staged as ``<name>.tmp``, the suffix Kafka's own checkpoint
   writer uses and its loader ignores, and renamed into place together with the ``.swap`` files.
 
-Commit order (each step durable before the next):
+Locks (``locked_log_dir``, held for the whole ``--execute``): kafkalog's own flock on the partition directory (two
+writing commands never interleave) and the broker's ``.lock``, created when missing and locked as Kafka's
+``FileLock`` does (a broker starting mid-repair fails its ``tryLock``).
 
+Commit order (each step durable before the next; README "Commit order and crash safety" has the table):
+
+0. a pointer (state ``staging``, pid and start time of this process) at a location derived from the partition's
+   real path alone, never from ``$KAFKALOG_BACKUP_DIR`` (``_pointer_paths``);
 1. staged files are written as ``<final>.cleaned`` (``<final>.tmp`` for names without an offset) and fsync'd
-   (``stage``);
-2. the journal (state ``backing-up``) is written to the backup dir, plus a pointer to it in the journal root, which
-   is derived from the partition dir alone so that recovery can find it;
+   (``stage``); a failed write removes the half-written file and names it;
+2. the journal (state ``backing-up``) is written to the backup dir and the pointer updated;
 3. every file to be replaced or deleted is hard-linked (same filesystem) or copied into the backup dir, fsync'd;
 4. the journal moves to state ``committing``;
+then either the in-place commit:
 5. ``.cleaned -> .swap`` in descending file-name order (Kafka deletes a ``.swap`` whose base is >= the smallest
    remaining ``.cleaned`` base, so a crash half-way through this step is rolled back by both kafkalog and Kafka),
    directory fsync'd. Once the last ``.cleaned`` is gone the transaction is committed;
-6. deleted files are unlinked (their backups exist since step 3);
-7. ``.swap -> final`` and ``.tmp -> final`` (``os.replace``: atomic, the old inode survives in the backup),
-   directory fsync'd;
+6. deleted files are unlinked (their backups exist since step 3; each lies in the offset range of a new
+   ``.log.swap``, which the broker's loader deletes itself);
+7. ``.swap -> final`` per segment ``.log`` first (``_install_key``), then ``.tmp -> final``, directory fsync'd;
+or, when a deleted segment file lies outside every new segment's offset range (truncation; a merged segment whose
+records were all cleaned away), the exchange commit (``_commit_by_exchange``): the new directory is built beside the
+old one as ``<name>.<uuid>-delete`` from hard links, then swapped in with ``renameat2(RENAME_EXCHANGE)``;
 8. journal state ``done``, pointer removed (and the backup removed when ``keep_backup`` is false).
 
 The backup is complete before the commit point (step 3 before step 5), so rolling forward never has to copy.
@@ -38,6 +47,8 @@ The backup is complete before the commit point (step 3 before step 5), so rollin
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import json
 import os
@@ -45,7 +56,9 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,7 +66,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import BinaryIO
 
-from kafkalog_cli.errors import RepairRefused, WriteFailedError
+from kafkalog_cli.errors import RepairRefused, WriteFailedError, unreadable
 from kafkalog_cli.storage import lock as locks
 
 BUILD_SUFFIX = ".cleaned"
@@ -64,6 +77,8 @@ BACKUP_ENV = "KAFKALOG_BACKUP_DIR"
 SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between commit steps
 KILL_ENV = "KAFKALOG_TEST_KILL_AT_STEP"  # test-only: SIGKILL after the k-th file-changing step
 STEP_LOG_ENV = "KAFKALOG_TEST_STEP_LOG"  # test-only: append a line per file-changing step to this file
+NO_EXCHANGE_ENV = "KAFKALOG_NO_EXCHANGE"  # use the in-place commit even when RENAME_EXCHANGE would work
+DELETE_DIR_SUFFIX = "-delete"  # Kafka's suffix of a partition directory scheduled for deletion (UnifiedLog)
 # checkpoint files Kafka writes as ``<name>.tmp`` and renames (CheckpointFile): a left-over ``.tmp`` is never read
 CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata")
 
@@ -114,6 +129,9 @@ def ensure_unlocked(partition_dir: str) -> None:
         raise _lock_refusal(logdir, lock_path, state)
 
 
+_created_locks: set[str] = set()  # .lock files this process created (and removes again): not evidence of a broker
+
+
 def _own_lock_refusal(real: str, state: locks.LockState) -> RepairRefused:
     who = f"pid {state.pid}" if state.pid else "pid unknown"
     return RepairRefused(
@@ -141,6 +159,8 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
     real = os.path.realpath(partition_dir)
     try:
         own, own_state = locks.lock_directory(real)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise unreadable(exc, partition_dir, want="directory") from None
     except OSError as exc:
         raise RepairRefused(
             f"cannot lock the partition directory: {exc.strerror}", file=real, expected="a directory kafkalog can open",
@@ -160,12 +180,14 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
         if state.locked:
             raise _lock_refusal(logdir, lock_path, state)
         if created:
+            _created_locks.add(lock_path)
             _slow()
         try:
             yield
         finally:
             if held is not None:
                 if created:
+                    _created_locks.discard(lock_path)
                     try:
                         os.unlink(lock_path)
                     except OSError:
@@ -177,13 +199,15 @@ def locked_log_dir(partition_dir: str) -> Iterator[None]:
 
 def log_dir_warnings(partition_dir: str) -> list[str]:
     """Plan notes about the log directory itself: without ``.lock`` and ``meta.properties`` it may not be a Kafka
-    log directory at all (a wrong path, or a copy), and no broker lock can be checked or held there."""
+    log directory at all (a wrong path, or a copy). A ``.lock`` that ``locked_log_dir`` created for the duration of
+    the command does not count."""
     logdir = log_dir_of(partition_dir)
-    if os.path.exists(os.path.join(logdir, ".lock")) or os.path.exists(os.path.join(logdir, "meta.properties")):
+    lock = os.path.join(logdir, ".lock")
+    if (os.path.exists(lock) and lock not in _created_locks) or os.path.exists(os.path.join(logdir, "meta.properties")):
         return []
     return [
         f"WARNING: {logdir} has neither .lock nor meta.properties: it may not be a Kafka log directory (check the "
-        "path), and no broker lock could be checked or held there"
+        "path); kafkalog holds a .lock there only while it writes"
     ]
 
 
@@ -473,6 +497,8 @@ class Transaction:
         self.log_dir_deletes: list[str] = []  # files of the log dir itself (``.kafka_cleanshutdown``)
         self.committed = False
         self._pointer_written = False
+        self.exchange_dir: str | None = None  # see ``_commit_by_exchange``
+        self.old_ino = 0
 
     # ------------------------------------------------------------------------------------------ building
     def stage(self, final_name: str, data: bytes | Callable[[BinaryIO], None], *, mtime: float | None = None) -> None:
@@ -574,6 +600,8 @@ class Transaction:
             "backups": self._backup_names(),
             # size and CRC-32 of every new file: recovery rolls forward only onto files that are really ours
             "digests": {n: list(d) for n, d in self.digests.items()},
+            "exchange_dir": self.exchange_dir,
+            "old_ino": self.old_ino,
             "written_at": datetime.now(timezone.utc).isoformat(),
             **_me(),
         }
@@ -629,17 +657,28 @@ class Transaction:
                 pass
             self.staged.clear()
             raise _write_failed(exc, "cannot back up the files to be replaced (nothing was changed)", current) from None
+        if (self.early_deletes or self._uncovered_deletes()) and not os.environ.get(NO_EXCHANGE_ENV):
+            real = os.path.realpath(self.partition_dir)
+            self.exchange_dir = os.path.join(os.path.dirname(real),
+                                             f"{os.path.basename(real)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            self.old_ino = os.stat(real).st_ino
         self._set_state("committing")
         self._past_backup = True
         try:
-            _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
-                    logdir, self.log_dir_deletes, self.early_deletes,
-                    on_early=lambda: self._set_state("deleting"))
+            if self.exchange_dir and _commit_by_exchange(self.partition_dir, self._journal("committing")):
+                pass
+            else:
+                if self.exchange_dir:  # no RENAME_EXCHANGE here: the in-place order (see ``delete``)
+                    self.exchange_dir = None
+                    self._set_state("committing")
+                _finish(self.partition_dir, self.backup_dir, list(self.staged), self.deletes, self.suffix,
+                        logdir, self.log_dir_deletes, self.early_deletes,
+                        on_early=lambda: self._set_state("deleting"))
         except BaseException as exc:
             # finish or undo now, as recovery after a crash would (any .cleaned left: roll back, which also puts
             # log-dir files such as .kafka_cleanshutdown back); if that fails too, the next run's recovery does it
-            state = "deleting" if any(not os.path.lexists(os.path.join(self.partition_dir, n))
-                                      for n in self.early_deletes) else "committing"
+            state = "deleting" if not self.exchange_dir and any(
+                not os.path.lexists(os.path.join(self.partition_dir, n)) for n in self.early_deletes) else "committing"
             try:
                 _recover_with_journal(self.partition_dir, self._journal(state))
                 _unlink_pointer(self.partition_dir)
@@ -653,6 +692,28 @@ class Transaction:
         if not self.keep_backup:
             _drop_backup(self.backup_dir, self.log_dir_deletes)
         self.committed = True
+
+    def _uncovered_deletes(self) -> list[str]:
+        """Segment files to delete that lie outside every new segment's offset range [base, next offset).
+
+        The broker's loader only deletes, for a ``.log.swap``, the files inside that range; a merged segment whose
+        records were all cleaned away (its base at or above the new segment's next offset) would be loaded again
+        beside the new segment by a broker starting between the ``.swap`` renames and the deletes. Such a change is
+        committed by directory exchange instead (``_commit_by_exchange``).
+        """
+        ranges = []
+        for name in self.staged:
+            if offset_named(name) and name.endswith(".log"):
+                base = _name_key(name)[0]
+                ranges.append((base, _next_offset_of(os.path.join(self.partition_dir, staging_name(name)), base)))
+        out = []
+        for name in self.deletes:
+            if not offset_named(name) or not name.endswith((".log", ".index", ".timeindex", ".txnindex")):
+                continue
+            off = _name_key(name)[0]
+            if not any(lo <= off < hi for lo, hi in ranges):
+                out.append(name)
+        return out
 
     def abort(self) -> None:
         """Remove the staged ``.cleaned``/``.tmp`` files (nothing else was touched yet) and the pointer."""
@@ -671,6 +732,25 @@ class Transaction:
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if not self.committed:
             self.abort()
+
+
+def _next_offset_of(path: str, base: int) -> int:
+    """``LogSegment.readNextOffset`` of a log file: the offset after its last complete entry (``base`` if none)."""
+    nxt = base
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = 0
+    while pos + 17 <= len(data):
+        offset, length = struct.unpack_from(">qi", data, pos)
+        if length < 14 or pos + 12 + length > len(data):
+            break
+        if data[pos + 16] >= 2 and length >= 49:
+            (delta,) = struct.unpack_from(">i", data, pos + 23)
+            nxt = offset + delta + 1
+        else:
+            nxt = offset + 1  # a legacy entry's offset is its (wrapper's) last offset
+        pos += 12 + length
+    return nxt
 
 
 def _me() -> dict:
@@ -855,6 +935,114 @@ def _finish(partition_dir: str, backup_dir: str, staged: list[str], deletes: lis
     _fsync_dir(partition_dir)
 
 
+# ------------------------------------------------------------------------------------------------ exchange commit
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _rename_exchange(a: str, b: str) -> bool:
+    """Atomically swap the directories ``a`` and ``b`` (renameat2 RENAME_EXCHANGE); False when the file system or
+    the kernel cannot (or ``a`` is a mount point): the caller then uses the in-place order."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.EBUSY):
+        return False
+    raise OSError(err, os.strerror(err), a)
+
+
+def _commit_by_exchange(partition_dir: str, j: dict) -> bool:
+    """Commit a change that deletes segments no new segment covers (truncation) in ONE atomic step.
+
+    Deleting several files can never be atomic inside the partition directory, and no ordering of deletes and
+    ``.swap`` renames makes every intermediate state load as the old or the new log under the broker's loader (a
+    ``.log.swap`` only removes files inside its own offset range, which the later segments are not). So the new
+    partition directory is built beside the real one as ``<name>.<uuid>-delete`` (Kafka's own name for a partition
+    directory scheduled for deletion: a broker starting meanwhile loads nothing from it and deletes it;
+    ``LogManager.loadLog``), hard-linking every unchanged file and linking each staged file under its final name,
+    fsync'd; then the two directories are swapped with ``renameat2(RENAME_EXCHANGE)``, the commit point for both
+    recoverers, and the old contents (now under the ``-delete`` name, every replaced or deleted file backed up) are
+    removed. Returns False (nothing done) when the file system cannot exchange directories.
+    """
+    real = os.path.realpath(partition_dir)
+    side = j["exchange_dir"]
+    log_dir = j.get("log_dir", "")
+    backup_dir = j["backup_dir"]
+    for name in j.get("log_dir_delete", []):
+        path = os.path.join(log_dir, name)
+        if os.path.lexists(path) and os.path.exists(os.path.join(backup_dir, name)):
+            os.unlink(path)
+            _fsync_dir(log_dir)
+            _slow()
+    staged = list(j.get("replace", [])) + list(j.get("create", []))
+    gone = set(j.get("delete", [])) | set(j.get("early_delete", [])) | set(staged)
+    ours = {staging_name(n) for n in staged}
+    st = os.stat(real)
+    os.mkdir(side, stat.S_IMODE(st.st_mode))
+    try:
+        os.chown(side, st.st_uid, st.st_gid)
+    except PermissionError:
+        pass
+    _slow()
+    for name in sorted(os.listdir(real)):
+        if name in gone or name in ours:
+            continue
+        src = os.path.join(real, name)
+        if os.path.isdir(src) and not os.path.islink(src):
+            shutil.rmtree(side)
+            return False  # a sub-directory cannot be hard-linked: keep the in-place order
+        os.link(src, os.path.join(side, name), follow_symlinks=False)
+        _slow()
+    for name in staged:
+        os.link(os.path.join(real, staging_name(name)), os.path.join(side, name))
+        _slow()
+    _fsync_dir(side)
+    if not _rename_exchange(real, side):
+        shutil.rmtree(side)
+        return False
+    _fsync_dir(os.path.dirname(real))
+    _slow()
+    _remove_side(side)
+    return True
+
+
+def _remove_side(side: str) -> None:
+    """Remove the ``-delete`` directory holding the old contents (every replaced or deleted file is backed up)."""
+    if not os.path.isdir(side):
+        return
+    for name in sorted(os.listdir(side)):
+        os.unlink(os.path.join(side, name))
+        _slow()
+    os.rmdir(side)
+    _fsync_dir(os.path.dirname(side))
+    _slow()
+
+
+def _recover_exchange(pdir: str, j: dict) -> list[str] | None:
+    """Recovery of an exchange commit (``_commit_by_exchange``); None when the journal is not one."""
+    side = j.get("exchange_dir")
+    if not side or j.get("state") not in ("committing", "deleting"):
+        return None
+    real = os.path.realpath(pdir)
+    if os.stat(real).st_ino != j.get("old_ino"):
+        _remove_side(side)
+        j["state"] = "done"
+        _write_json_atomic(os.path.join(j["backup_dir"], JOURNAL_NAME), j, step=False)
+        if not j.get("keep_backup", True):
+            _drop_backup(j["backup_dir"], list(j.get("log_dir_delete", [])))
+        return [f"finished the interrupted change (the new partition directory was already in place; rolled "
+                f"forward); old versions are in {j['backup_dir']}"]
+    if os.path.isdir(side):
+        shutil.rmtree(side)
+    return []  # not exchanged: the caller rolls back as for any change before its commit point
+
+
 # ------------------------------------------------------------------------------------------------ recovery
 def recover_interrupted(partition_dir: str) -> list[str]:
     """Finish or discard an interrupted ``Transaction``; return one line per thing done (empty when clean).
@@ -931,6 +1119,11 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
     done: list[str] = []
     if state in ("done", "rolled-back", "abandoned"):
         return done
+    if j.get("exchange_dir"):
+        exchanged = _recover_exchange(pdir, j)
+        if exchanged:
+            return exchanged
+        state = j["state"] = "backing-up"  # not exchanged (or no commit reached): roll back below
     # the commit point is the journal reaching "deleting" (early deletes started) or else the last offset-named
     # ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
     leftover = [n for n in staged if offset_named(n) and os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
