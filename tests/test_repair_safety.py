@@ -45,7 +45,7 @@ def _nothing_to_rebuild(pdir: str) -> bool:
     """A dry run finds every index as rebuilt with --index-interval-bytes 300 (not its exit code: see the brief)."""
     import json
 
-    r = _run("rebuild-index", "--index-interval-bytes", "300", "--format", "json", pdir)
+    r = _run("rebuild-index", "--index-interval-bytes", "300", "--rewrite-valid", "--format", "json", pdir)
     assert r.returncode != 2, r.stderr
     return json.loads(r.stdout)["differences"] == 0
 
@@ -53,7 +53,7 @@ def _nothing_to_rebuild(pdir: str) -> bool:
 def _slow_writer(pdir: str, delay: str, bk: str) -> subprocess.Popen:
     env = {**os.environ, safety.SLOW_ENV: delay, safety.BACKUP_ENV: bk}
     return subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "rebuild-index", "--index-interval-bytes", "300",
-                             "--execute", pdir], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--execute", "--rewrite-valid", pdir], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_staging(pdir: str, proc: subprocess.Popen) -> None:
@@ -221,7 +221,7 @@ def test_checkpoint_tmp_left_by_a_crash_before_the_journal_is_removed(tmp_path):
 
     pdir = _kill_until(args, str(src), str(tmp_path / "w"), os.path.join("logs", "t-0"), before_journal)
     old = _hashes(str(src / "logs" / "t-0"))
-    r = _run("rebuild-index", "--execute", pdir)  # the next writing run, whatever command it is
+    r = _run("rebuild-index", "--execute", "--rewrite-valid", pdir)  # the next writing run, whatever command it is
     assert r.returncode in (0, 1), r.stderr
     assert "leader-epoch-checkpoint.tmp" in r.stderr
     names = os.listdir(pdir)
@@ -237,7 +237,7 @@ def test_journal_is_found_whatever_the_backup_env_says(tmp_path):
     backup, or refuse)."""
     src = tmp_path / "src"
     pdir0 = _stale(str(src))
-    args = ["rebuild-index", "--index-interval-bytes", "300", "--execute", pdir0]
+    args = ["rebuild-index", "--index-interval-bytes", "300", "--execute", "--rewrite-valid", pdir0]
 
     def committed(pdir: str) -> bool:
         names = os.listdir(pdir)
@@ -245,7 +245,7 @@ def test_journal_is_found_whatever_the_backup_env_says(tmp_path):
 
     pdir = _kill_until(args, str(src), str(tmp_path / "w"), os.path.join("logs", "t-0"), committed,
                        env={safety.BACKUP_ENV: str(tmp_path / "A")})
-    r = _run("rebuild-index", "--index-interval-bytes", "300", "--execute", pdir,
+    r = _run("rebuild-index", "--index-interval-bytes", "300", "--execute", "--rewrite-valid", pdir,
              env={safety.BACKUP_ENV: str(tmp_path / "B")})
     assert r.returncode == 0, r.stderr
     assert "finished the interrupted change" in r.stderr and str(tmp_path / "A") in r.stderr, r.stderr
@@ -284,7 +284,7 @@ def test_enospc_while_staging_removes_the_staged_file_and_names_it(tmp_path, sma
     finally:
         os.close(fd)
     before = _hashes(str(pdir))
-    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", str(pdir),
+    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", "--rewrite-valid", str(pdir),
              env={safety.BACKUP_ENV: str(tmp_path / "bk")})
     assert r.returncode == 2, r.stderr
     err = [ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: error")]
@@ -293,7 +293,7 @@ def test_enospc_while_staging_removes_the_staged_file_and_names_it(tmp_path, sma
     assert _hashes(str(pdir)) == before  # the half-written .cleaned is gone, nothing else changed
     assert not os.path.exists(small_tmpfs / ".lock")
     os.unlink(small_tmpfs / "filler")
-    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", str(pdir),
+    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", "--rewrite-valid", str(pdir),
              env={safety.BACKUP_ENV: str(tmp_path / "bk")})
     assert r.returncode == 0 and "recovered" not in r.stderr, r.stderr
 
@@ -343,7 +343,7 @@ def test_eio_while_staging_removes_the_staged_file_and_names_it(tmp_path, shrink
     os.sync()
     before = _hashes(str(pdir))
     cut()
-    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", str(pdir),
+    r = _run("rebuild-index", "--index-interval-bytes", "100", "--execute", "--rewrite-valid", str(pdir),
              env={safety.BACKUP_ENV: str(tmp_path / "bk")})
     assert r.returncode == 2, r.stderr
     err = [ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: error")]
