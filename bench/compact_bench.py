@@ -16,6 +16,7 @@ directory and is deleted at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -63,20 +64,22 @@ def generate(pdir: str, size: int, segment: int, per_batch: int, value_bytes: in
 
 RUNNER = """
 import resource, subprocess, sys
-p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+with open(sys.argv[1], "w") as out:
+    p = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.PIPE, text=True)
 sys.stderr.write(p.stderr)
 print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
-def run(argv: list[str]) -> tuple[int, float, int]:
-    """(exit code, seconds, peak RSS in KiB) of one kafkalog command and everything it starts.
+def run(argv: list[str], stdout_path: str) -> tuple[int, float, int]:
+    """(exit code, seconds, peak RSS in KiB) of one kafkalog command and everything it starts (its stdout goes to
+    ``stdout_path``).
 
     A small runner process starts the command and reads RUSAGE_CHILDREN: a child's ru_maxrss counts the RSS of the
     process it was forked from, so starting kafkalog straight from this process (which held the generated
     segments) would report this process's size, not the command's."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", RUNNER, sys.executable, "-m", "kafkalog_cli", *argv],
+    proc = subprocess.run([sys.executable, "-c", RUNNER, stdout_path, sys.executable, "-m", "kafkalog_cli", *argv],
                           capture_output=True, text=True)
     secs = time.perf_counter() - t0
     code, rss = (int(x) for x in proc.stdout.split())
@@ -106,9 +109,15 @@ def main() -> None:
               f"{len([n for n in os.listdir(pdir) if n.endswith('.log')])} segments ({time.perf_counter() - t0:.0f} s)")
         cap_kib = (args.dedupe_mib * MIB + 64 * MIB) // 1024
         common = ["compact", "--now-ms", "1800000000000", "--dedupe-buffer-bytes", str(args.dedupe_mib * MIB)]
-        code, secs, rss = run([*common, "--format", "json", pdir])
+        plan_path = os.path.join(root, "plan.json")
+        code, secs, rss = run([*common, "--format", "json", pdir], plan_path)
         print(f"dry run:   exit {code}, {secs:.0f} s, peak RSS {rss / 1024:.1f} MiB")
-        code, secs, rss = run([*common, "--execute", "--no-backup", "--backup-dir", os.path.join(root, "bk"), pdir])
+        with open(plan_path) as f:
+            m = json.load(f)["offset_map"]
+        print(f"offset map: {m['entries']} keys of {m['max_entries']} ({m['slots']} slots)"
+              + (f", FULL: round limited to offsets < {m['cleaned_up_to']}" if m["full"] else ""))
+        code, secs, rss = run([*common, "--execute", "--no-backup", "--backup-dir", os.path.join(root, "bk"), pdir],
+                              os.devnull)
         after = sum(os.path.getsize(os.path.join(pdir, n)) for n in os.listdir(pdir) if n.endswith(".log"))
         print(f"--execute: exit {code}, {secs:.0f} s, peak RSS {rss / 1024:.1f} MiB, log {total / MIB:.0f} -> "
               f"{after / MIB:.0f} MiB")

@@ -342,3 +342,19 @@ def test_streamed_index_matches_rebuild_index(tmp_path) -> None:  # noqa: ANN001
                     b.add(batch.size, batch.last_offset, batch.max_timestamp)
             rb = rebuild_segment(open(path, "rb").read(), int(name[:20]), interval)
             assert rb.problem is None and b.finish() == (rb.index, rb.timeindex), (seed, name)
+
+
+def test_dry_run_lists_exactly_what_execute_writes(tmp_path) -> None:  # noqa: ANN001
+    """The execution filters the groups again and must produce the plan's files and sizes, byte for byte."""
+    from partition_gen import random_partition
+
+    for seed, extra in ((1, ()), (5, ("--include-active",)), (8, ("--segment-bytes", "400"))):
+        p = str(tmp_path / f"s{seed}" / "logs" / "t-0")
+        random_partition(p, seed)
+        dry = _json(p, *extra)
+        run = _json(p, *extra, "--backup-dir", str(tmp_path / f"bk{seed}"), execute=True)
+        assert run["written"] and _actions(run) == _actions(dry)
+        for kind, name, size in _actions(dry):
+            if kind != "delete" and name.endswith(".log"):
+                assert os.path.getsize(os.path.join(p, name)) == size
+        _offsets_in_range(p)

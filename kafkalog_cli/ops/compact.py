@@ -645,12 +645,13 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     plan.offset_map = {"bytes": omap.memory, "slots": omap.slots, "max_entries": omap.max_entries,
                        "entries": omap.entries, "full": cleaner.full, "cleaned_up_to": end_offset}
     if cleaner.full:
+        untouched = [p.base for p in parts if p.base >= end_offset]
         plan.notes.append(
             f"the offset map is full ({omap.entries} keys, the limit for --dedupe-buffer-bytes {omap.memory} is "
-            f"{omap.max_entries} = {omap.slots} slots x {LOAD_FACTOR}): keys are deduplicated only up to offset "
-            f"{end_offset - 1}, as Kafka limits the round; records after it are kept as they are, segments from "
-            f"{cleaned_parts[-1].base if cleaned_parts else log_start} on are not merged further. Give a larger "
-            "--dedupe-buffer-bytes to clean the rest")
+            f"{omap.max_entries} = {omap.slots} slots x {LOAD_FACTOR}): this round deduplicates keys only up to offset "
+            f"{end_offset - 1}, as Kafka limits a round; records after it are kept as they are"
+            + (f", and segments from {untouched[0]} on are not touched" if untouched else "")
+            + ". Give a larger --dedupe-buffer-bytes to clean the rest")
 
     # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
     # collects each segment's aborted transactions with that segment's own bounds, not the group's)
@@ -694,7 +695,8 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
             plan.snapshot_deletes.append(name)
     plan.notes.append(
         "cleaner-offset-checkpoint is left unchanged: the broker re-reads the cleaned range on its next clean and "
-        "finds nothing more to remove (same survivors), it only costs one extra pass"
+        + ("cleans what this limited round left" if cleaner.full else
+           "finds nothing more to remove (same survivors), it only costs one extra pass")
     )
     return plan
 
