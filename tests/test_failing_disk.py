@@ -429,3 +429,17 @@ def test_raise_if_unreadable_for_writing_commands(tmp_path):
         if safe_read.guard_available():
             with pytest.raises(Exception, match="truncated-during-read"):
                 mf.raise_if_unreadable()
+
+
+@pytest.mark.parametrize("command", [["salvage"], ["recover"], ["rebuild-index", "--rewrite-valid"],
+                                     ["truncate-to-epoch", "--to-offset", "50"]])
+def test_writing_commands_refuse_bytes_the_disk_could_not_deliver(bad_disk, command):
+    """The SIGBUS guard reads a bad page as zeros: a read-only command reports it, but a repair planned from those
+    zeros would cut good batches (salvage), truncate at them (recover) or stop an index early: refuse, exit 2."""
+    disk = bad_disk({f"t-0/{SEG_NAME}": _segment()}, {f"t-0/{SEG_NAME}": [BAD]})
+    res = CliRunner().invoke(cli, [*command, disk.path("t-0")])
+    assert res.exit_code == 2, res.output
+    assert "unreadable" in res.output
+    # and the mode ends with the invocation: a read-only command in the same process still reports and goes on
+    code, doc = _verify_json(disk.path("t-0"))
+    assert code == 1 and any(p["kind"] == "unreadable" for p in doc["problems"])

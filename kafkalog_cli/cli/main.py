@@ -40,6 +40,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("kafkalog_cli.cli.replicas", "report", "Reports over scan datasets: --replicas (divergence across brokers)."),
 }
 
+# Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).
+WRITING_COMMANDS = frozenset({"rebuild-index", "compact", "truncate-to-epoch", "recover", "salvage"})
+
 
 class _Interrupted(BaseException):
     """Ctrl-C inside a command, carried past click (which would turn KeyboardInterrupt into "Aborted!", exit 1)."""
@@ -72,6 +75,11 @@ class LazyGroup(click.Group):
         if row is None:
             return None
         module = importlib.import_module(row[0])
+        if name in WRITING_COMMANDS:
+            from kafkalog_cli.storage.segment import strict_reads
+
+            strict_reads(True)
+            ctx.call_on_close(lambda: strict_reads(False))  # one invocation only (tests run many in one process)
         return getattr(module, row[1])
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:

@@ -43,6 +43,19 @@ MIN_RECORD_OVERHEAD = 14  # RECORD_OVERHEAD_V0: the scanner's minimum size field
 _PREFIX = struct.Struct(">qiib")
 
 
+_STRICT_READS = False
+
+
+def strict_reads(on: bool = True) -> None:
+    """Writing commands (repairs and their plans) switch this on: a file in which a byte could not be read (it read as
+    zeros through the SIGBUS guard or the pread fallback) or that shrank while read then raises
+    ``UnreadableFileError`` when it is closed, so that no repair is planned or written from zeros the disk made up
+    (salvage would otherwise cut good batches out, rebuild-index would stop an index early). Read-only commands
+    leave it off: they report such bytes as located findings and go on."""
+    global _STRICT_READS
+    _STRICT_READS = on
+
+
 class MappedFile:
     """A read-only view of a whole file that survives a failing disk. Use as a context manager.
 
@@ -169,6 +182,8 @@ class MappedFile:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if _STRICT_READS:
+            self.raise_if_unreadable()
 
     def __enter__(self) -> MappedFile:
         return self
