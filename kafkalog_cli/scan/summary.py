@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kafkalog_cli.scan.columns import lit
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import DATASETS
 
@@ -150,7 +151,7 @@ class Summary:
             return
         parts = self.parts
         self.problems += pr.num_rows
-        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), "unreadable")).as_py() or 0)
+        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), lit("unreadable", pa.string()))).as_py() or 0)
         for r in pc.value_counts(pr.column("severity")).to_pylist():
             self.severities[r["values"]] = self.severities.get(r["values"], 0) + r["counts"]
         for r in _groups(pr, [("position", "count")], ["kind"]):
@@ -201,32 +202,71 @@ class Summary:
         }
 
 
+def _single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
+    """The key values when every row of ``t`` has the same ones (cheap to tell for the one-entry dictionaries the
+    scan builds), else None."""
+    out = {}
+    for k in keys:
+        col = t.column(k)
+        if col.null_count == len(col) and len(col):
+            out[k] = None
+            continue
+        if col.null_count:
+            return None
+        if not pa.types.is_dictionary(col.type):
+            mm = pc.min_max(col).as_py()
+            if not pa.types.is_integer(col.type) or mm["min"] != mm["max"]:
+                return None
+            out[k] = mm["min"]
+            continue
+        values = set()
+        for chunk in col.chunks:
+            if len(chunk.dictionary) != 1:
+                return None
+            values.add(chunk.dictionary[0].as_py())
+        if len(values) != 1:
+            return None
+        out[k] = values.pop()
+    return out
+
+
 def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:
-    return pc.if_else(mask, b.column(name), pa.scalar(None, b.column(name).type))
+    return pc.if_else(mask, b.column(name), lit(None, b.column(name).type))
 
 
 def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) -> None:
     """Merge one chunk of batch rows into the per-partition entries: one group-by over columns masked to null where
     a row must not count (a failing CRC, no timestamp, no producer), since min/max/distinct skip nulls."""
     good = b.column("crc_ok")
-    timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), 0)).fill_null(False)
+    zero = lit(0, pa.int64())
+    timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), zero)).fill_null(False)
     t = pa.table({
         "log_dir": b.column("log_dir"), "partition_dir": b.column("partition_dir"), "topic": b.column("topic"),
         "partition": b.column("partition"), "size": b.column("size"), "count": b.column("count"),
         "good_base": _masked(b, "base_offset", good), "good_last": _masked(b, "last_offset", good),
         "first_ts": _masked(b, "first_timestamp",
-                            pc.and_(timed, pc.greater_equal(b.column("first_timestamp"), 0)).fill_null(False)),
+                            pc.and_(timed, pc.greater_equal(b.column("first_timestamp"), zero)).fill_null(False)),
         "last_ts": _masked(b, "max_timestamp", timed),
-        "pid": _masked(b, "producer_id", pc.and_(good, pc.greater_equal(b.column("producer_id"), 0))),
+        "pid": _masked(b, "producer_id", pc.and_(good, pc.greater_equal(b.column("producer_id"), zero))),
         "epoch": _masked(b, "partition_leader_epoch",
-                         pc.and_(good, pc.greater_equal(b.column("partition_leader_epoch"), 0))),
+                         pc.and_(good, pc.greater_equal(b.column("partition_leader_epoch"), lit(0, pa.int32())))),
     })
     aggs = [("size", "sum"), ("count", "sum"), ("size", "count"),
             ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
             ("pid", "distinct", pc.CountOptions(mode="only_valid")),
             ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
     # topic and partition are functions of the directory: as keys they need no aggregate
-    for r in t.group_by(KEY + ["topic", "partition"], use_threads=False).aggregate(aggs).to_pylist():
+    keys = KEY + ["topic", "partition"]
+    one = _single_key(t, keys)
+    if one is not None:  # one partition in the chunk (one segment's window): plain aggregates, no hash group-by
+        rows = [{**one, "size_sum": pc.sum(t["size"]).as_py() or 0, "count_sum": pc.sum(t["count"]).as_py() or 0,
+                 "size_count": t.num_rows, "good_base_min": pc.min(t["good_base"]).as_py(),
+                 "good_last_max": pc.max(t["good_last"]).as_py(), "first_ts_min": pc.min(t["first_ts"]).as_py(),
+                 "last_ts_max": pc.max(t["last_ts"]).as_py(),
+                 "pid_distinct": pc.unique(t["pid"]).to_pylist(), "epoch_distinct": pc.unique(t["epoch"]).to_pylist()}]
+    else:
+        rows = t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist()
+    for r in rows:
         e = _entry(parts, r["log_dir"], r["partition_dir"])
         e["topic"] = e["topic"] or r["topic"]
         e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
@@ -239,6 +279,12 @@ def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) ->
         e["last_timestamp"] = _hi(e["last_timestamp"], r["last_ts_max"])
         e["producers"].update(v for v in r["pid_distinct"] if v is not None)
         e["leader_epochs"].update(v for v in r["epoch_distinct"] if v is not None)
+    if one is not None:
+        codecs = _entry(parts, one["log_dir"], one["partition_dir"])["bytes_by_codec"]
+        for r in t.append_column("codec", b.column("codec")).group_by(["codec"], use_threads=False).aggregate(
+                [("size", "sum")]).to_pylist():
+            codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
+        return
     for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
         codecs = _entry(parts, r["log_dir"], r["partition_dir"])["bytes_by_codec"]
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
