@@ -166,10 +166,26 @@ def location_columns(loc: dict[str, Any], n: int) -> dict[str, pa.Array]:
     return out
 
 
-def batch_table(loc: dict[str, Any], raw: dict[str, pa.Array]) -> pa.Table:
-    """A ``batches`` table (``schema.WIRE``) from walk columns: location columns, names for ids, null timestamps."""
+def location_columns_of(locs: list[dict[str, Any]], fields: pa.Schema) -> dict[str, pa.Array]:
+    """Location columns of rows from many segments (one location dict per row; strings dictionary-encoded)."""
+    out = {}
+    for f in fields:
+        if f.name in LOCATION:
+            values = [loc[f.name] for loc in locs]
+            out[f.name] = (pa.array(values, pa.string()).dictionary_encode() if pa.types.is_string(f.type)
+                           else pa.array(values, f.type))
+    return out
+
+
+LOCATION = ("log_dir", "topic", "partition", "partition_dir", "segment")
+
+
+def batch_table(loc: dict[str, Any] | dict[str, pa.Array], raw: dict[str, pa.Array]) -> pa.Table:
+    """A ``batches`` table (``schema.WIRE``) from walk columns: location columns (one segment's location, or
+    ready-made columns), names for ids, null timestamps."""
     n = len(raw["position"])
-    cols = location_columns(loc, n)
+    cols = loc if loc and isinstance(next(iter(loc.values())), pa.Array) else location_columns(loc, n)
+    cols = dict(cols)
     cols.update({k: v for k, v in raw.items() if k in BATCHES.names})
     cols["codec"] = _ids_dict(raw["codec_id"], _CODECS)
     cols["timestamp_type"] = _ids_dict(pc.add(raw["ts_type"].cast(pa.int32()), lit(1, pa.int32())), _TS_TYPES)

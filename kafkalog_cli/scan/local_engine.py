@@ -31,7 +31,7 @@ from kafkalog_cli.scan.output import DatasetWriter
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import to_table
 from kafkalog_cli.scan.summary import Summary
-from kafkalog_cli.scan.work import scan_partition
+from kafkalog_cli.scan.work import SmallRows, scan_partition
 
 FLUSH_ROWS = 1 << 16  # rows a worker gathers before sending them
 FLUSH_BYTES = 32 << 20
@@ -96,12 +96,18 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
     stats: dict[str, Any] = {"workers_died": 0}
     try:
         if jobs <= 1 or len(parts) <= 1:
+            small = SmallRows()
             for paths in parts:
-                for name, table in scan_partition(paths, records=records):
+                for name, table in scan_partition(paths, records=records, small=small):
                     writers[name].write(table)
+                if len(small) >= FLUSH_ROWS:
+                    for name, table, _runs in small.tables():
+                        writers[name].write(table)
                 if progress is not None:
                     for p in paths:
                         progress(p)
+            for name, table, _runs in small.tables():
+                writers[name].write(table)
         else:
             _Pool(parts, writers, records, jobs, progress, stats).run()
     finally:
@@ -151,8 +157,12 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
     tables: dict[str, list[pa.Table]] = {}
     runs: dict[str, list[tuple[int, int]]] = {}
     state: dict[str, Any] = {"rows": 0, "bytes": 0, "done": [], "progress": None}
+    small = SmallRows()
 
     def flush() -> None:
+        for name, table, parts in small.tables():  # the gathered rows of small segments go last, with their runs
+            tables.setdefault(name, []).append(table)
+            runs.setdefault(name, []).extend(parts)
         conn.send(("chunk", {k: pa.concat_tables(v) for k, v in tables.items()}, dict(runs), state["done"],
                    state["progress"]))
         tables.clear()
@@ -166,7 +176,8 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
                 flush()
 
         state["progress"] = (part, start)
-        for name, table in scan_partition(paths, records=records, start=start, on_segment=on_segment):
+        for name, table in scan_partition(paths, records=records, start=start, on_segment=on_segment, small=small,
+                                          part=part):
             tables.setdefault(name, []).append(table)
             r = runs.setdefault(name, [])
             if r and r[-1][0] == part:
@@ -177,7 +188,9 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
             state["bytes"] += table.nbytes
             if state["rows"] >= FLUSH_ROWS or state["bytes"] >= FLUSH_BYTES:
                 flush()
-        state["done"].append(part)
+        state["done"].append(part)  # reported with the flush that carries its last rows (small ones included)
+        if len(small) >= FLUSH_ROWS:
+            flush()
     flush()
     conn.send(("end",))
 
