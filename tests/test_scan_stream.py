@@ -225,3 +225,21 @@ def test_report_from_the_written_chunks_equals_the_report_from_the_files(fleet: 
         acc = Summary(segments)
         run_local(segments, str(out), records=True, jobs=jobs, summary=acc)
         assert acc.result() == summarize(str(out), segments)
+
+
+def test_small_segments_gathered_as_rows_equal_the_table_path(fleet: tuple[Path, int], logdir: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small segments become Python rows gathered across partitions; the datasets are the same as when every
+    segment goes the Arrow way (both local paths, and the worker processes)."""
+    from kafkalog_cli.scan import work
+
+    segments, _ = expand([str(fleet[0]), str(logdir)])
+    run_local(segments, str(tmp_path / "rows"), records=True, jobs=1)
+    run_local(segments, str(tmp_path / "rows2"), records=True, jobs=2)
+    monkeypatch.setattr(work, "SMALL_SEGMENT", -1)
+    run_local(segments, str(tmp_path / "tables"), records=True, jobs=1)
+    for name in ("batches", "problems", "records"):
+        expected = load_sorted(tmp_path / "tables", name)
+        assert expected, name
+        assert load_sorted(tmp_path / "rows", name) == expected, name
+        assert load_sorted(tmp_path / "rows2", name) == expected, name

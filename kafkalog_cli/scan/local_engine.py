@@ -264,19 +264,22 @@ class _Pool:
         running = self.workers[conn][1]
         assert running is not None
         for name, table in tables.items():
-            keep: list[pa.Table] = []
+            keep: list[tuple[int, int]] = []  # [start, end) row ranges to write, adjacent ones merged
             at = 0
             for part, n in runs[name]:
                 seen = self.seen.setdefault(part, {}).get(name, 0)
                 cur = self.cursor.setdefault(part, {}).get(name, 0)
                 drop = max(0, min(n, seen - cur))  # rows an earlier attempt already wrote
                 if drop < n:
-                    keep.append(table.slice(at + drop, n - drop))
+                    if keep and keep[-1][1] == at + drop:
+                        keep[-1] = (keep[-1][0], at + n)
+                    else:
+                        keep.append((at + drop, at + n))
                 self.cursor[part][name] = cur + n
                 self.seen[part][name] = max(seen, cur + n)
                 at += n
-            for t in keep:
-                self.writers[name].write(t)
+            for start, end in keep:
+                self.writers[name].write(table if (start, end) == (0, table.num_rows) else table.slice(start, end - start))
         running.done.update(done)
         running.progress = progress
         if self.progress is not None:
