@@ -221,9 +221,15 @@ def _single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
             continue
         values = set()
         for chunk in col.chunks:
-            if len(chunk.dictionary) != 1:
+            if not len(chunk):
+                continue
+            if len(chunk.dictionary) == 1:
+                values.add(chunk.dictionary[0].as_py())
+                continue
+            mm = pc.min_max(chunk.indices).as_py()
+            if mm["min"] != mm["max"]:
                 return None
-            values.add(chunk.dictionary[0].as_py())
+            values.add(chunk.dictionary[mm["min"]].as_py())
         if len(values) != 1:
             return None
         out[k] = values.pop()
@@ -235,8 +241,14 @@ def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) -> None:
-    """Merge one chunk of batch rows into the per-partition entries: one group-by over columns masked to null where
-    a row must not count (a failing CRC, no timestamp, no producer), since min/max/distinct skip nulls."""
+    """Merge one chunk of batch rows into the per-partition entries."""
+    keys = KEY + ["topic", "partition"]  # topic and partition are functions of the directory: keys, no aggregate
+    one = _single_key(b, keys)
+    if one is not None:
+        _one_partition(parts, one, b)
+        return
+    # several partitions: one group-by over columns masked to null where a row must not count (a failing CRC, no
+    # timestamp, no producer), since min/max/distinct skip nulls
     good = b.column("crc_ok")
     zero = lit(0, pa.int64())
     timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), zero)).fill_null(False)
@@ -255,36 +267,56 @@ def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) ->
             ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
             ("pid", "distinct", pc.CountOptions(mode="only_valid")),
             ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
-    # topic and partition are functions of the directory: as keys they need no aggregate
-    keys = KEY + ["topic", "partition"]
-    one = _single_key(t, keys)
-    if one is not None:  # one partition in the chunk (one segment's window): plain aggregates, no hash group-by
-        rows = [{**one, "size_sum": pc.sum(t["size"]).as_py() or 0, "count_sum": pc.sum(t["count"]).as_py() or 0,
-                 "size_count": t.num_rows, "good_base_min": pc.min(t["good_base"]).as_py(),
-                 "good_last_max": pc.max(t["good_last"]).as_py(), "first_ts_min": pc.min(t["first_ts"]).as_py(),
-                 "last_ts_max": pc.max(t["last_ts"]).as_py(),
-                 "pid_distinct": pc.unique(t["pid"]).to_pylist(), "epoch_distinct": pc.unique(t["epoch"]).to_pylist()}]
-    else:
-        rows = t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist()
-    for r in rows:
-        e = _entry(parts, r["log_dir"], r["partition_dir"])
-        e["topic"] = e["topic"] or r["topic"]
-        e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
-        e["bytes"] += r["size_sum"]
-        e["records"] += r["count_sum"]
-        e["batches"] += r["size_count"]
-        e["first_offset"] = _lo(e["first_offset"], r["good_base_min"])
-        e["last_offset"] = _hi(e["last_offset"], r["good_last_max"])
-        e["first_timestamp"] = _lo(e["first_timestamp"], r["first_ts_min"])
-        e["last_timestamp"] = _hi(e["last_timestamp"], r["last_ts_max"])
-        e["producers"].update(v for v in r["pid_distinct"] if v is not None)
-        e["leader_epochs"].update(v for v in r["epoch_distinct"] if v is not None)
-    if one is not None:
-        codecs = _entry(parts, one["log_dir"], one["partition_dir"])["bytes_by_codec"]
-        for r in t.append_column("codec", b.column("codec")).group_by(["codec"], use_threads=False).aggregate(
-                [("size", "sum")]).to_pylist():
-            codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
-        return
+    for r in t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist():
+        _merge(parts, r, r["size_sum"], r["count_sum"], r["size_count"], r["good_base_min"], r["good_last_max"],
+               r["first_ts_min"], r["last_ts_max"], r["pid_distinct"], r["epoch_distinct"])
     for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
         codecs = _entry(parts, r["log_dir"], r["partition_dir"])["bytes_by_codec"]
+        codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
+
+
+def _merge(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, Any], size: int, count: int, batches: int,
+           first_offset: int | None, last_offset: int | None, first_ts: int | None, last_ts: int | None,
+           pids: list[Any], epochs: list[Any]) -> None:
+    e = _entry(parts, key["log_dir"], key["partition_dir"])
+    e["topic"] = e["topic"] or key["topic"]
+    e["partition"] = e["partition"] if e["partition"] is not None else key["partition"]
+    e["bytes"] += size
+    e["records"] += count
+    e["batches"] += batches
+    e["first_offset"] = _lo(e["first_offset"], first_offset)
+    e["last_offset"] = _hi(e["last_offset"], last_offset)
+    e["first_timestamp"] = _lo(e["first_timestamp"], first_ts)
+    e["last_timestamp"] = _hi(e["last_timestamp"], last_ts)
+    e["producers"].update(v for v in pids if v is not None)
+    e["leader_epochs"].update(v for v in epochs if v is not None)
+
+
+def _nonneg(t: pa.Table, name: str) -> pa.Table:
+    """Rows of ``t`` whose ``name`` is not null and >= 0 (``t`` itself when all are: the common case, no copy)."""
+    col = t.column(name)
+    mm = pc.min_max(col).as_py()
+    if col.null_count == 0 and (mm["min"] is None or mm["min"] >= 0):
+        return t
+    return t.filter(pc.greater_equal(col, lit(0, col.type)).fill_null(False))
+
+
+def _one_partition(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, Any], b: pa.Table) -> None:
+    """The aggregates of a chunk of one partition with plain reductions (no hash group-by, no masks)."""
+    ok = b.column("crc_ok")
+    good = b if pc.all(ok).as_py() else b.filter(ok)
+    timed = _nonneg(good, "max_timestamp")
+    first = _nonneg(timed, "first_timestamp")
+    pids = [v for v in pc.unique(good.column("producer_id")).to_pylist() if v is not None and v >= 0]
+    epochs = [v for v in pc.unique(good.column("partition_leader_epoch")).to_pylist() if v is not None and v >= 0]
+    _merge(parts, key, pc.sum(b.column("size")).as_py() or 0, pc.sum(b.column("count")).as_py() or 0, b.num_rows,
+           pc.min(good.column("base_offset")).as_py(), pc.max(good.column("last_offset")).as_py(),
+           pc.min(first.column("first_timestamp")).as_py(), pc.max(timed.column("max_timestamp")).as_py(), pids, epochs)
+    codecs = _entry(parts, key["log_dir"], key["partition_dir"])["bytes_by_codec"]
+    col = b.column("codec")
+    single = _single_key(b, ["codec"]) if pa.types.is_dictionary(col.type) else None
+    if single is not None:
+        codecs[single["codec"]] = codecs.get(single["codec"], 0) + (pc.sum(b.column("size")).as_py() or 0)
+        return
+    for r in b.select(["codec", "size"]).group_by(["codec"], use_threads=False).aggregate([("size", "sum")]).to_pylist():
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
