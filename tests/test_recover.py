@@ -90,6 +90,7 @@ def _realdata() -> Path | None:
     return None
 
 
+@pytest.mark.realdata
 def test_snapshot_writer_matches_real_broker_snapshots():
     """Replaying a real partition up to a real snapshot's offset gives that snapshot byte for byte."""
     from kafkalog_cli.format.batch import Batch
@@ -365,6 +366,7 @@ def test_stray_snapshots_removed_from_2_8(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.realdata
 def test_real_log_dir_recover_execute_then_nothing_left(tmp_path):
     """A real broker log dir (copied): execute the plan, then the loader model finds nothing left to change and
     verify-crc is clean."""

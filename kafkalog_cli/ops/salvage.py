@@ -40,6 +40,14 @@ from kafkalog_cli.storage.segment import MappedFile
 INT32_MAX = 2147483647
 
 
+def _read_or_none(path: str) -> bytes | None:
+    """A small companion file's bytes, None when it does not exist."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
 @dataclass
 class Cut:
     segment: int
@@ -303,14 +311,14 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
             raise _refuse(f"the salvaged segment would not load: {rb.problem.message}", pdir, file=path)
         for ext, data in (("index", rb.index), ("timeindex", rb.timeindex)):
             ipath = os.path.join(pdir, f"{stem}.{ext}")
-            existing = open(ipath, "rb").read() if os.path.isfile(ipath) else None
+            existing = _read_or_none(ipath)
             if ri.compare(ext, ipath, base, existing, data).status not in ("match", "match-trimmed"):
                 plan.changes.append(ld.FileChange("write", f"{stem}.{ext}", "rebuilt", len(data), data=data))
         end = bases[i + 1] if i + 1 < len(bases) else None
         txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted
                                      if a[2] >= base and (end is None or a[2] < end)])
         xpath = os.path.join(pdir, stem + ".txnindex")
-        existing = open(xpath, "rb").read() if os.path.isfile(xpath) else None
+        existing = _read_or_none(xpath)
         if (existing or b"") != txn and (existing is not None or txn):
             plan.changes.append(ld.FileChange("write", stem + ".txnindex", "rebuilt from the kept markers", len(txn),
                                               data=txn))
