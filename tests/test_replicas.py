@@ -424,3 +424,14 @@ def test_no_epochs_truncates_to_high_watermark_but_refetches_identical_records(t
     assert f["truncation_offset"] == 3 and f["lost_records"]["count"] == 0 and f["lost_records"]["refetched"] == 3
     code, out = run(*dirs)
     assert "loses nothing (3 records removed are held identically by the leader" in out
+
+
+def test_new_empty_follower_lags_without_truncation(tmp_path):
+    """A freshly assigned replica (empty directory, no leader epoch yet) is a lagging follower, not unknown."""
+    leader = replica(str(tmp_path), 1, values(5))
+    empty = os.path.join(tmp_path, "broker2", "orders-0")
+    os.makedirs(empty)
+    code, doc = run_json(leader, empty)
+    assert code == 0
+    f = next(r for r in doc["replicas"] if r["role"] == "follower")
+    assert f["truncation_offset"] == 0 and f["log_end_offset"] == 0 and f["lost_records"]["count"] == 0

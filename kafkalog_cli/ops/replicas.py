@@ -585,6 +585,8 @@ def simulate_truncation(follower: Replica, leader: Replica) -> tuple[int | None,
     notes: list[str] = []
     target = leo
     for _ in range(MAX_ROUNDS):
+        if not cache and leo <= follower.log_start_offset:
+            return target, steps, notes  # an empty log: whatever the high watermark, nothing is cut
         if not cache:
             hw = _high_watermark(follower.path)
             steps.append(TruncationStep(-1, leo, -1, -1, hw, "no leader epoch on the follower: truncate to the high "
