@@ -39,7 +39,7 @@ def _build(pdir: str, segments: int, per_segment: int = 3, *, ts: list[int] | No
 def _run(*args: str, now: int = T0 + 10 * LAG) -> dict:
     r = CliRunner().invoke(cli, ["explain-cleaner", *args, "--format", "json", "--now-ms", str(now)])
     assert r.exit_code == 0, r.output
-    parts = json.loads(r.output)["partitions"]
+    parts = json.loads(r.stdout)["partitions"]
     assert len(parts) == 1
     return parts[0]
 

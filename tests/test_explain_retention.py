@@ -48,7 +48,7 @@ def _partition(pdir: str, segments: list[list[int]], *, key: bytes | None = None
 def _run(*args: str) -> dict:
     r = CliRunner().invoke(cli, ["explain-retention", *args, "--format", "json", "--now-ms", str(NOW)])
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert len(out["partitions"]) == 1
     return out["partitions"][0]
 
@@ -188,3 +188,23 @@ def test_text_output_and_bad_input(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = CliRunner().invoke(cli, ["explain-retention", pdir, "--retention-ms", "x"])
     assert r.exit_code == 2
+
+
+def test_log_dir_internal_topics_keep_compact(tmp_path: Path) -> None:
+    """A whole log dir: every partition with the given config, but __consumer_offsets keeps its
+    cleanup.policy=compact unless one is given, and __cluster_metadata is skipped."""
+    ld = tmp_path / "data"
+    _partition(str(ld / "t-0"), [[10] * 2, [10] * 2])
+    _partition(str(ld / "__consumer_offsets-3"), [[10] * 2, [10] * 2], key=b"k")
+    _partition(str(ld / "__cluster_metadata-0"), [[10] * 2])
+    r = CliRunner().invoke(cli, ["explain-retention", str(ld), "--retention-ms", "1000", "--format", "json",
+                                 "--now-ms", str(NOW)])
+    assert r.exit_code == 0, r.output
+    parts = {f"{p['topic']}-{p['partition']}": p for p in json.loads(r.stdout)["partitions"]}
+    assert sorted(parts) == ["__consumer_offsets-3", "t-0"]
+    assert _deleted(parts["t-0"]) == [0, 2] and _deleted(parts["__consumer_offsets-3"]) == []
+    assert parts["__consumer_offsets-3"]["config"]["cleanup.policy"] == "compact"
+    r = CliRunner().invoke(cli, ["explain-retention", str(ld), "--retention-ms", "1000", "--format", "json",
+                                 "--now-ms", str(NOW), "--cleanup-policy", "delete"])
+    parts = {f"{p['topic']}-{p['partition']}": p for p in json.loads(r.stdout)["partitions"]}
+    assert _deleted(parts["__consumer_offsets-3"]) == [0, 2]

@@ -30,7 +30,7 @@ NOW = 1_700_000_100_000
 def _run(*args: str) -> tuple[int, dict]:
     r = CliRunner().invoke(cli, ["transactions", *args, "--format", "json", "--now-ms", str(NOW)])
     assert r.exit_code in (0, 1), r.output
-    return r.exit_code, json.loads(r.output)
+    return r.exit_code, json.loads(r.stdout)
 
 
 def _open_in(pdir: str, pid: int, *, epoch: int = 0, committed_before: int = 3) -> int:

@@ -325,6 +325,9 @@ def explain(copy: PartitionCopy, cfg: CleanerConfig, *, estimate: bool = True) -
 def explain_paths(paths: list[str], cfg: CleanerConfig, *, estimate: bool = True) -> tuple[list[CleanerExplanation], list[str]]:
     """Every partition under ``paths``; per log dir, the cleaner's order (dirtiest eligible first) as ``rank``."""
     copies, notes = discover(paths)
+    skipped = [c for c in copies if c.topic == "__cluster_metadata"]
+    notes += [f"{c.path}: the KRaft metadata log is not cleaned by the log cleaner: skipped" for c in skipped]
+    copies = [c for c in copies if c.topic != "__cluster_metadata"]
     out = [explain(c, cfg, estimate=estimate) for c in copies]
     by_dir: dict[str, list[CleanerExplanation]] = {}
     for c, e in zip(copies, out):

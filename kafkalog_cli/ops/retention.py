@@ -46,6 +46,7 @@ class RetentionConfig:
     high_watermark: int | None = None  # overrides replication-offset-checkpoint
     now_ms: int | None = None
     remote_storage: bool = False
+    policy_explicit: bool = False  # cleanup.policy given (flag or config): not replaced for internal topics
 
     @property
     def delete_enabled(self) -> bool:
@@ -79,6 +80,7 @@ def config_from(props: dict[str, str]) -> RetentionConfig:
             raise UnreadableFileError(f"config {key} is not a number", expected="an integer", found=merged[key]) from None
 
     cfg = RetentionConfig(num("retention.ms"), num("retention.bytes"), merged["cleanup.policy"])
+    cfg.policy_explicit = "cleanup.policy" in props
     cfg.remote_storage = merged.get("remote.storage.enable", "false").lower() == "true"
     return cfg
 
@@ -299,6 +301,25 @@ def _explain_kept(segs: list[SegmentFate], cfg: RetentionConfig, now: int, hw: i
         blocked = True
 
 
+# Kafka's internal topics are created with cleanup.policy=compact (GroupCoordinator / TransactionStateManager /
+# ShareCoordinator topic configs); the KRaft metadata log has its own retention (metadata.max.retention.*).
+INTERNAL_COMPACTED = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+
+
 def explain_paths(paths: list[str], cfg: RetentionConfig) -> tuple[list[PartitionRetention], list[str]]:
+    """Every partition under ``paths`` with the same config, except that internal topics keep their own
+    cleanup.policy=compact unless one was given, and ``__cluster_metadata`` is skipped."""
+    from dataclasses import replace
+
     copies, notes = discover(paths)
-    return [explain(c, cfg) for c in copies], notes
+    out = []
+    for c in copies:
+        if c.topic == "__cluster_metadata":
+            notes.append(f"{c.path}: the KRaft metadata log is trimmed by snapshots (metadata.max.retention.*), "
+                         "not by topic retention: skipped")
+            continue
+        this = cfg
+        if c.topic in INTERNAL_COMPACTED and not cfg.policy_explicit:
+            this = replace(cfg, cleanup_policy="compact")
+        out.append(explain(c, this))
+    return out, notes
