@@ -57,3 +57,29 @@ def test_recover_clean_shutdown_log_end_is_the_readers_view_not_the_crc_checked_
     text = json.dumps(plan)
     assert '"log_end_offset": 9' in text
     assert "00000000000000000003.snapshot" not in text
+
+
+# ------------------------------------------------------------------------------------------------ explain-cleaner
+def txn_batch(base: int, pid: int, *, key: bytes = b"a") -> bytes:
+    recs = [RecordSpec(key=key, value=b"v", timestamp=TS + i) for i in range(3)]
+    return encode_batch(recs, base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=0,
+                        transactional=True)
+
+
+def test_explain_cleaner_names_the_high_watermark_when_it_bounds_the_lso_below_an_open_transaction(tmp_path):
+    """UnifiedLog.lastStableOffset = min(firstUnstableOffset, highWatermark): with the high watermark at 4 and a
+    transaction open at 9, the bound is the high watermark (LogCleanerManager.cleanableOffsets uses the LSO), and
+    the first uncleanable offset 4 rounds down to the segment base 0 (calculateCleanableBytes)."""
+    pdir = partition(tmp_path, [(0, [batch(0, key=b"a"), batch(3, key=b"a")]),
+                                (6, [batch(6, key=b"a"), txn_batch(9, 5)]), (12, [batch(12, key=b"a")])])
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 4\n")
+    code, out = run("explain-cleaner", str(pdir), "--format", "json")
+    assert code == 0
+    p = json.loads(out)["partitions"][0]
+    assert (p["last_stable_offset"], p["first_uncleanable_offset_unrounded"], p["first_uncleanable_offset"]) == (4, 4, 0)
+    assert "high watermark" in p["uncleanable_reason"] and "open transaction" not in p["uncleanable_reason"]
+    # without the high watermark bound, the open transaction is the reason
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 15\n")
+    p = json.loads(run("explain-cleaner", str(pdir), "--format", "json")[1])["partitions"][0]
+    assert (p["first_uncleanable_offset_unrounded"], p["first_uncleanable_offset"]) == (9, 6)
+    assert "open transaction" in p["uncleanable_reason"]
