@@ -4,6 +4,7 @@ written with the encoder, expected outcomes derived by hand from Kafka's rules (
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -83,3 +84,19 @@ def test_explain_cleaner_names_the_high_watermark_when_it_bounds_the_lso_below_a
     p = json.loads(run("explain-cleaner", str(pdir), "--format", "json")[1])["partitions"][0]
     assert (p["first_uncleanable_offset_unrounded"], p["first_uncleanable_offset"]) == (9, 6)
     assert "open transaction" in p["uncleanable_reason"]
+
+
+# ------------------------------------------------------------------------------------------------ salvage
+def test_salvage_of_a_log_dir_is_not_stopped_by_a_partition_without_segments(tmp_path):
+    """A log dir holding a partition directory without any .log (the broker would create an empty segment at
+    load) must still salvage its other partitions; only that partition is reported as having nothing to do."""
+    (tmp_path / "empty-0").mkdir()
+    (tmp_path / "empty-0" / "leader-epoch-checkpoint").write_text("0\n0\n")
+    bad = partition(tmp_path, [(0, [batch(0), corrupt(batch(3)), batch(6)])], rp=0)
+    code, out = run("salvage", str(tmp_path), "--format", "json")
+    assert code == 1, out
+    plans = {os.path.basename(p["partition_dir"]): p for p in json.loads(out)}
+    assert plans["empty-0"]["has_changes"] is False
+    assert plans[bad.name]["kept_batches"] == 2 and plans[bad.name]["salvage_lost_offsets"] == [[3, 5]]
+    # named on its own, a partition without segments is still refused like every repair command refuses it
+    assert run("salvage", str(tmp_path / "empty-0"))[0] == 2

@@ -351,7 +351,14 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
     from kafkalog_cli.ops.recover import partition_dirs
 
     out = []
+    explicit = {os.path.abspath(p) for p in paths}
     for pdir in partition_dirs(paths):
+        if pdir not in explicit and not part.segment_bases(pdir):
+            # one partition of a log dir without any segment (nothing to salvage there) must not stop the others;
+            # named on its own it is still refused (exit 2) like every repair command does
+            out.append((SalvagePlan(pdir, notes=["no segment (.log) file: nothing to salvage (the broker creates an "
+                                                 "empty segment at load, see 'kafkalog recover')"]), [], None))
+            continue
         if not execute:
             plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
             plan.notes += safety.log_dir_warnings(pdir)
