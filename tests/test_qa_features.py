@@ -100,3 +100,33 @@ def test_salvage_of_a_log_dir_is_not_stopped_by_a_partition_without_segments(tmp
     assert plans[bad.name]["kept_batches"] == 2 and plans[bad.name]["salvage_lost_offsets"] == [[3, 5]]
     # named on its own, a partition without segments is still refused like every repair command refuses it
     assert run("salvage", str(tmp_path / "empty-0"))[0] == 2
+
+
+def _snapshot(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_salvage_execute_of_a_log_dir_writes_nothing_when_a_later_partition_is_refused(tmp_path):
+    """'Refuse (exit 2, nothing written)': a-0 (salvageable) sorts before b-0 (an open transaction whose marker may
+    sit in the cut bytes: refused); a-0 must not be rewritten before b-0's refusal."""
+    logdir = tmp_path / "logs"
+    partition(logdir, [(0, [batch(0), corrupt(batch(3)), batch(6)])], topic="a", rp=0)
+    partition(logdir, [(0, [batch(0), txn_batch(3, 7), corrupt(batch(6)), batch(9)])], topic="b")
+    before = _snapshot(logdir)
+    code, out = run("salvage", str(logdir), "--execute", "--backup-dir", str(tmp_path / "bk"))
+    assert code == 2
+    assert _snapshot(logdir) == before
+
+
+def test_recover_execute_of_a_log_dir_writes_nothing_when_a_later_partition_is_fatal(tmp_path):
+    """A stray 'backup.log' makes the broker fail to start (errata E15, LogLoader.java 356-373): recover refuses
+    it, and must do so before truncating the earlier partition a-0 of the same log dir."""
+    logdir = tmp_path / "logs"
+    partition(logdir, [(0, [batch(0), corrupt(batch(3)), batch(6)])], topic="a", rp=0)
+    pb = partition(logdir, [(0, [batch(0)])], topic="b")
+    (pb / "backup.log").write_bytes(b"")
+    (logdir / "recovery-point-offset-checkpoint").write_text("0\n2\na 0 0\nb 0 0\n")
+    before = _snapshot(logdir)
+    code, out = run("recover", str(logdir), "--execute", "--backup-dir", str(tmp_path / "bk"))
+    assert code == 2
+    assert _snapshot(logdir) == before
