@@ -130,3 +130,36 @@ def test_recover_execute_of_a_log_dir_writes_nothing_when_a_later_partition_is_f
     code, out = run("recover", str(logdir), "--execute", "--backup-dir", str(tmp_path / "bk"))
     assert code == 2
     assert _snapshot(logdir) == before
+
+
+# ------------------------------------------------------------------------------------------------ compare-replicas
+def one(base: int, epoch: int, **kw: int) -> bytes:
+    return encode_batch([RecordSpec(key=b"k%d" % base, value=b"v", timestamp=TS)], base_offset=base,
+                        partition_leader_epoch=epoch, **kw)
+
+
+def replica(root: Path, broker: int, batches: list[bytes], epochs: list[tuple[int, int]]) -> Path:
+    pdir = partition(root / f"b{broker}", [(0, batches)])
+    (pdir / "leader-epoch-checkpoint").write_text(f"0\n{len(epochs)}\n" + "".join(f"{e} {o}\n" for e, o in epochs))
+    return pdir
+
+
+def test_compare_replicas_named_leader_with_an_older_epoch_still_truncates_the_diverged_follower(tmp_path):
+    """KAFKA-10751 shape: broker 1 led epoch 1 and wrote 0..9; broker 2 (had 0..4) was elected uncleanly at epoch 2
+    and wrote 5..7. Broker 1 is named leader again (--leader 1): becoming leader it assigns a newer epoch at its log
+    end (Partition.makeLeader -> maybeAssignEpochStartOffset, spec §10.1), so broker 2's fetch at epoch 2 gets the
+    diverging epoch (1, 10) (Partition.scala 1533-1565) and it truncates to its own end of epoch 1: offset 5,
+    losing 5..7 (3 records of producer 42). Without the new epoch the leader's cache answers UNDEFINED and broker 2
+    would wrongly keep its divergent records."""
+    b1 = replica(tmp_path, 1, [one(i, 1) for i in range(10)], [(1, 0)])
+    b2 = replica(tmp_path, 2, [one(i, 1) for i in range(5)]
+                 + [one(i, 2, producer_id=42, producer_epoch=0, base_sequence=i - 5) for i in range(5, 8)],
+                 [(1, 0), (2, 5)])
+    code, out = run("compare-replicas", "--names", "1,2", "--leader", "1", "--format", "json", str(b1), str(b2))
+    assert code == 1
+    d = json.loads(out)
+    assert d["first_divergent_offset"] == 5
+    reps = {r["broker_id"]: r for r in d["replicas"]}
+    assert reps[2]["truncation_offset"] == 5
+    assert reps[2]["lost_records"]["count"] == 3 and reps[2]["lost_records"]["producer_ids"] == [42]
+    assert reps[1]["truncation_offset"] == 10 and reps[1]["lost_records"]["count"] == 0
