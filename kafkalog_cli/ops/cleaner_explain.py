@@ -258,7 +258,8 @@ def explain(copy: PartitionCopy, cfg: CleanerConfig, *, estimate: bool = True) -
         first_dirty, ck_note = log_start, f"checkpoint {ck} is past the log end {leo}: reset to the log start {log_start}"
     else:
         first_dirty, ck_note = ck, f"checkpoint {ck}"
-    if txn.open:
+    # LSO = min(first unstable offset, high watermark): name whichever bound it is
+    if any(t.first_offset == lso for t in txn.open):
         lso_why = " (an open transaction)"
     elif lso < leo:
         lso_why = " (the high watermark)"

@@ -264,10 +264,18 @@ class Scan:
     stop: str | None  # truncate | empty | overflow | fatal
     problem: KafkalogError | None
     last: int | None = None  # last offset of the valid prefix (legacy entries included)
+    reader_last: int | None = None  # last offset by batch headers alone (readNextOffset), None: as ``last``
 
     @property
     def next_offset(self) -> int:
         return self.last + 1 if self.last is not None else self.base
+
+    @property
+    def reader_next_offset(self) -> int:
+        """LogSegment.readNextOffset of a segment that is NOT recovered: it walks batch headers without checking
+        CRCs (FileLogInputStream.nextBatch), so a bad batch that recovery would cut still counts (LogSegment.java
+        605-613)."""
+        return self.reader_last + 1 if self.reader_last is not None else self.next_offset
 
 
 def scan_segment(path: str, base: int, interval: int, sib: int) -> Scan:
@@ -301,7 +309,23 @@ def scan_segment(path: str, base: int, interval: int, sib: int) -> Scan:
                 break
             infos.append(info)
         size = len(buf)
-    return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset)
+        reader_last = _header_last_offset(buf, valid, path)
+    return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset, reader_last)
+
+
+def _header_last_offset(buf: bytes | memoryview, start: int, path: str) -> int | None:
+    """Last offset of the entries from ``start`` on, by their headers only (readNextOffset's view); None when
+    there are none or the walk meets a size < 14 (the broker's read throws there)."""
+    last = None
+    try:
+        for pos, _size, magic in walk(buf, start, None, file=path):
+            if magic >= 2:
+                last = struct.unpack_from(">q", buf, pos)[0] + struct.unpack_from(">i", buf, pos + 23)[0]
+            else:
+                last = struct.unpack_from(">q", buf, pos)[0]
+    except KafkalogError:
+        return None
+    return last
 
 
 def _count_records(path: str, entries: list[tuple[int, int, int, int]]) -> int:
@@ -609,6 +633,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                 rec.stop_position = s.valid_bytes
         if rec.outcome != "intact" and lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
+        s.reader_last = None  # recovery cuts the file: the reader sees the valid prefix only
         rec.next_offset = s.next_offset
         if rec.outcome != "intact":
             rec.truncate_offset = s.next_offset
@@ -649,7 +674,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         segs.append(s)
     if plan.fatal:
         return plan
-    plan.log_end_before = max((s.next_offset for s in segs), default=0)
+    plan.log_end_before = max((s.reader_next_offset for s in segs), default=0)
 
     # ---- recoverLog
     if not clean and segs:
@@ -668,7 +693,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     elif clean:
         plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing .index "
                           "or a .txnindex that fails its check (spec §8)")
-    leo = segs[-1].next_offset if segs else plan.log_start_checkpoint
+    leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
     if segs and leo < plan.log_start_checkpoint:
         for s in list(segs):
             _delete_segment(plan, files, s, lost_detail)
@@ -688,7 +713,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips rebuilding "
                           "producer state and writes empty snapshots (idempotence/transaction state lost, spec §7.2); "
                           f"remove {CLEAN_SHUTDOWN} first to make it replay the log")
-    leo = segs[-1].next_offset
+    leo = segs[-1].reader_next_offset
     plan.log_end_offset = leo
     plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
     plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
@@ -861,7 +886,7 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
 
 
 def _swap_next_offset(path: str, base: int) -> int:
-    """LogSegment.readNextOffset of a swap segment: last batch's offset + 1 (its valid prefix), or its base."""
+    """LogSegment.readNextOffset of a swap segment: the last batch header's offset + 1 (no CRC check), or its base."""
     with MappedFile(path) as mf:
-        rb = ri.rebuild_segment(mf.buf, base, file=path)
-    return rb.last_offset + 1 if rb.last_offset is not None else base
+        last = _header_last_offset(mf.buf, 0, path)
+    return last + 1 if last is not None else base

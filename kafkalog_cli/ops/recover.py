@@ -115,12 +115,25 @@ def _interrupted(pdir: str) -> list[str]:
         raise
 
 
+def _refuse_fatal(plan: ld.LoaderPlan) -> None:
+    if plan.fatal:
+        raise RepairRefused("the broker would not load this partition: " + "; ".join(plan.fatal),
+                            file=plan.partition_dir, expected="a partition the loader can recover",
+                            found=f"{len(plan.fatal)} fatal condition(s)")
+
+
 def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True,
         now_ms: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
     """Per partition: (plan, interrupted changes finished first, backup dirs written)."""
     out = []
-    for pdir in partition_dirs(paths):
+    pdirs = partition_dirs(paths)
+    if execute and len(pdirs) > 1:
+        # refuse before writing anything: a partition the broker cannot load, found after others were already
+        # recovered, must not leave the log dir half changed behind an exit 2 (plans are recomputed under the lock)
+        for pdir in pdirs:
+            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False))
+    for pdir in pdirs:
         if not execute:
             plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
             plan.notes += safety.log_dir_warnings(pdir)
@@ -130,10 +143,7 @@ def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: b
             recovered = _interrupted(pdir)
             plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
             plan.notes += safety.log_dir_warnings(pdir)
-            if plan.fatal:
-                raise RepairRefused("the broker would not load this partition: " + "; ".join(plan.fatal),
-                                    file=pdir, expected="a partition the loader can recover",
-                                    found=f"{len(plan.fatal)} fatal condition(s)")
+            _refuse_fatal(plan)
             used = execute_plan(plan, backup_dir, keep_backup) if plan.has_changes else []
             if not segment_bases(pdir):
                 raise UnreadableFileError("no segment left after recovery", file=pdir)

@@ -574,13 +574,30 @@ def _high_watermark(pdir: str) -> int | None:
     return None
 
 
-def simulate_truncation(follower: Replica, leader: Replica) -> tuple[int | None, list[TruncationStep], list[str]]:
+def leader_epochs(leader: Replica, replicas: list[Replica]) -> tuple[list[tuple[int, int]], str | None]:
+    """The leader's epoch cache as it serves fetches. A replica becomes leader with an epoch above every epoch
+    before it and assigns (that epoch, its log end offset) first (Partition.makeLeader ->
+    maybeAssignEpochStartOffset, spec §10.1). So a leader whose files show an older latest epoch than some follower
+    (named by --leader, its new epoch not yet in its checkpoint) gets that entry here; without it its cache cannot
+    answer the follower's newer epoch and the follower's divergent records would wrongly look kept."""
+    top = max(r.latest_epoch for r in replicas)
+    if leader.latest_epoch >= top:
+        return list(leader.epochs), None
+    entry = (top + 1, leader.log_end_offset)
+    return list(leader.epochs) + [entry], (
+        f"the leader {leader.name}'s latest epoch {leader.latest_epoch} is below {top} (seen on a follower): as leader it "
+        f"runs at a newer epoch, modelled as {entry[0]} starting at its log end offset {entry[1]}")
+
+
+def simulate_truncation(follower: Replica, leader: Replica, lcache: list[tuple[int, int]] | None = None,
+                        ) -> tuple[int | None, list[TruncationStep], list[str]]:
     """Where the follower's log would end after it fetched from ``leader``: the leader validates the fetch
     (Partition.scala:1533-1565), a diverging epoch makes the follower truncate (AbstractFetcherThread.scala:583-631),
-    and the loop repeats until the leader accepts the fetch. Returns (offset, steps, notes); None when unknowable."""
+    and the loop repeats until the leader accepts the fetch. ``lcache``: the leader's epochs as leader
+    (``leader_epochs``), default its checkpoint. Returns (offset, steps, notes); None when unknowable."""
     cache = list(follower.epochs)
     leo = follower.log_end_offset
-    lcache, lleo = leader.epochs, leader.log_end_offset
+    lcache, lleo = (leader.epochs if lcache is None else lcache), leader.log_end_offset
     steps: list[TruncationStep] = []
     notes: list[str] = []
     target = leo
@@ -820,6 +837,9 @@ def _compare_loaded(replicas: list[Replica], leader_name: str | None) -> Compari
     notes: list[str] = []
     _check_same_partition(replicas, notes)
     leader, how = _pick_leader(replicas, leader_name)
+    lcache, lnote = leader_epochs(leader, replicas)
+    if lnote:
+        notes.append(lnote)
     pairs = [compare_pair(replicas[i], replicas[j]) for i in range(len(replicas)) for j in range(i + 1, len(replicas))]
     reports = []
     findings: list[Finding] = [p.finding for p in pairs if p.finding is not None]
@@ -828,7 +848,7 @@ def _compare_loaded(replicas: list[Replica], leader_name: str | None) -> Compari
         if r is leader:
             reports.append(ReplicaReport(r, "leader", r.log_end_offset, [], LostRecords(), None, []))
             continue
-        target, steps, tnotes = simulate_truncation(r, leader)
+        target, steps, tnotes = simulate_truncation(r, leader, lcache)
         lost = lost_records(r, target, leader) if target is not None else LostRecords()
         if lost.batches:
             first = lost.offsets[0][0]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,6 +65,19 @@ def _header(r: dict) -> bytes:
     return repr(tuple(r[k] for k in keys)).encode()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _ms(v: datetime | int | None) -> int:
+    """A scan dataset's timestamp(ms, UTC) cell as Kafka's int64 milliseconds (null = NO_TIMESTAMP -1): the engine
+    compares and reports timestamps as integers, as read from the files."""
+    if v is None:
+        return -1
+    if isinstance(v, datetime):
+        return (v.replace(tzinfo=v.tzinfo or timezone.utc) - _EPOCH) // timedelta(milliseconds=1)
+    return int(v)
+
+
 def _attributes(r: dict) -> int:
     attrs = _CODEC_IDS.get(r["codec"], 0)
     if r["timestamp_type"] == "LogAppendTime":
@@ -88,7 +102,7 @@ def _replica(name: str, log_dir: str, pdir: str, batch_rows: list[dict], record_
         for r in sorted(by_seg[seg], key=lambda r: r["position"]):
             ref = BatchRef(seg, r["position"], r["size"], r["base_offset"], r["last_offset"], r["partition_leader_epoch"],
                            r["magic"], r["producer_id"], r["producer_epoch"], r["base_sequence"], r["count"],
-                           _attributes(r), r["first_timestamp"], r["max_timestamp"], r["crc_ok"], _header(r))
+                           _attributes(r), _ms(r["first_timestamp"]), _ms(r["max_timestamp"]), r["crc_ok"], _header(r))
             batches.append(ref)
             if not r["crc_ok"]:
                 corrupt.append(Corruption(os.path.join(log_dir, pdir, seg), r["position"], r["base_offset"],
@@ -104,7 +118,7 @@ def _replica(name: str, log_dir: str, pdir: str, batch_rows: list[dict], record_
     for r in record_rows:
         value = None if r["value_size"] < 0 else b"<%d bytes>" % r["value_size"]
         recs.setdefault((r["segment"], r["batch_position"]), []).append(
-            Record(offset=r["offset"], timestamp=r["timestamp"], key=r["key"], value=value,
+            Record(offset=r["offset"], timestamp=_ms(r["timestamp"]), key=r["key"], value=value,
                    headers=[(k.encode(), None) for k in r["header_keys"]]))
     batches.sort(key=lambda b: b.base)
     start = int(segs[0][:20]) if segs and segs[0][:20].isdigit() else 0

@@ -351,7 +351,21 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
     from kafkalog_cli.ops.recover import partition_dirs
 
     out = []
-    for pdir in partition_dirs(paths):
+    explicit = {os.path.abspath(p) for p in paths}
+    pdirs = partition_dirs(paths)
+    if execute and len(pdirs) > 1:
+        # refuse before writing anything: a refusal in the 3rd partition of a log dir must not leave the first two
+        # already rewritten ("exit 2, nothing written"); the plans are recomputed under the lock below
+        for pdir in pdirs:
+            if pdir in explicit or part.segment_bases(pdir):
+                plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
+    for pdir in pdirs:
+        if pdir not in explicit and not part.segment_bases(pdir):
+            # one partition of a log dir without any segment (nothing to salvage there) must not stop the others;
+            # named on its own it is still refused (exit 2) like every repair command does
+            out.append((SalvagePlan(pdir, notes=["no segment (.log) file: nothing to salvage (the broker creates an "
+                                                 "empty segment at load, see 'kafkalog recover')"]), [], None))
+            continue
         if not execute:
             plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
             plan.notes += safety.log_dir_warnings(pdir)
