@@ -127,14 +127,7 @@ def _replica(name: str, log_dir: str, pdir: str, batch_rows: list[dict], record_
 
 
 def _rows(table: pa.Table) -> list[dict]:
-    """Rows as dicts, timestamps as Kafka's epoch milliseconds (-1 where the dataset has null, as in the batch)."""
-    cols = {}
-    for n in table.column_names:
-        col = table.column(n)
-        if pa.types.is_timestamp(col.type):
-            cols[n] = [-1 if v is None else v for v in col.cast(pa.int64()).to_pylist()]
-        else:
-            cols[n] = col.to_pylist()
+    cols = {n: table.column(n).to_pylist() for n in table.column_names}
     return [dict(zip(cols, vals)) for vals in zip(*cols.values())]
 
 
