@@ -31,6 +31,8 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
               help="local = process pool, no Java; spark = PySpark (pip install 'kafkalog[spark]').")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master (local[N], spark://host:7077, yarn, k8s://...). Default local[--jobs].")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting (repeatable); it wins over spark-defaults.conf and kafkalog's own defaults.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Write the Parquet datasets here (default: a temporary directory, removed after the report).")
 @click.option("--records", is_flag=True, help="Also write one row per record (DIR/records): slower, decodes batches.")
@@ -38,8 +40,8 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
-def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str | None, records: bool,
-         jobs: int | None, fmt: str) -> None:
+def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
+         records: bool, jobs: int | None, fmt: str) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -50,8 +52,14 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
 
     if not paths:
         fail("no PATH given", "kafkalog scan /var/lib/kafka --out /tmp/scan")
-    if master is not None and engine != "spark":
-        fail("--master applies to --engine spark only")
+    if (master is not None or confs) and engine != "spark":
+        fail("--master and --conf apply to --engine spark only", "add --engine spark")
+    from kafkalog_cli.scan.spark_conf import parse_conf_args
+
+    try:
+        spark_settings = parse_conf_args(confs)
+    except ValueError as exc:
+        fail(str(exc))
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -91,7 +99,12 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
         if engine == "spark":
             from kafkalog_cli.scan.spark_engine import run_spark
 
-            run_spark(segments, target, records=records, master=master, parallelism=jobs)
+            from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
+
+            try:
+                run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
+            except ExecutorEnvironmentError as exc:
+                fail(str(exc))
         else:
             from kafkalog_cli.scan.local_engine import run_local
             from kafkalog_cli.scan.summary import Summary
