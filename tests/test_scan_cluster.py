@@ -136,7 +136,6 @@ def test_standalone_master_and_two_workers(tmp_path: Path) -> None:
     scan's input and output are on a path every executor sees (this machine's file system)."""
     _needs_spark()
     import pyspark
-
     from scan_data import make_logdir
 
     spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")

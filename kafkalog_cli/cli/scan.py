@@ -97,9 +97,8 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
             fail(str(exc))
         t0 = time.perf_counter()
         if engine == "spark":
-            from kafkalog_cli.scan.spark_engine import run_spark
-
             from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
+            from kafkalog_cli.scan.spark_engine import run_spark
 
             try:
                 run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
