@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, line_writers
+from kafkalog_cli.errors import KafkalogError
 
 
 @click.command(
@@ -35,13 +37,15 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
               help="A Spark setting (repeatable); it wins over spark-defaults.conf and kafkalog's own defaults.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Write the Parquet datasets here (default: a temporary directory, removed after the report).")
+@click.option("--broker-id", type=int, default=None, metavar="ID",
+              help="Broker id of every row (default: node.id / broker.id of each log dir's meta.properties).")
 @click.option("--records", is_flag=True, help="Also write one row per record (DIR/records): slower, decodes batches.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
 def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
-         records: bool, jobs: int | None, fmt: str) -> None:
+         broker_id: int | None, records: bool, jobs: int | None, fmt: str) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -77,7 +81,17 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
     if not segments:
         fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
 
+    from kafkalog_cli.scan import fleet, identity
     from kafkalog_cli.scan.local_engine import default_jobs
+    from kafkalog_cli.scan.paths import locate
+
+    if broker_id is not None:
+        os.environ[identity.OVERRIDE_ENV] = str(broker_id)  # inherited by the worker processes
+        spark_settings.setdefault(f"spark.executorEnv.{identity.OVERRIDE_ENV}", str(broker_id))
+    try:
+        identity.check_log_dirs(sorted({locate(s).log_dir for s in segments}))
+    except KafkalogError as exc:
+        fail(exc.describe(), "fix meta.properties or give --broker-id")
 
     jobs = jobs or default_jobs()
     import tempfile
@@ -92,34 +106,50 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         from kafkalog_cli.scan import output
 
         try:
-            output.prepare(target, records)
+            output.prepare(target, records, replace=False)
         except (ValueError, OSError) as exc:
             fail(str(exc))
+        # this scan's files go to a private staging directory first; publish() moves them into the shared
+        # datasets under unique names and replaces only this source's earlier files (fleet.py)
+        scan_id = fleet.new_scan_id()
+        staging = fleet.staging_dir(target, scan_id)
+        names = ["batches", "problems"] + (["records"] if records else [])
         t0 = time.perf_counter()
-        if engine == "spark":
-            from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
-            from kafkalog_cli.scan.spark_engine import run_spark
-
-            try:
-                run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
-            except ExecutorEnvironmentError as exc:
-                fail(str(exc))
-        else:
-            from kafkalog_cli.scan.local_engine import run_local
-            from kafkalog_cli.scan.summary import Summary
-
-            acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
-            run_local(segments, target, records=records, jobs=jobs, summary=acc)
+        try:
+            summary = _run(engine, segments, staging, records, master, jobs, spark_settings)
+            fleet.publish(target, scan_id, fleet.source_key(segments), names)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         seconds = time.perf_counter() - t0
-        if engine == "spark":
-            from kafkalog_cli.scan.summary import summarize
-
-            summary = summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
-        else:
-            summary = acc.result()
     finally:
         if tmp is not None:
             tmp.cleanup()
+    _report(summary, records, unmatched, out_dir, engine, seconds, fmt)
+
+
+def _run(engine: str, segments: list[str], target: str, records: bool, master: str | None, jobs: int,
+         spark_settings: dict[str, str]) -> dict:
+    """Run one engine into ``target``; the report's aggregates."""
+    if engine == "spark":
+        from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
+        from kafkalog_cli.scan.spark_engine import run_spark
+        from kafkalog_cli.scan.summary import summarize
+
+        try:
+            run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
+        except ExecutorEnvironmentError as exc:
+            fail(str(exc))
+        return summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
+    from kafkalog_cli.scan.local_engine import run_local
+    from kafkalog_cli.scan.summary import Summary
+
+    acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
+    run_local(segments, target, records=records, jobs=jobs, summary=acc)
+    return acc.result()
+
+
+def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,
+            fmt: str) -> None:
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if summary["problems"]["total"]:

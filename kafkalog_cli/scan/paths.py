@@ -28,8 +28,11 @@ class Location:
     segment: str
 
     def as_dict(self) -> dict[str, object]:
+        from kafkalog_cli.scan.identity import broker_id
+
         return {
             "log_dir": self.log_dir,
+            "broker_id": broker_id(self.log_dir),
             "topic": self.topic,
             "partition": self.partition,
             "partition_dir": self.partition_dir,
