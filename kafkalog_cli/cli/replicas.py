@@ -145,24 +145,40 @@ def _fleet_report(datasets: tuple[str, ...], fmt: str) -> None:
     from kafkalog_cli.render import scan_report
     from kafkalog_cli.scan.summary import summarize_many
 
+    import tempfile
+
+    from kafkalog_cli.scan import uri
+
     t0 = time.perf_counter()
-    for ds in datasets:
-        if not os.path.isdir(os.path.join(ds, "batches")):
-            fail(f"{ds}: not a scan dataset directory (no batches/ inside)", "give the --out directory of kafkalog scan")
-    try:
-        summary = summarize_many(list(datasets))
-    except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check the dataset paths")
+    with tempfile.TemporaryDirectory(prefix="kafkalog-report-") as tmp:
+        local: list[str] = []
+        for i, ds in enumerate(datasets):
+            try:
+                path = uri.local_path(ds)
+                if uri.is_object_uri(path):  # the batches and problems objects, copied once (no segment is read)
+                    path = os.path.join(tmp, str(i))
+                    for name in ("batches", "problems"):
+                        uri.download_tree(f"{ds.rstrip('/')}/{name}", os.path.join(path, name))
+            except (OSError, ValueError) as exc:
+                fail(f"{ds}: {exc}", "check the URI and the AWS_* credentials")
+            if not os.path.isdir(os.path.join(path, "batches")):
+                fail(f"{ds}: not a scan dataset directory (no batches/ inside)",
+                     "give the --out directory of kafkalog scan")
+            local.append(path)
+        try:
+            summary = summarize_many(local)
+        except OSError as exc:
+            fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check the dataset paths")
     summary["totals"]["with_records"] = all(os.path.isdir(os.path.join(ds, "records")) for ds in datasets)
     code = EXIT_PROBLEMS if summary["problems"]["total"] else EXIT_CLEAN
     if summary["totals"]["unreadable"]:
         code = 2
     seconds = time.perf_counter() - t0
-    shown = ",".join(os.path.abspath(d) for d in datasets)
+    shown = ",".join(d if "://" in d else os.path.abspath(d) for d in datasets)
     out, _err = line_writers()
     if fmt == "json":
         scan_report.render_json(summary, out, out_dir=shown, engine="local", seconds=seconds, exit_code=code)
     else:
-        scan_report.render_text(summary, out, out_dir=shown, engine="local", seconds=seconds)
+        scan_report.render_text(summary, out, out_dir=None, engine="local", seconds=seconds)  # nothing written
     sys.stdout.flush()
     sys.exit(code)

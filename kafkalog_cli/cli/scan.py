@@ -35,8 +35,11 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
               help="Spark master (local[N], spark://host:7077, yarn, k8s://...). Default local[--jobs].")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
               help="A Spark setting (repeatable); it wins over spark-defaults.conf and kafkalog's own defaults.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Write the Parquet datasets here (default: a temporary directory, removed after the report).")
+@click.option("--out", "out_dir", default=None, metavar="DIR|URI",
+              help="Write the Parquet datasets here: a path, file:///path or s3://bucket/prefix (default: a "
+                   "temporary directory, removed after the report). Many hosts may share one --out.")
+@click.option("--endpoint-url", default=None, metavar="URL",
+              help="S3 endpoint for s3:// paths (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL, then AWS).")
 @click.option("--broker-id", type=int, default=None, metavar="ID",
               help="Broker id of every row (default: node.id / broker.id of each log dir's meta.properties).")
 @click.option("--records", is_flag=True, help="Also write one row per record (DIR/records): slower, decodes batches.")
@@ -45,7 +48,7 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
 def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
-         broker_id: int | None, records: bool, jobs: int | None, fmt: str) -> None:
+         endpoint_url: str | None, broker_id: int | None, records: bool, jobs: int | None, fmt: str) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -75,7 +78,27 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         missing = missing_requirements()
         if missing:
             fail(missing, INSTALL_HINT)
-    segments, unmatched = expand(list(paths))
+    from kafkalog_cli.scan import uri
+
+    if endpoint_url:
+        os.environ["AWS_ENDPOINT_URL_S3"] = endpoint_url  # inherited by the workers (pyarrow ignores it: uri.py)
+    remote_out = None
+    if out_dir is not None:
+        try:
+            out_dir = uri.local_path(out_dir)
+        except ValueError as exc:
+            fail(str(exc))
+        if uri.is_object_uri(out_dir):
+            remote_out = out_dir = out_dir.rstrip("/")
+            if engine == "spark" and not (master or "local").startswith("local"):
+                fail("--out s3://... with a Spark cluster: the executors' part files would stay on their local "
+                     "disks", "give --out a path every executor and this host share, or use --engine local")
+        elif uri.is_uri(out_dir):
+            fail(f"{out_dir}: unsupported --out URI (use a path, file:///path or s3://bucket/prefix)")
+    try:
+        segments, unmatched = expand(list(paths))
+    except (OSError, ValueError) as exc:
+        fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
     if not segments:
@@ -97,7 +120,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
     import tempfile
 
     tmp = None
-    if out_dir is None:
+    if out_dir is None or remote_out is not None:
         tmp = tempfile.TemporaryDirectory(prefix="kafkalog-scan-")
         target = tmp.name
     else:
@@ -117,7 +140,16 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         t0 = time.perf_counter()
         try:
             summary = _run(engine, segments, staging, records, master, jobs, spark_settings)
-            fleet.publish(target, scan_id, fleet.source_key(segments), names)
+            source = fleet.source_key(segments)
+            fleet.publish(target, scan_id, source, names)
+            if remote_out is not None:  # publish to the bucket: upload, then drop this source's older objects
+                try:
+                    for name in names:
+                        uri.upload_tree(os.path.join(target, name), f"{remote_out}/{name}")
+                        uri.remove_matching(f"{remote_out}/{name}", f"part-{source}-", f"part-{source}-{scan_id}-")
+                except OSError as exc:
+                    fail(f"{remote_out}: cannot write the datasets: {exc}",
+                         "check the bucket, the AWS_* credentials and --endpoint-url")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         seconds = time.perf_counter() - t0
@@ -156,7 +188,7 @@ def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | N
         code = EXIT_PROBLEMS
     if unmatched or summary["totals"]["unreadable"]:
         code = EXIT_USAGE
-    shown_dir = os.path.abspath(out_dir) if out_dir else None
+    shown_dir = (out_dir if "://" in out_dir else os.path.abspath(out_dir)) if out_dir else None
     out, _err = line_writers()
     from kafkalog_cli.render import scan_report
 

@@ -33,8 +33,26 @@ def broker_id(log_dir: str) -> int | None:
     if override:
         return int(override)
     if "://" in log_dir:
-        return None
+        return _from_object_meta(log_dir)
     return _from_meta(log_dir)
+
+
+@lru_cache(maxsize=1024)
+def _from_object_meta(log_dir: str) -> int | None:
+    """meta.properties of a log dir copied to an object store (``s3://bucket/host1/kafka-logs/meta.properties``)."""
+    from kafkalog_cli.scan import uri
+    from kafkalog_cli.storage.meta_properties import parse_properties
+
+    try:
+        s3, key = uri.split(log_dir)
+        with s3.open_input_stream(f"{key}/meta.properties") as f:
+            props = parse_properties(f.read(1 << 20).decode("latin-1"))
+    except (OSError, ValueError):
+        return None
+    for k in ("node.id", "broker.id"):
+        if props.get(k, "").strip().lstrip("-").isdigit():
+            return int(props[k])
+    return None
 
 
 def check_log_dirs(log_dirs: list[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -51,7 +52,13 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
 
 
 def locate(path: str) -> Location:
-    """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike."""
+    """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike; an
+    object-store URI (``s3://bucket/.../orders-0/<offset>.log``) is labelled by its key, log_dir a URI too."""
+    if "://" in path:
+        part_dir = posixpath.dirname(path)
+        topic, partition = parse_partition_dir(posixpath.basename(part_dir))
+        return Location(posixpath.dirname(part_dir), topic, partition, posixpath.basename(part_dir),
+                        posixpath.basename(path))
     path = os.path.abspath(path)
     part_dir = os.path.dirname(path)
     topic, partition = parse_partition_dir(os.path.basename(part_dir))
@@ -59,6 +66,9 @@ def locate(path: str) -> Location:
 
 
 def segment_sort_key(path: str) -> tuple[str, int, str]:
+    if "://" in path:
+        name = posixpath.basename(path)
+        return posixpath.dirname(path), int(name[:20]) if is_segment_name(name) else -1, name
     name = os.path.basename(path)
     base = int(name[:20]) if is_segment_name(name) else -1
     return os.path.dirname(os.path.abspath(path)), base, name
@@ -80,9 +90,18 @@ def expand(args: list[str]) -> tuple[list[str], list[str]]:
     fleet mount (``/mnt/brokers/*/kafka-logs``) works as well as one log dir. Transient files (``.log.deleted``,
     ``.cleaned``, ``.swap``) are not segments and are skipped.
     """
+    from kafkalog_cli.scan import uri
+
     found: set[str] = set()
     missing: list[str] = []
     for arg in args:
+        if uri.is_object_uri(arg):  # every segment object below the prefix
+            objs = [o for o in uri.list_objects(arg) if is_segment_name(posixpath.basename(o))]
+            found.update(objs)
+            if not objs:
+                missing.append(arg)
+            continue
+        arg = uri.local_path(arg)
         matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else ([arg] if os.path.exists(arg) else [])
         hits = 0
         for m in matches:

@@ -35,7 +35,7 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
             import signal
 
             os.kill(os.getpid(), signal.SIGKILL)
-        for name, table in scan_segment_chunks(path, records=records):
+        for name, table in _segment_chunks(path, records):
             yield name, table
             if name == "batches":
                 problems = pp.feed(table)
@@ -43,3 +43,20 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
                     yield "problems", to_table("problems", problems)
         if on_segment is not None:
             on_segment(k)
+
+
+def _segment_chunks(path: str, records: bool) -> Iterator[tuple[str, pa.Table]]:
+    """``scan_segment_chunks``; an object-store segment is staged to a temporary file first (scan.uri) and its rows
+    relabelled with the object's location."""
+    if "://" not in path:
+        yield from scan_segment_chunks(path, records=records)
+        return
+    from kafkalog_cli.scan import uri
+    from kafkalog_cli.scan.identity import broker_id
+    from kafkalog_cli.scan.paths import locate
+
+    log_dir = locate(path).log_dir
+    bid = broker_id(log_dir)
+    with uri.staged(path) as local:
+        for name, table in scan_segment_chunks(local, records=records):
+            yield name, uri.relabel(table, log_dir, bid)
