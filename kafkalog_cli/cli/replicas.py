@@ -140,14 +140,12 @@ def _fleet_report(datasets: tuple[str, ...], fmt: str) -> None:
     """``kafkalog report DATASET...``: the same report (text or JSON, same keys) that ``kafkalog scan`` prints,
     aggregated from the datasets' batches and problems (every broker_id=<id>/ part file, every host)."""
     import os
+    import tempfile
     import time
 
     from kafkalog_cli.render import scan_report
-    from kafkalog_cli.scan.summary import summarize_many
-
-    import tempfile
-
     from kafkalog_cli.scan import uri
+    from kafkalog_cli.scan.summary import summarize_many
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kafkalog-report-") as tmp:

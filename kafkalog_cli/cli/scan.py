@@ -42,13 +42,18 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
               help="S3 endpoint for s3:// paths (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL, then AWS).")
 @click.option("--broker-id", type=int, default=None, metavar="ID",
               help="Broker id of every row (default: node.id / broker.id of each log dir's meta.properties).")
+@click.option("--low-impact", is_flag=True,
+              help="Leave the page cache as found: drop the pages the scan brought in after each segment.")
+@click.option("--max-read-rate", default=None, metavar="BYTES/s",
+              help="Average read rate bound for the whole scan, e.g. 50M (MiB/s); 'kafkalog scan' sleeps to keep it.")
 @click.option("--records", is_flag=True, help="Also write one row per record (DIR/records): slower, decodes batches.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
 def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
-         endpoint_url: str | None, broker_id: int | None, records: bool, jobs: int | None, fmt: str) -> None:
+         endpoint_url: str | None, broker_id: int | None, low_impact: bool, max_read_rate: str | None, records: bool,
+         jobs: int | None, fmt: str) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -117,6 +122,20 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         fail(exc.describe(), "fix meta.properties or give --broker-id")
 
     jobs = jobs or default_jobs()
+    from kafkalog_cli.scan import impact
+
+    if low_impact:
+        os.environ[impact.LOW_IMPACT_ENV] = "1"
+        spark_settings.setdefault(f"spark.executorEnv.{impact.LOW_IMPACT_ENV}", "1")
+    if max_read_rate is not None:
+        try:
+            rate = impact.parse_rate(max_read_rate)
+        except ValueError as exc:
+            fail(str(exc))
+        # each local worker process gets its share; each Spark Python worker the whole rate (spark.executorEnv)
+        share = rate if engine == "spark" else max(1, rate // min(jobs, max(1, len(segments))))
+        os.environ[impact.RATE_ENV] = str(share)
+        spark_settings.setdefault(f"spark.executorEnv.{impact.RATE_ENV}", str(rate))
     import tempfile
 
     tmp = None

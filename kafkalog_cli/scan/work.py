@@ -49,7 +49,10 @@ def _segment_chunks(path: str, records: bool) -> Iterator[tuple[str, pa.Table]]:
     """``scan_segment_chunks``; an object-store segment is staged to a temporary file first (scan.uri) and its rows
     relabelled with the object's location."""
     if "://" not in path:
-        yield from scan_segment_chunks(path, records=records)
+        from kafkalog_cli.scan.impact import gentle
+
+        with gentle(path):  # --low-impact / --max-read-rate (no-ops unless set)
+            yield from scan_segment_chunks(path, records=records)
         return
     from kafkalog_cli.scan import uri
     from kafkalog_cli.scan.identity import broker_id
