@@ -12,7 +12,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from kafkalog_cli.storage.layout import SEGMENT_RE, is_segment_name
+from kafkalog_cli.storage.layout import SEGMENT_RE, is_scannable_segment
 
 __all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
 
@@ -54,6 +54,12 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
 def locate(path: str) -> Location:
     """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike; an
     object-store URI (``s3://bucket/.../orders-0/<offset>.log``) is labelled by its key, log_dir a URI too."""
+    from kafkalog_cli.scan.tiered import classify
+
+    remote = classify(path) if "-" in path.rsplit("/", 1)[-1] else None
+    if remote is not None:  # KIP-405 layouts: topic and partition from the remote directory names
+        root = remote.root if "://" in path else os.path.abspath(remote.root)
+        return Location(root, remote.topic, remote.partition, remote.partition_dir, os.path.basename(path))
     if "://" in path:
         part_dir = posixpath.dirname(path)
         topic, partition = parse_partition_dir(posixpath.basename(part_dir))
@@ -68,9 +74,9 @@ def locate(path: str) -> Location:
 def segment_sort_key(path: str) -> tuple[str, int, str]:
     if "://" in path:
         name = posixpath.basename(path)
-        return posixpath.dirname(path), int(name[:20]) if is_segment_name(name) else -1, name
+        return posixpath.dirname(path), int(name[:20]) if is_scannable_segment(path) else -1, name
     name = os.path.basename(path)
-    base = int(name[:20]) if is_segment_name(name) else -1
+    base = int(name[:20]) if is_scannable_segment(path) else -1
     return os.path.dirname(os.path.abspath(path)), base, name
 
 
@@ -78,7 +84,7 @@ def _segments_in(directory: str) -> list[str]:
     out = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
-        out.extend(os.path.join(root, f) for f in files if is_segment_name(f))
+        out.extend(os.path.join(root, f) for f in files if is_scannable_segment(os.path.join(root, f)))
     return out
 
 
@@ -96,7 +102,7 @@ def expand(args: list[str]) -> tuple[list[str], list[str]]:
     missing: list[str] = []
     for arg in args:
         if uri.is_object_uri(arg):  # every segment object below the prefix
-            objs = [o for o in uri.list_objects(arg) if is_segment_name(posixpath.basename(o))]
+            objs = [o for o in uri.list_objects(arg) if is_scannable_segment(o)]
             found.update(objs)
             if not objs:
                 missing.append(arg)

@@ -90,7 +90,7 @@ def list_objects(uri: str) -> list[str]:
                   if i.type == fs.FileType.File)
 
 
-COMPANIONS = (".index", ".timeindex", ".txnindex")
+COMPANIONS = (".index", ".timeindex", ".txnindex", ".rsm-manifest")
 
 
 @contextmanager

@@ -51,6 +51,10 @@ def _segment_chunks(path: str, records: bool) -> Iterator[tuple[str, pa.Table]]:
     if "://" not in path:
         from kafkalog_cli.scan.impact import gentle
 
+        encoded = _encoded(path, path)
+        if encoded is not None:
+            yield encoded
+            return
         with gentle(path):  # --low-impact / --max-read-rate (no-ops unless set)
             yield from scan_segment_chunks(path, records=records)
         return
@@ -61,5 +65,24 @@ def _segment_chunks(path: str, records: bool) -> Iterator[tuple[str, pa.Table]]:
     log_dir = locate(path).log_dir
     bid = broker_id(log_dir)
     with uri.staged(path) as local:
+        encoded = _encoded(path, local)
+        if encoded is not None:
+            yield encoded[0], uri.relabel(encoded[1], log_dir, bid)
+            return
         for name, table in scan_segment_chunks(local, records=records):
             yield name, uri.relabel(table, log_dir, bid)
+
+
+def _encoded(label: str, local: str) -> tuple[str, pa.Table] | None:
+    """A problems chunk for a tiered-storage object whose bytes are not a segment (compressed or encrypted chunks,
+    scan.tiered), so it is reported instead of misparsed; None for everything else."""
+    from kafkalog_cli.scan.paths import locate
+    from kafkalog_cli.scan.tiered import encoding_problem
+
+    why = encoding_problem(label, local)
+    if why is None:
+        return None
+    size = os.path.getsize(local) if os.path.exists(local) else 0
+    row = {**locate(label).as_dict(), "file": os.path.basename(label), "position": 0, "end": size,
+           "kind": "remote-encoded", "severity": "warning", "message": why, "offset": None}
+    return "problems", to_table("problems", [row])
