@@ -65,7 +65,8 @@ def locate(path: str) -> Location:
         topic, partition = parse_partition_dir(posixpath.basename(part_dir))
         return Location(posixpath.dirname(part_dir), topic, partition, posixpath.basename(part_dir),
                         posixpath.basename(path))
-    path = os.path.abspath(path)
+    if not os.path.isabs(path) or "/." in path or "//" in path:  # expand() hands out normalized absolute paths
+        path = os.path.abspath(path)
     part_dir = os.path.dirname(path)
     topic, partition = parse_partition_dir(os.path.basename(part_dir))
     return Location(os.path.dirname(part_dir), topic, partition, os.path.basename(part_dir), os.path.basename(path))

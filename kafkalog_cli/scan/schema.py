@@ -102,10 +102,10 @@ def to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     """Rows (dicts keyed by column name) -> a table of dataset ``name``'s schema (built column by column:
     about three times faster than ``Table.from_pylist``)."""
     schema = DATASETS[name]
-    if rows and "broker_id" not in rows[0]:  # the partition pass's rows: broker_id follows from log_dir
+    if any("broker_id" not in r for r in rows):  # the partition pass's rows: broker_id follows from log_dir
         from kafkalog_cli.scan.identity import broker_id
 
-        rows = [{**r, "broker_id": broker_id(r["log_dir"])} for r in rows]
+        rows = [r if "broker_id" in r else {**r, "broker_id": broker_id(r["log_dir"])} for r in rows]
     return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema)
 
 
