@@ -20,7 +20,10 @@ Examples:
   kafkalog scan /var/lib/kafka --out /tmp/scan
   kafkalog scan '/mnt/brokers/*/kafka-logs/orders-*' --records --out /tmp/scan --format json
   kafkalog scan /var/lib/kafka --engine spark --master local[4] --out /tmp/scan
-  kafkalog scan /mnt/nfs/kafka --engine spark --master spark://head:7077 --out /mnt/nfs/scan-out
+  kafkalog scan /mnt/nfs/kafka --engine spark --master spark://head:7077 --out /mnt/nfs/scan-out \
+    --conf spark.archives=kafkalog-env.tar.gz#kafkalog_env --conf spark.pyspark.python=./kafkalog_env/bin/python
+  kafkalog scan /var/lib/kafka --out s3://bucket/fleet --low-impact --max-read-rate 50M   # on every broker host
+  kafkalog report s3://bucket/fleet                                                     # the fleet report
 
 \b
 Datasets: DIR/batches, DIR/problems and (with --records) DIR/records, Parquet,
