@@ -209,9 +209,10 @@ def test_executor_env_archive_is_relocatable(tmp_path: Path) -> None:
     subprocess.run(["tar", "xzf", str(archive), "-C", str(node)], check=True)
     logdir = make_logdir(tmp_path)
     py = str(node / "bin" / "python")
+    # cwd outside the checkout: `python -c` puts the working directory first on sys.path
     where = subprocess.run(["env", "-i", py, "-c", "import kafkalog_cli; print(kafkalog_cli.__file__)"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
     assert where.startswith(str(node))
     s = subprocess.run(["env", "-i", py, "-m", "kafkalog_cli", "scan", str(logdir), "--format", "json"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=tmp_path)
     assert s.returncode == 1 and json.loads(s.stdout)["totals"]["batches"] > 0, s.stderr

@@ -50,6 +50,7 @@ def test_bad_meta_properties_is_a_located_error(tmp_path: Path) -> None:
     assert "meta.properties" in r.stderr and "node.id is not an integer" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # several CLI processes: 6-8 s on 2 shared cores
 def test_concurrent_scans_into_one_out_never_clobber(tmp_path: Path) -> None:
     """Four hosts scan into one --out at the same time (the first layout kept the last writer's rows only)."""
     dirs = [_broker(tmp_path, b) for b in (1, 2, 3, 4)]
@@ -71,6 +72,7 @@ def test_concurrent_scans_into_one_out_never_clobber(tmp_path: Path) -> None:
     assert not list(out.glob(".incoming-*"))  # staging directories are gone
 
 
+@pytest.mark.slow  # several CLI processes: 6-8 s on 2 shared cores
 def test_rerun_replaces_only_its_own_files(tmp_path: Path) -> None:
     a, b = _broker(tmp_path, 1), _broker(tmp_path, 2)
     out = tmp_path / "fleet"
@@ -82,6 +84,7 @@ def test_rerun_replaces_only_its_own_files(tmp_path: Path) -> None:
     assert len(list((out / "batches").rglob("*.parquet"))) == 2
 
 
+@pytest.mark.slow  # several CLI processes: 6-8 s on 2 shared cores
 def test_report_of_datasets_equals_the_scan_report(tmp_path: Path) -> None:
     a, b = _broker(tmp_path, 1), _broker(tmp_path, 2)
     # drop the partition whose segments hold no batch at all: a dataset cannot know about empty segments
