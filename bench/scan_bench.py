@@ -319,8 +319,8 @@ def bench_fleet(args: argparse.Namespace) -> None:
             s = measure(["scan", str(logs), "--out", str(out), "--engine", engine, "--jobs", "2", "--format", "json",
                          *extra])
             assert s["rc"] == 0, s["stderr"][-2000:]
-            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), {s['cpu']:.1f} s CPU (of the workers, not "
-                  f"of Spark's JVM), parent ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB), "
+            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), {s['cpu']:.1f} s CPU (local: with its workers; "
+                  f"Spark: the driver only), parent ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB), "
                   f"largest child {s['children_mib']:.0f} MiB; {_load()}", flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)
