@@ -79,16 +79,21 @@ dataset (--out, default DATASET/divergence). Brokers come from --broker-ids
 Exit codes: 0 every replica set agrees, 1 divergence found, 2 usage error or
 unreadable datasets.""",
 )
-@click.option("--replicas", "replicas", is_flag=True, required=True, help="Compare replicas across the datasets.")
+@click.option("--replicas", "replicas", is_flag=True,
+              help="Compare replicas across the datasets. Without it: the scan report of the datasets (fleet report).")
 @click.argument("datasets", nargs=-1, required=True, type=click.Path(), metavar="DATASET...")
 @click.option("--broker-ids", default=None, metavar="DIR=ID,...", help="Broker id of each dataset dir or log_dir.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Where the divergence dataset goes (default: <first DATASET>/divergence).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, out_dir: str | None, fmt: str) -> None:
-    """Replica divergence across scan datasets of several brokers (the fleet form of compare-replicas)."""
+    """The scan report of one or more scan datasets (a fleet's shared --out), without re-reading segments; with
+    --replicas, replica divergence across scan datasets of several brokers (the fleet form of compare-replicas)."""
     import json
     import os
+
+    if not replicas:
+        _fleet_report(datasets, fmt)
 
     import pyarrow.parquet as pq
 
@@ -129,3 +134,49 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
         out(f"{len(rows)} replicated partitions compared; divergence dataset written to {target}")
     sys.stdout.flush()
     sys.exit(EXIT_PROBLEMS if any(r["first_divergent_offset"] is not None for r in rows) else EXIT_CLEAN)
+
+
+def _fleet_report(datasets: tuple[str, ...], fmt: str) -> None:
+    """``kafkalog report DATASET...``: the same report (text or JSON, same keys) that ``kafkalog scan`` prints,
+    aggregated from the datasets' batches and problems (every broker_id=<id>/ part file, every host)."""
+    import os
+    import tempfile
+    import time
+
+    from kafkalog_cli.render import scan_report
+    from kafkalog_cli.scan import uri
+    from kafkalog_cli.scan.summary import summarize_many
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kafkalog-report-") as tmp:
+        local: list[str] = []
+        for i, ds in enumerate(datasets):
+            try:
+                path = uri.local_path(ds)
+                if uri.is_object_uri(path):  # the batches and problems objects, copied once (no segment is read)
+                    path = os.path.join(tmp, str(i))
+                    for name in ("batches", "problems"):
+                        uri.download_tree(f"{ds.rstrip('/')}/{name}", os.path.join(path, name))
+            except (OSError, ValueError) as exc:
+                fail(f"{ds}: {exc}", "check the URI and the AWS_* credentials")
+            if not os.path.isdir(os.path.join(path, "batches")):
+                fail(f"{ds}: not a scan dataset directory (no batches/ inside)",
+                     "give the --out directory of kafkalog scan")
+            local.append(path)
+        try:
+            summary = summarize_many(local)
+        except OSError as exc:
+            fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check the dataset paths")
+    summary["totals"]["with_records"] = all(os.path.isdir(os.path.join(ds, "records")) for ds in datasets)
+    code = EXIT_PROBLEMS if summary["problems"]["total"] else EXIT_CLEAN
+    if summary["totals"]["unreadable"]:
+        code = 2
+    seconds = time.perf_counter() - t0
+    shown = ",".join(d if "://" in d else os.path.abspath(d) for d in datasets)
+    out, _err = line_writers()
+    if fmt == "json":
+        scan_report.render_json(summary, out, out_dir=shown, engine="local", seconds=seconds, exit_code=code)
+    else:
+        scan_report.render_text(summary, out, out_dir=None, engine="local", seconds=seconds)  # nothing written
+    sys.stdout.flush()
+    sys.exit(code)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, line_writers
+from kafkalog_cli.errors import KafkalogError
 
 
 @click.command(
@@ -18,7 +20,10 @@ Examples:
   kafkalog scan /var/lib/kafka --out /tmp/scan
   kafkalog scan '/mnt/brokers/*/kafka-logs/orders-*' --records --out /tmp/scan --format json
   kafkalog scan /var/lib/kafka --engine spark --master local[4] --out /tmp/scan
-  kafkalog scan /mnt/nfs/kafka --engine spark --master spark://head:7077 --out /mnt/nfs/scan-out
+  kafkalog scan /mnt/nfs/kafka --engine spark --master spark://head:7077 --out /mnt/nfs/scan-out \
+    --conf spark.archives=kafkalog-env.tar.gz#kafkalog_env --conf spark.pyspark.python=./kafkalog_env/bin/python
+  kafkalog scan /var/lib/kafka --out s3://bucket/fleet --low-impact --max-read-rate 50M   # on every broker host
+  kafkalog report s3://bucket/fleet                                                     # the fleet report
 
 \b
 Datasets: DIR/batches, DIR/problems and (with --records) DIR/records, Parquet,
@@ -31,14 +36,26 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
               help="local = process pool, no Java; spark = PySpark (pip install 'kafkalog[spark]').")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master (local[N], spark://host:7077, yarn, k8s://...). Default local[--jobs].")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Write the Parquet datasets here (default: a temporary directory, removed after the report).")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting (repeatable); it wins over spark-defaults.conf and kafkalog's own defaults.")
+@click.option("--out", "out_dir", default=None, metavar="DIR|URI",
+              help="Write the Parquet datasets here: a path, file:///path or s3://bucket/prefix (default: a "
+                   "temporary directory, removed after the report). Many hosts may share one --out.")
+@click.option("--endpoint-url", default=None, metavar="URL",
+              help="S3 endpoint for s3:// paths (default: $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL, then AWS).")
+@click.option("--broker-id", type=int, default=None, metavar="ID",
+              help="Broker id of every row (default: node.id / broker.id of each log dir's meta.properties).")
+@click.option("--low-impact", is_flag=True,
+              help="Leave the page cache as found: drop the pages the scan brought in after each segment.")
+@click.option("--max-read-rate", default=None, metavar="BYTES/s",
+              help="Average read rate bound for the whole scan, e.g. 50M (MiB/s); 'kafkalog scan' sleeps to keep it.")
 @click.option("--records", is_flag=True, help="Also write one row per record (DIR/records): slower, decodes batches.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
-def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str | None, records: bool,
+def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
+         endpoint_url: str | None, broker_id: int | None, low_impact: bool, max_read_rate: str | None, records: bool,
          jobs: int | None, fmt: str) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
@@ -50,8 +67,14 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
 
     if not paths:
         fail("no PATH given", "kafkalog scan /var/lib/kafka --out /tmp/scan")
-    if master is not None and engine != "spark":
-        fail("--master applies to --engine spark only")
+    if (master is not None or confs) and engine != "spark":
+        fail("--master and --conf apply to --engine spark only", "add --engine spark")
+    from kafkalog_cli.scan.spark_conf import parse_conf_args
+
+    try:
+        spark_settings = parse_conf_args(confs)
+    except ValueError as exc:
+        fail(str(exc))
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -63,19 +86,63 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
         missing = missing_requirements()
         if missing:
             fail(missing, INSTALL_HINT)
-    segments, unmatched = expand(list(paths))
+    from kafkalog_cli.scan import uri
+
+    if endpoint_url:
+        os.environ["AWS_ENDPOINT_URL_S3"] = endpoint_url  # inherited by the workers (pyarrow ignores it: uri.py)
+    remote_out = None
+    if out_dir is not None:
+        try:
+            out_dir = uri.local_path(out_dir)
+        except ValueError as exc:
+            fail(str(exc))
+        if uri.is_object_uri(out_dir):
+            remote_out = out_dir = out_dir.rstrip("/")
+            if engine == "spark" and not (master or "local").startswith("local"):
+                fail("--out s3://... with a Spark cluster: the executors' part files would stay on their local "
+                     "disks", "give --out a path every executor and this host share, or use --engine local")
+        elif uri.is_uri(out_dir):
+            fail(f"{out_dir}: unsupported --out URI (use a path, file:///path or s3://bucket/prefix)")
+    try:
+        segments, unmatched = expand(list(paths))
+    except (OSError, ValueError) as exc:
+        fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
     if not segments:
         fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
 
+    from kafkalog_cli.scan import fleet, identity
     from kafkalog_cli.scan.local_engine import default_jobs
+    from kafkalog_cli.scan.paths import locate
+
+    if broker_id is not None:
+        os.environ[identity.OVERRIDE_ENV] = str(broker_id)  # inherited by the worker processes
+        spark_settings.setdefault(f"spark.executorEnv.{identity.OVERRIDE_ENV}", str(broker_id))
+    try:
+        identity.check_log_dirs(sorted({locate(s).log_dir for s in segments}))
+    except KafkalogError as exc:
+        fail(exc.describe(), "fix meta.properties or give --broker-id")
 
     jobs = jobs or default_jobs()
+    from kafkalog_cli.scan import impact
+
+    if low_impact:
+        os.environ[impact.LOW_IMPACT_ENV] = "1"
+        spark_settings.setdefault(f"spark.executorEnv.{impact.LOW_IMPACT_ENV}", "1")
+    if max_read_rate is not None:
+        try:
+            rate = impact.parse_rate(max_read_rate)
+        except ValueError as exc:
+            fail(str(exc))
+        # each local worker process gets its share; each Spark Python worker the whole rate (spark.executorEnv)
+        share = rate if engine == "spark" else max(1, rate // min(jobs, max(1, len(segments))))
+        os.environ[impact.RATE_ENV] = str(share)
+        spark_settings.setdefault(f"spark.executorEnv.{impact.RATE_ENV}", str(rate))
     import tempfile
 
     tmp = None
-    if out_dir is None:
+    if out_dir is None or remote_out is not None:
         tmp = tempfile.TemporaryDirectory(prefix="kafkalog-scan-")
         target = tmp.name
     else:
@@ -84,37 +151,66 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
         from kafkalog_cli.scan import output
 
         try:
-            output.prepare(target, records)
+            output.prepare(target, records, replace=False)
         except (ValueError, OSError) as exc:
             fail(str(exc))
+        # this scan's files go to a private staging directory first; publish() moves them into the shared
+        # datasets under unique names and replaces only this source's earlier files (fleet.py)
+        scan_id = fleet.new_scan_id()
+        staging = fleet.staging_dir(target, scan_id)
+        names = ["batches", "problems"] + (["records"] if records else [])
         t0 = time.perf_counter()
-        if engine == "spark":
-            from kafkalog_cli.scan.spark_engine import run_spark
-
-            run_spark(segments, target, records=records, master=master, parallelism=jobs)
-        else:
-            from kafkalog_cli.scan.local_engine import run_local
-            from kafkalog_cli.scan.summary import Summary
-
-            acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
-            run_local(segments, target, records=records, jobs=jobs, summary=acc)
+        try:
+            summary = _run(engine, segments, staging, records, master, jobs, spark_settings)
+            source = fleet.source_key(segments)
+            fleet.publish(target, scan_id, source, names)
+            if remote_out is not None:  # publish to the bucket: upload, then drop this source's older objects
+                try:
+                    for name in names:
+                        uri.upload_tree(os.path.join(target, name), f"{remote_out}/{name}")
+                        uri.remove_matching(f"{remote_out}/{name}", f"part-{source}-", f"part-{source}-{scan_id}-")
+                except OSError as exc:
+                    fail(f"{remote_out}: cannot write the datasets: {exc}",
+                         "check the bucket, the AWS_* credentials and --endpoint-url")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         seconds = time.perf_counter() - t0
-        if engine == "spark":
-            from kafkalog_cli.scan.summary import summarize
-
-            summary = summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
-        else:
-            summary = acc.result()
     finally:
         if tmp is not None:
             tmp.cleanup()
+    _report(summary, records, unmatched, out_dir, engine, seconds, fmt)
+
+
+def _run(engine: str, segments: list[str], target: str, records: bool, master: str | None, jobs: int,
+         spark_settings: dict[str, str]) -> dict:
+    """Run one engine into ``target``; the report's aggregates."""
+    if engine == "spark":
+        from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
+        from kafkalog_cli.scan.spark_engine import run_spark
+        from kafkalog_cli.scan.summary import summarize
+
+        try:
+            run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
+        except ExecutorEnvironmentError as exc:
+            fail(str(exc))
+        return summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
+    from kafkalog_cli.scan.local_engine import run_local
+    from kafkalog_cli.scan.summary import Summary
+
+    acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
+    run_local(segments, target, records=records, jobs=jobs, summary=acc)
+    return acc.result()
+
+
+def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,
+            fmt: str) -> None:
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if summary["problems"]["total"]:
         code = EXIT_PROBLEMS
     if unmatched or summary["totals"]["unreadable"]:
         code = EXIT_USAGE
-    shown_dir = os.path.abspath(out_dir) if out_dir else None
+    shown_dir = (out_dir if "://" in out_dir else os.path.abspath(out_dir)) if out_dir else None
     out, _err = line_writers()
     from kafkalog_cli.render import scan_report
 

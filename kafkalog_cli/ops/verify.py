@@ -503,6 +503,13 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
     if report.base_offset is None:
         report.add(Problem(path, 0, 0, "file-name", "segment file name does not start with a 20-digit base offset",
                            WARNING))
+    from kafkalog_cli.scan.tiered import encoding_problem
+
+    encoded = encoding_problem(path)  # a tiered-storage object of compressed/encrypted chunks: not a segment's bytes
+    if encoded is not None:
+        report.size = os.path.getsize(path) if os.path.exists(path) else 0
+        report.add(Problem(path, 0, report.size, "remote-encoded", encoded, WARNING))
+        return report
     try:
         mf = MappedFile(path)
     except FileVanishedError:
@@ -640,7 +647,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
             except OSError as exc:
                 bad.append(_unreadable(arg, f"cannot list directory: {exc.strerror}"))
                 continue
-            if not any(layout.is_segment_name(os.path.basename(f)) for f in files) \
+            if not any(layout.is_scannable_segment(f) for f in files) \
                     and layout.looks_like_partition_dir(arg):
                 companions.append((arg, "no-segment"))
         elif os.path.exists(arg):
@@ -662,7 +669,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
                     seen.add(f)
                     companions.append((f, "leftover"))
                 continue
-            if kind == "log" and not layout.is_segment_name(name) and f not in seen:
+            if kind == "log" and not layout.is_scannable_segment(f) and f not in seen:
                 companions.append((f, "stray-log"))
                 if not explicit:
                     seen.add(f)

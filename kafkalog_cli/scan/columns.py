@@ -177,7 +177,7 @@ def location_columns_of(locs: list[dict[str, Any]], fields: pa.Schema) -> dict[s
     return out
 
 
-LOCATION = ("log_dir", "topic", "partition", "partition_dir", "segment")
+LOCATION = ("log_dir", "broker_id", "topic", "partition", "partition_dir", "segment")
 
 
 def batch_table(loc: dict[str, Any] | dict[str, pa.Array], raw: dict[str, pa.Array]) -> pa.Table:

@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafkalog_cli.scan.fleet import PartitionedWriter
 from kafkalog_cli.scan.output import DatasetWriter
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import to_table
@@ -90,7 +91,7 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
     Returns a few facts about the run (rows and row groups per dataset, workers that died)."""
     parts = group_partitions(segments)
     names = ("batches", "problems", "records") if records else ("batches", "problems")
-    writers: dict[str, Any] = {name: DatasetWriter(out_dir, name) for name in names}
+    writers: dict[str, Any] = {name: PartitionedWriter(out_dir, name) for name in names}  # broker_id=<id>/
     if summary is not None:
         writers = {name: _Tee(w, summary) for name, w in writers.items()}
     stats: dict[str, Any] = {"workers_died": 0}
@@ -121,7 +122,7 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
 class _Tee:
     """A dataset writer that also feeds each table to the report's aggregates."""
 
-    def __init__(self, writer: DatasetWriter, summary: Summary) -> None:
+    def __init__(self, writer: DatasetWriter | PartitionedWriter, summary: Summary) -> None:
         self.writer = writer
         self.summary = summary
         self.name = os.path.basename(writer.dir)

@@ -20,17 +20,30 @@ def _ours(name: str) -> bool:
     return name.startswith(("part-", "_", ".")) or name.endswith(".crc")
 
 
-def prepare(out_dir: str, records: bool) -> None:
-    """Create ``out_dir`` and remove the datasets an earlier scan left there (only if they hold nothing but
-    dataset files, so a mistyped ``--out`` never deletes someone's data). Raises ValueError otherwise."""
+def prepare(out_dir: str, records: bool, *, replace: bool = True) -> None:
+    """Create ``out_dir`` and check that datasets already there are ours (only dataset files and ``key=value``
+    directories, so a mistyped ``--out`` never mixes with someone's data). Raises ValueError otherwise.
+
+    ``replace`` (tests and the old single-writer layout): remove them. The CLI passes ``replace=False``: a shared
+    ``--out`` keeps other hosts' files, and ``fleet.publish`` replaces only this source's earlier files."""
     os.makedirs(out_dir, exist_ok=True)
     for name in NAMES:
         d = os.path.join(out_dir, name)
         if not os.path.exists(d):
             continue
-        if not os.path.isdir(d) or not all(_ours(f) for f in os.listdir(d)):
+        if not os.path.isdir(d) or not _all_ours(d):
             raise ValueError(f"{d} exists and does not look like a kafkalog scan dataset; choose another --out")
-        shutil.rmtree(d)
+        if replace:
+            shutil.rmtree(d)
+
+
+def _all_ours(d: str) -> bool:
+    for root, _dirs, files in os.walk(d):
+        if root != d and "=" not in os.path.basename(root) and not os.path.basename(root).startswith((".", "_")):
+            return False
+        if not all(_ours(f) for f in files):
+            return False
+    return True
 
 
 ROW_GROUP = 1 << 17  # rows per Parquet row group (readers such as DuckDB pay per row group, not per row)
@@ -48,9 +61,9 @@ class DatasetWriter:
     group of ``ROW_GROUP`` rows is full, so the file has few large row groups whatever the shape of the input, and
     memory stays bounded by one group."""
 
-    def __init__(self, out_dir: str, name: str, row_group: int = ROW_GROUP) -> None:
+    def __init__(self, out_dir: str, name: str, row_group: int = ROW_GROUP, subdir: str = "") -> None:
         self.schema = WIRE[name]
-        self.dir = os.path.join(out_dir, name)
+        self.dir = os.path.join(out_dir, name, subdir) if subdir else os.path.join(out_dir, name)
         os.makedirs(self.dir, exist_ok=True)
         # statistics only for the non-string columns: min/max of every page of a long path string cost more than
         # the rest of the write, and nobody prunes by log_dir ranges
@@ -154,11 +167,15 @@ class _WriteThread:
 
 def read_dataset(out_dir: str, name: str, columns: list[str] | None = None) -> pa.Table:
     """One dataset as a table cast to our schema (Spark's list and nullability metadata differ; values don't)."""
+    from kafkalog_cli.scan.fleet import dataset_files, fill_columns
+
     path = os.path.join(out_dir, name)
     schema = DATASETS[name]
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
-    files = sorted(f for f in os.listdir(path) if f.endswith(".parquet") and not f.startswith(("_", ".")))
-    tables = [pq.read_table(os.path.join(path, f), columns=columns) for f in files]
-    tables = [t.select(schema.names).cast(schema) for t in tables]
+    tables = []
+    for f, values in dataset_files(path):
+        present = set(pq.read_schema(f).names)
+        t = pq.read_table(f, columns=[c for c in schema.names if c in present])
+        tables.append(fill_columns(t, list(schema), values).select(schema.names).cast(schema))
     return pa.concat_tables(tables) if tables else schema.empty_table()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import glob
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 
-from kafkalog_cli.storage.layout import SEGMENT_RE, is_segment_name
+from kafkalog_cli.storage.layout import SEGMENT_RE, is_scannable_segment
 
 __all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
 
@@ -28,8 +29,11 @@ class Location:
     segment: str
 
     def as_dict(self) -> dict[str, object]:
+        from kafkalog_cli.scan.identity import broker_id
+
         return {
             "log_dir": self.log_dir,
+            "broker_id": broker_id(self.log_dir),
             "topic": self.topic,
             "partition": self.partition,
             "partition_dir": self.partition_dir,
@@ -48,7 +52,19 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
 
 
 def locate(path: str) -> Location:
-    """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike."""
+    """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike; an
+    object-store URI (``s3://bucket/.../orders-0/<offset>.log``) is labelled by its key, log_dir a URI too."""
+    from kafkalog_cli.scan.tiered import classify
+
+    remote = classify(path) if "-" in path.rsplit("/", 1)[-1] else None
+    if remote is not None:  # KIP-405 layouts: topic and partition from the remote directory names
+        root = remote.root if "://" in path else os.path.abspath(remote.root)
+        return Location(root, remote.topic, remote.partition, remote.partition_dir, os.path.basename(path))
+    if "://" in path:
+        part_dir = posixpath.dirname(path)
+        topic, partition = parse_partition_dir(posixpath.basename(part_dir))
+        return Location(posixpath.dirname(part_dir), topic, partition, posixpath.basename(part_dir),
+                        posixpath.basename(path))
     if not os.path.isabs(path) or "/." in path or "//" in path:  # expand() hands out normalized absolute paths
         path = os.path.abspath(path)
     part_dir = os.path.dirname(path)
@@ -57,8 +73,11 @@ def locate(path: str) -> Location:
 
 
 def segment_sort_key(path: str) -> tuple[str, int, str]:
+    if "://" in path:
+        name = posixpath.basename(path)
+        return posixpath.dirname(path), int(name[:20]) if is_scannable_segment(path) else -1, name
     name = os.path.basename(path)
-    base = int(name[:20]) if is_segment_name(name) else -1
+    base = int(name[:20]) if is_scannable_segment(path) else -1
     return os.path.dirname(os.path.abspath(path)), base, name
 
 
@@ -66,7 +85,7 @@ def _segments_in(directory: str) -> list[str]:
     out = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
-        out.extend(os.path.join(root, f) for f in files if is_segment_name(f))
+        out.extend(os.path.join(root, f) for f in files if is_scannable_segment(os.path.join(root, f)))
     return out
 
 
@@ -78,9 +97,18 @@ def expand(args: list[str]) -> tuple[list[str], list[str]]:
     fleet mount (``/mnt/brokers/*/kafka-logs``) works as well as one log dir. Transient files (``.log.deleted``,
     ``.cleaned``, ``.swap``) are not segments and are skipped.
     """
+    from kafkalog_cli.scan import uri
+
     found: set[str] = set()
     missing: list[str] = []
     for arg in args:
+        if uri.is_object_uri(arg):  # every segment object below the prefix
+            objs = [o for o in uri.list_objects(arg) if is_scannable_segment(o)]
+            found.update(objs)
+            if not objs:
+                missing.append(arg)
+            continue
+        arg = uri.local_path(arg)
         matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else ([arg] if os.path.exists(arg) else [])
         hits = 0
         for m in matches:

@@ -14,13 +14,14 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"  # 1: int64 timestamps with -1 sentinels; 2: timestamp(ms, UTC) with nulls
+SCHEMA_VERSION = "3"  # 1: int64 timestamps with -1 sentinels; 2: timestamp(ms, UTC) with nulls; 3: broker_id
 VERSION_KEY = b"kafkalog.schema_version"
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
 
 # Columns that say where a row comes from; first in every dataset.
 LOCATION_FIELDS = [
     pa.field("log_dir", pa.string(), nullable=False),  # absolute path of the log directory (parent of partition_dir)
+    pa.field("broker_id", pa.int32()),  # meta.properties node.id / broker.id of log_dir, or --broker-id; null if none
     pa.field("topic", pa.string(), nullable=False),
     pa.field("partition", pa.int32()),  # null when the directory name is not <topic>-<n>
     pa.field("partition_dir", pa.string(), nullable=False),  # directory name, e.g. orders-0 or orders-0.<uuid>-future
@@ -101,6 +102,10 @@ def to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     """Rows (dicts keyed by column name) -> a table of dataset ``name``'s schema (built column by column:
     about three times faster than ``Table.from_pylist``)."""
     schema = DATASETS[name]
+    if any("broker_id" not in r for r in rows):  # the partition pass's rows: broker_id follows from log_dir
+        from kafkalog_cli.scan.identity import broker_id
+
+        rows = [r if "broker_id" in r else {**r, "broker_id": broker_id(r["log_dir"])} for r in rows]
     return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import sys
 from typing import Any
 
 import pyarrow as pa
@@ -57,57 +56,24 @@ def spark_schema(name: str) -> Any:
                          for i, f in enumerate(schema)])
 
 
-def get_session(master: str | None = None, *, parallelism: int | None = None) -> Any:
-    """A SparkSession tuned for short forensic jobs. In local mode the workers must run this very interpreter
-    (else they start the system Python and cannot import kafkalog_cli), so PYSPARK_PYTHON is set first."""
-    master = master or f"local[{parallelism or '*'}]"
-    if master.startswith("local"):
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+def get_session(master: str | None = None, *, parallelism: int | None = None,
+                conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession for a scan. What the site configured (spark-defaults.conf) and ``conf`` (the user's
+    ``--conf``) win; kafkalog adds only what nobody set (``spark_conf.resolve``)."""
     from pyspark.sql import SparkSession
 
-    fast_jit = "-XX:TieredStopAtLevel=1"
-    driver_opts = f"{fast_jit} -Dlog4j2.configurationFile=file:{_quiet_log4j()}"
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("kafkalog-scan")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", str(parallelism or 4))
-        .config("spark.driver.extraJavaOptions", driver_opts)
-        .config("spark.executor.extraJavaOptions", fast_jit)
-        .config("spark.sql.parquet.compression.codec", "snappy")
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    from kafkalog_cli.scan import spark_conf
+
+    site = spark_conf.read_defaults(spark_conf.site_defaults_path())
+    chosen, settings, env = spark_conf.resolve(master, conf or {}, site, parallelism)
+    os.environ.update(env)
+    builder = SparkSession.builder.master(chosen)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if "-Dlog4j2.configurationFile" in settings.get("spark.driver.extraJavaOptions", ""):
+        spark.sparkContext.setLogLevel("FATAL")  # our quiet logging, not a site's log4j configuration
     return spark
-
-
-QUIET_LOG4J = """\
-rootLogger.level = error
-rootLogger.appenderRef.console.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
-
-
-def _quiet_log4j() -> str:
-    """A log4j2 configuration that shows only errors: an on-call report should not open with 20 lines of JVM
-    warnings (hostname resolution, native-hadoop). Written to a temp file because the JVM reads it by path."""
-    import tempfile
-
-    path = os.path.join(tempfile.gettempdir(), f"kafkalog-log4j2-{os.getuid()}.properties")
-    if not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(QUIET_LOG4J)
-    return path
 
 
 def _scan_partitions(records: bool):
@@ -139,13 +105,14 @@ def _scan_partitions(records: bool):
 
 
 def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark: Any = None,
-              master: str | None = None, parallelism: int | None = None) -> None:
-    """Scan ``segments`` into ``out_dir`` with Spark. ``spark``: an existing session (tests share one)."""
+              master: str | None = None, parallelism: int | None = None, conf: dict[str, str] | None = None) -> None:
+    """Scan ``segments`` into ``out_dir`` with Spark. ``spark``: an existing session (tests share one); ``conf``:
+    the user's ``--conf`` settings."""
     from pyspark import StorageLevel
 
     from kafkalog_cli.scan.local_engine import bins, group_partitions
 
-    session = spark or get_session(master, parallelism=parallelism)
+    session = spark or get_session(master, parallelism=parallelism, conf=conf)
     sc = session.sparkContext
     out_dir = os.path.abspath(out_dir) if "://" not in out_dir else out_dir
     # a few tasks per core, each a bin of whole partitions balanced by size (largest first into the lightest bin),
@@ -159,7 +126,15 @@ def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark
         for name in writes:
             rdd = tagged.filter(lambda t, name=name: t[0] == name).map(lambda t: t[1])
             df = session.createDataFrame(rdd, spark_schema(name), verifySchema=False)
-            df.write.mode("overwrite").parquet(os.path.join(out_dir, name))
+            # Hive-style broker_id=<id>/ directories, as the local engine writes them (fleet.py)
+            df.write.mode("overwrite").partitionBy("broker_id").parquet(os.path.join(out_dir, name))
+    except Exception as exc:  # a job failure: name a broken executor environment in one line
+        from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError, executor_env_problem
+
+        why = executor_env_problem(str(exc))
+        if why is None:
+            raise
+        raise ExecutorEnvironmentError(why) from None
     finally:
         tagged.unpersist()
         if spark is None:

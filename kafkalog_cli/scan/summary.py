@@ -36,15 +36,15 @@ def iter_dataset(out_dir: str, name: str, columns: list[str], dictionary: bool =
     path = os.path.join(out_dir, name)
     schema = pa.schema([_dict_field(DATASETS[name].field(c)) if c in dict_cols else DATASETS[name].field(c)
                         for c in columns])
-    if not os.path.isdir(path):
-        return
-    for f in sorted(os.listdir(path)):
-        if not f.endswith(".parquet") or f.startswith(("_", ".")):
-            continue
+    from kafkalog_cli.scan.fleet import dataset_files, fill_columns
+
+    for f, values in dataset_files(path):  # broker_id=<id>/ directories, recursively
         # repeated strings (paths, names) stay dictionary-encoded: decoding them row by row is most of a read
-        pf = pq.ParquetFile(os.path.join(path, f), read_dictionary=[c for c in columns if c in dict_cols])
-        for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-            t = pa.Table.from_batches([rb]).select(columns)
+        pf = pq.ParquetFile(f, read_dictionary=[c for c in columns if c in dict_cols])
+        present = [c for c in columns if c in pf.schema_arrow.names]
+        missing = [DATASETS[name].field(c) for c in columns if c not in present]
+        for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=present):
+            t = fill_columns(pa.Table.from_batches([rb]), missing, values).select(columns)
             if t.schema != schema:
                 t = pa.Table.from_arrays([_cast(t.column(i), f) for i, f in enumerate(schema)], schema=schema)
             for i, field in enumerate(t.schema):
@@ -96,15 +96,22 @@ def summarize(out_dir: str, segments: list[str] | None = None) -> dict[str, Any]
     """{"partitions": [...], "problems": {...}, "totals": {...}} for ``out_dir``, read back from the written
     datasets. ``segments``: the scanned segment paths (their partitions are listed even without rows; segment
     counts come from them)."""
+    return summarize_many([out_dir], segments)
+
+
+def summarize_many(out_dirs: list[str], segments: list[str] | None = None) -> dict[str, Any]:
+    """``summarize`` over several datasets (``kafkalog report DATASET...``: a fleet's shared dataset, or one per
+    host). Without ``segments``, a partition's segments are those with at least one batch row."""
     acc = Summary(segments)
-    if segments is None:
-        for s in iter_dataset(out_dir, "batches", ["log_dir", "partition_dir", "segment"], dictionary=True):
-            for r in _groups(s, [("segment", "count")], ["segment"]):
-                _entry(acc.parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
-    for b in iter_dataset(out_dir, "batches", BATCH_COLUMNS, dictionary=True):
-        acc.add_batches(b)
-    for pr in iter_dataset(out_dir, "problems", DATASETS["problems"].names):
-        acc.add_problems(pr)
+    for out_dir in out_dirs:
+        if segments is None:
+            for s in iter_dataset(out_dir, "batches", ["log_dir", "partition_dir", "segment"], dictionary=True):
+                for r in _groups(s, [("segment", "count")], ["segment"]):
+                    _entry(acc.parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
+        for b in iter_dataset(out_dir, "batches", BATCH_COLUMNS, dictionary=True):
+            acc.add_batches(b)
+        for pr in iter_dataset(out_dir, "problems", DATASETS["problems"].names):
+            acc.add_problems(pr)
     return acc.result()
 
 

@@ -113,15 +113,19 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
             import signal
 
             os.kill(os.getpid(), signal.SIGKILL)
-        if small is not None and _size(path) <= SMALL_SEGMENT:
-            loc, rows, problems, rec = scan_segment_rows(path, records=records)
+        if small is not None and "://" not in path and _size(path) <= SMALL_SEGMENT \
+                and _encoded(path, path) is None:
+            from kafkalog_cli.scan.impact import gentle
+
+            with gentle(path):  # --low-impact / --max-read-rate (no-ops unless set)
+                loc, rows, problems, rec = scan_segment_rows(path, records=records)
             small.add(part, loc, rows, problems, rec)
             good = [{**loc, **{key: r[i] for key, i in zip(_PASS_KEYS, _PASS_IDX)}} for r in rows if r[-1]]
             found = pp.feed_rows(good)
             if found:
                 small.add_problems(part, found)
         else:
-            for name, table in scan_segment_chunks(path, records=records):
+            for name, table in _segment_chunks(path, records):  # staged objects, encoded remote objects
                 yield name, table
                 if name == "batches":
                     found = pp.feed(table)
@@ -129,6 +133,49 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
                         yield "problems", to_table("problems", found)
         if on_segment is not None:
             on_segment(k)
+
+
+def _segment_chunks(path: str, records: bool) -> Iterator[tuple[str, pa.Table]]:
+    """``scan_segment_chunks``; an object-store segment is staged to a temporary file first (scan.uri) and its rows
+    relabelled with the object's location."""
+    if "://" not in path:
+        from kafkalog_cli.scan.impact import gentle
+
+        encoded = _encoded(path, path)
+        if encoded is not None:
+            yield encoded
+            return
+        with gentle(path):  # --low-impact / --max-read-rate (no-ops unless set)
+            yield from scan_segment_chunks(path, records=records)
+        return
+    from kafkalog_cli.scan import uri
+    from kafkalog_cli.scan.identity import broker_id
+    from kafkalog_cli.scan.paths import locate
+
+    log_dir = locate(path).log_dir
+    bid = broker_id(log_dir)
+    with uri.staged(path) as local:
+        encoded = _encoded(path, local)
+        if encoded is not None:
+            yield encoded[0], uri.relabel(encoded[1], log_dir, bid)
+            return
+        for name, table in scan_segment_chunks(local, records=records):
+            yield name, uri.relabel(table, log_dir, bid)
+
+
+def _encoded(label: str, local: str) -> tuple[str, pa.Table] | None:
+    """A problems chunk for a tiered-storage object whose bytes are not a segment (compressed or encrypted chunks,
+    scan.tiered), so it is reported instead of misparsed; None for everything else."""
+    from kafkalog_cli.scan.paths import locate
+    from kafkalog_cli.scan.tiered import encoding_problem
+
+    why = encoding_problem(label, local)
+    if why is None:
+        return None
+    size = os.path.getsize(local) if os.path.exists(local) else 0
+    row = {**locate(label).as_dict(), "file": os.path.basename(label), "position": 0, "end": size,
+           "kind": "remote-encoded", "severity": "warning", "message": why, "offset": None}
+    return "problems", to_table("problems", [row])
 
 
 def _size(path: str) -> int:

@@ -271,7 +271,9 @@ def kraft_snapshot_name(name: str) -> tuple[int, int] | None:
 
 
 def base_offset_of(name: str) -> int:
-    """Long.parseLong of the name up to the first dot; raises ValueError (the rule of ``storage.layout``)."""
-    from kafkalog_cli.storage.layout import offset_from_name
+    """Long.parseLong of the name up to the first dot; raises ValueError (the rule of ``storage.layout``). A
+    tiered-storage remote segment file (``<20 digits>-<segment id>.<suffix>``) has its start offset in front."""
+    from kafkalog_cli.storage.layout import offset_from_name, remote_base_offset
 
-    return offset_from_name(name)
+    remote = remote_base_offset(name)
+    return remote if remote is not None else offset_from_name(name)

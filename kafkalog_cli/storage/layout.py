@@ -84,6 +84,29 @@ def is_segment_name(name: str) -> bool:
     return len(name) == 24 and name.endswith(LOG_SUFFIX) and name[:20].isascii() and name[:20].isdigit()
 
 
+def remote_base_offset(name: str) -> int | None:
+    """The start offset of a remote (KIP-405) segment file name ``<20 digits>-<22-char segment id>.<suffix>``
+    (RemoteLogSegmentFileset.toFilename, Aiven ObjectKeyFactory.mainPath), None for any other name."""
+    from kafkalog_cli.scan.tiered import REMOTE_FILE_RE
+
+    m = REMOTE_FILE_RE.match(name)
+    return int(m["offset"]) if m else None
+
+
+def is_remote_segment_path(path: str) -> bool:
+    """A tiered-storage (KIP-405) remote segment, ``<20 digits>-<segment id>.log`` in a Kafka LocalTieredStorage or
+    Aiven plugin directory (``scan/tiered.py`` has the layouts and their sources)."""
+    from kafkalog_cli.scan.tiered import is_remote_segment
+
+    return is_remote_segment(path)
+
+
+def is_scannable_segment(path: str) -> bool:
+    """The one discovery rule of scan, verify-crc and dump: a broker segment name, or a remote segment."""
+    name = os.path.basename(path)
+    return is_segment_name(name) or (name.endswith(LOG_SUFFIX) and is_remote_segment_path(path))
+
+
 def classify(name: str) -> str:
     """The kind of a file in a Kafka log directory, by name (as DumpLogSegments picks its decoder: by suffix)."""
     if name == "leader-epoch-checkpoint":

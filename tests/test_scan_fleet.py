@@ -1,0 +1,130 @@
+"""Many broker hosts, one dataset: broker_id on every row, broker_id=<id>/ directories, unique part files,
+concurrent scans into one --out that never clobber each other, re-runs that replace only their own files, and
+``kafkalog report DATASET...`` equal to the scan's own report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from scan_data import load_sorted, make_logdir
+
+KAFKALOG = [sys.executable, "-m", "kafkalog_cli"]
+
+
+def _broker(root: Path, broker: int) -> Path:
+    """A generated log dir with a KRaft meta.properties naming ``broker``."""
+    logdir = make_logdir(root / f"host{broker}")
+    (logdir / "meta.properties").write_text(f"#\nversion=1\nnode.id={broker}\ncluster.id=abc\n")
+    return logdir
+
+
+def _scan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*KAFKALOG, "scan", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_broker_id_from_meta_properties_and_override(tmp_path: Path) -> None:
+    logdir = _broker(tmp_path, 7)
+    r = _scan(str(logdir), "--records", "--out", str(tmp_path / "out"), "--format", "json")
+    assert r.returncode == 1, r.stderr
+    for name in ("batches", "problems", "records"):
+        rows = load_sorted(tmp_path / "out", name)
+        assert rows and {row["broker_id"] for row in rows} == {7}, name
+        assert {row["log_dir"] for row in rows} == {str(logdir)}
+        files = list((tmp_path / "out" / name).rglob("*.parquet"))
+        assert [f.parent.name for f in files] == ["broker_id=7"]
+    r = _scan(str(logdir), "--broker-id", "12", "--out", str(tmp_path / "o2"))
+    assert {row["broker_id"] for row in load_sorted(tmp_path / "o2", "batches")} == {12}
+
+
+def test_bad_meta_properties_is_a_located_error(tmp_path: Path) -> None:
+    logdir = _broker(tmp_path, 1)
+    (logdir / "meta.properties").write_text("node.id=abc\n")
+    r = _scan(str(logdir), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert "meta.properties" in r.stderr and "node.id is not an integer" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow  # several CLI processes: 6-8 s on 2 shared cores
+def test_concurrent_scans_into_one_out_never_clobber(tmp_path: Path) -> None:
+    """Four hosts scan into one --out at the same time (the first layout kept the last writer's rows only)."""
+    dirs = [_broker(tmp_path, b) for b in (1, 2, 3, 4)]
+    out = tmp_path / "fleet"
+    procs = [subprocess.Popen([*KAFKALOG, "scan", str(d), "--records", "--out", str(out), "-j", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for d in dirs]
+    for p in procs:
+        _out, err = p.communicate(timeout=180)
+        assert p.returncode == 1, err  # the generated log dir has problems on purpose
+    single = tmp_path / "single"
+    assert _scan(str(dirs[0]), "--records", "--out", str(single)).returncode == 1
+    for name in ("batches", "problems", "records"):
+        one = load_sorted(single, name)
+        rows = load_sorted(out, name)
+        assert len(rows) == 4 * len(one), name
+        assert sorted({r["broker_id"] for r in rows}) == [1, 2, 3, 4]
+        names = [f.name for f in (out / name).rglob("*.parquet")]
+        assert len(names) == len(set(names)) == 4
+    assert not list(out.glob(".incoming-*"))  # staging directories are gone
+
+
+@pytest.mark.slow  # several CLI processes: 6-8 s on 2 shared cores
+def test_rerun_replaces_only_its_own_files(tmp_path: Path) -> None:
+    a, b = _broker(tmp_path, 1), _broker(tmp_path, 2)
+    out = tmp_path / "fleet"
+    for d in (a, b, a):  # host 1 scans twice
+        assert _scan(str(d), "--out", str(out)).returncode == 1
+    rows = load_sorted(out, "batches")
+    per = {k: sum(1 for r in rows if r["broker_id"] == k) for k in (1, 2)}
+    assert per[1] == per[2] > 0  # the re-run replaced host 1's rows, host 2's stayed
+    assert len(list((out / "batches").rglob("*.parquet"))) == 2
+
+
+@pytest.mark.slow  # several CLI processes: 6-8 s on 2 shared cores
+def test_report_of_datasets_equals_the_scan_report(tmp_path: Path) -> None:
+    a, b = _broker(tmp_path, 1), _broker(tmp_path, 2)
+    # drop the partition whose segments hold no batch at all: a dataset cannot know about empty segments
+    for d in (a, b):
+        shutil.rmtree(d / "empty-0", ignore_errors=True)
+    out = tmp_path / "fleet"
+    for d in (a, b):
+        assert _scan(str(d), "--out", str(out)).returncode == 1
+    both = _scan(str(a), str(b), "--out", str(tmp_path / "both"), "--format", "json")
+    rep = subprocess.run([*KAFKALOG, "report", str(out), "--format", "json"], capture_output=True, text=True)
+    assert rep.returncode == 1, rep.stderr
+    scan_doc, rep_doc = json.loads(both.stdout), json.loads(rep.stdout)
+    assert scan_doc.keys() == rep_doc.keys()
+    for key in ("partitions", "problems"):
+        assert rep_doc[key] == scan_doc[key], key
+    assert {k: v for k, v in rep_doc["totals"].items() if k != "with_records"} == \
+        {k: v for k, v in scan_doc["totals"].items() if k != "with_records"}
+    text = subprocess.run([*KAFKALOG, "report", str(out)], capture_output=True, text=True)
+    assert text.returncode == 1 and "partitions" in text.stdout
+
+
+def test_part_files_read_with_hive_partitioning(tmp_path: Path) -> None:
+    """The dataset reads with a Hive-partitioning reader too (pyarrow.dataset), broker_id from the directory."""
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "fleet"
+    for b in (1, 2):
+        assert _scan(str(_broker(tmp_path, b)), "--out", str(out)).returncode == 1
+    t = ds.dataset(str(out / "batches"), format="parquet", partitioning=None).to_table()
+    assert sorted(set(t["broker_id"].to_pylist())) == [1, 2]
+    assert pq.read_table(str(out / "batches"), partitioning=None).num_rows == t.num_rows
+
+
+@pytest.mark.parametrize("form", ["file://{}", "{}"])
+def test_out_file_uri(tmp_path: Path, form: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out file:///x`` writes to /x (it used to write the data, make ./file:/x and fail)."""
+    monkeypatch.chdir(tmp_path)
+    logdir = _broker(tmp_path, 3)
+    target = tmp_path / "uri-out"
+    r = _scan(f"file://{logdir}", "--out", form.format(target), "--format", "json")
+    assert r.returncode == 1, r.stderr
+    assert load_sorted(target, "batches")
+    assert not (tmp_path / "file:").exists()
