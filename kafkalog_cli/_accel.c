@@ -250,7 +250,8 @@ static inline void ob_bool(outbuf *o, int v) {
  * dump_batch(buf, start, end, hdr, label, codec_name, print_horizon, deep, print_data, last, java_gaps)
  *   hdr = (position, size, base_offset, last_offset_delta, count, base_seq, producer_id, producer_epoch,
  *          partition_leader_epoch, attributes, base_ts, max_ts, magic, crc, valid)
- * -> (str, last, gaps) | None. The batch line is DumpLogSegments' 2.2+ form (with deleteHorizonMs when
+ * [, as_bytes] -> (text, last, gaps) | None; text is str, or the UTF-8 bytes with as_bytes (written to stdout as
+ * they are). The batch line is DumpLogSegments' 2.2+ form (with deleteHorizonMs when
  * print_horizon); with `deep` the record lines follow (compact 3.0+ form).
  */
 static PyObject *dump_batch(PyObject *self, PyObject *args) {
@@ -260,11 +261,11 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
     int last_offset_delta, count, base_seq, producer_epoch, ple, attributes, magic, valid;
     const char *label, *codec;
     Py_ssize_t label_len, codec_len;
-    int print_horizon, deep, print_data, java_gaps;
-    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp", &view, &start, &end, &position, &size, &base_offset,
+    int print_horizon, deep, print_data, java_gaps, as_bytes = 0;
+    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp|p", &view, &start, &end, &position, &size, &base_offset,
                           &last_offset_delta, &count, &base_seq, &producer_id, &producer_epoch, &ple, &attributes,
                           &base_ts, &max_ts, &magic, &crc, &valid, &label, &label_len, &codec, &codec_len,
-                          &print_horizon, &deep, &print_data, &last, &java_gaps))
+                          &print_horizon, &deep, &print_data, &last, &java_gaps, &as_bytes))
         return NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
     outbuf o = {NULL, 0, 0};
@@ -328,7 +329,10 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
         if (r == 0) goto fallback;
     }
     {
-        PyObject *text = PyUnicode_DecodeUTF8(o.data, (Py_ssize_t)o.len, "strict");
+        /* as_bytes: the UTF-8 bytes as they go to stdout (every key, value and header key was checked to be strictly
+         * valid UTF-8 above, so decoding and re-encoding them would only cost two copies of the whole text) */
+        PyObject *text = as_bytes ? PyBytes_FromStringAndSize(o.data, (Py_ssize_t)o.len)
+                                  : PyUnicode_DecodeUTF8(o.data, (Py_ssize_t)o.len, "strict");
         if (!text) goto error;
         PyMem_Free(o.data);
         PyBuffer_Release(&view);

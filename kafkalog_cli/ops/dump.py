@@ -115,7 +115,7 @@ class FormattedBatch:
 
     entry: Entry
     valid: bool
-    text: str
+    text: str | bytes  # bytes (UTF-8, newline-terminated lines) when the renderer writes bytes straight to stdout
 
 
 @dataclass
