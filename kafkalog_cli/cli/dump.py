@@ -153,6 +153,9 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
             opts.fast = renderer.fast_formatter()
     dumper = Dumper(profile, opts)
     events = dumper.run(args)
+    import gc
+
+    gc.freeze()  # the objects of start-up are never garbage: the collector need not walk them again per batch
     try:
         # a progress bar only where it cannot mix with the dump itself: stderr a terminal, stdout redirected
         if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text":
