@@ -481,6 +481,7 @@ class Dumper:
                 ) from None
             header = LogHeader("log", base_offset=base)
         with MappedFile(arg) as mf:
+            mf.advise_sequential()
             buf = mf.buf
             yield header
             end = min(mf.size, self.opts.max_bytes)

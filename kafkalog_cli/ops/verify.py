@@ -527,6 +527,7 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
         return report
     observers: list[Any] = list(extra_observers or [])
     opened: list[MappedFile] = []
+    mf.advise_sequential()  # read front to back: a cold segment is read ahead at disk speed
     try:
         report.size = mf.size
         if indexes and report.base_offset is not None:
