@@ -144,7 +144,9 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     if fmt == "json":
         from kafkalog_cli.render.jsonl import JsonRenderer
 
-        renderer = JsonRenderer(opts, out, err)
+        renderer = JsonRenderer(opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
+        if sink.utf8:
+            opts.fast = renderer.fast_formatter()
     else:
         from kafkalog_cli.render.dls import DlsRenderer
 
