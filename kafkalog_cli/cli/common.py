@@ -32,16 +32,18 @@ def line_writers() -> tuple[Callable[[str], None], Callable[[str], None]]:
 
 
 class StdoutSink:
-    """stdout for a command whose output is large (``dump``): lines are encoded once and gathered in a 1 MiB
+    """stdout for a command whose output is large (``dump``): lines are encoded once and copied into one reused 1 MiB
     buffer written with one ``write`` to the binary stream, and pre-encoded chunks (the compiled formatter's output)
-    join the same buffer without a str round trip. Measured end to end, the per-line ``sys.stdout.write`` (a str
-    concatenation, a TextIOWrapper encode, an 8 KiB buffer) cost about a third of a deep dump (BENCHMARKS.md).
+    join the same buffer without a str round trip; nothing is allocated per write. Measured end to end, the per-line
+    ``sys.stdout.write`` (a str concatenation, a TextIOWrapper encode, an 8 KiB buffer) cost about a third of a deep
+    dump (BENCHMARKS.md, issue 20).
 
     ``err`` lines flush the buffer first, so stdout and stderr interleave as with ``line_writers``. ``flush`` must
     be called at the end (the command does it; an interrupt drops the buffer, as main() does with stdout's).
     """
 
     LIMIT = 1 << 20
+    DIRECT = 64 << 10
 
     def __init__(self) -> None:
         for stream in (sys.stdout, sys.stderr):
@@ -52,13 +54,15 @@ class StdoutSink:
         sys.stdout.flush()
         self._raw = getattr(sys.stdout, "buffer", None)
         self._encoding = sys.stdout.encoding or "utf-8"
-        self._buf = bytearray()
         self._err_write = sys.stderr.write
         try:
             tty = sys.stdout.isatty()
         except (AttributeError, ValueError):
             tty = False
-        self._limit = 1 if tty else self.LIMIT  # a terminal sees each line as it comes
+        self._cap = 1 if tty else self.LIMIT  # a terminal sees each line as it comes
+        self._buf = bytearray(max(self._cap, 1 << 12))
+        self._view = memoryview(self._buf)
+        self._n = 0
 
     @property
     def utf8(self) -> bool:
@@ -66,26 +70,26 @@ class StdoutSink:
         return self._raw is not None and self._encoding.lower().replace("-", "") == "utf8"
 
     def out(self, line: str) -> None:
-        buf = self._buf
-        buf += line.encode(self._encoding, "replace")
-        buf += b"\n"
-        if len(buf) >= self._limit:
-            self.flush()
+        self.out_bytes((line + "\n").encode(self._encoding, "replace"))
 
     def out_bytes(self, chunk: bytes) -> None:
-        buf = self._buf
-        if not buf and len(chunk) >= self._limit:
-            self._write(chunk)
-            return
-        buf += chunk
-        if len(buf) >= self._limit:
-            self.flush()
+        n = self._n
+        k = len(chunk)
+        if n + k > self._cap or k >= self.DIRECT:
+            if n:
+                self.flush()
+                n = 0
+            if k >= self._cap or k >= self.DIRECT:
+                self._write(chunk)  # a big chunk goes out as it is: copying it would cost more than the syscall
+                return
+        self._view[n:n + k] = chunk
+        self._n = n + k
 
     def err(self, line: str) -> None:
         self.flush()
         self._err_write(line + "\n")
 
-    def _write(self, data: bytes | bytearray) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         if self._raw is None:  # a text-only stdout (some test harnesses): decode back
             sys.stdout.write(bytes(data).decode(self._encoding, "replace"))
             sys.stdout.flush()
@@ -94,9 +98,9 @@ class StdoutSink:
             self._raw.flush()
 
     def flush(self) -> None:
-        if self._buf:
-            data, self._buf = self._buf, bytearray()  # swapped first: a failed write (closed pipe) is not retried
-            self._write(data)
+        n, self._n = self._n, 0  # reset first: a failed write (closed pipe) is not retried
+        if n:
+            self._write(self._view[:n])
         else:
             sys.stdout.flush()
 
