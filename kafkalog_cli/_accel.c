@@ -1588,17 +1588,26 @@ static PyObject *check_records(PyObject *self, PyObject *args) {
  * ===================================================================================================================*/
 static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+static char b64_pairs[4096][2]; /* every 12-bit value as its two base64 characters */
+static int b64_ready;
+
 /* base64 with padding (base64.b64encode), in quotes; the caller reserved 4 * (n / 3 + 1) + 2 bytes */
 static void ob_b64(outbuf *o, const uint8_t *s, Py_ssize_t n) {
+    if (!b64_ready) {
+        for (int v = 0; v < 4096; v++) {
+            b64_pairs[v][0] = b64_alphabet[v >> 6];
+            b64_pairs[v][1] = b64_alphabet[v & 63];
+        }
+        b64_ready = 1;
+    }
     char *d = o->data + o->len;
     *d++ = '"';
     Py_ssize_t i = 0;
     for (; i + 3 <= n; i += 3) {
         uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        *d++ = b64_alphabet[v >> 18];
-        *d++ = b64_alphabet[(v >> 12) & 63];
-        *d++ = b64_alphabet[(v >> 6) & 63];
-        *d++ = b64_alphabet[v & 63];
+        memcpy(d, b64_pairs[v >> 12], 2);
+        memcpy(d + 2, b64_pairs[v & 4095], 2);
+        d += 4;
     }
     if (n - i == 1) {
         uint32_t v = (uint32_t)s[i] << 16;
@@ -1622,8 +1631,22 @@ static void ob_json_str(outbuf *o, const uint8_t *s, Py_ssize_t n) {
     static const char hex[] = "0123456789abcdef";
     char *d = o->data + o->len;
     *d++ = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint8_t c = s[i];
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* 8 bytes at a time while none is a control byte, a quote or a backslash (SWAR "has zero byte" tests) */
+        while (i + 8 <= n) {
+            uint64_t w, q, bs;
+            memcpy(&w, s + i, 8);
+            q = w ^ (ones * '"');
+            bs = w ^ (ones * '\\');
+            if ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs) break;
+            memcpy(d, &w, 8);
+            d += 8;
+            i += 8;
+        }
+        if (i >= n) break;
+        uint8_t c = s[i++];
         if (c >= 0x20 && c != '"' && c != '\\') {
             *d++ = (char)c;
             continue;

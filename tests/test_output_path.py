@@ -128,3 +128,15 @@ def test_json_formatter_identical_to_reference(tmp_path) -> None:  # noqa: ANN00
             assert fast == slow, (i, print_data)
             used_total += used
     assert used_total > 40  # the compiled path really ran (batches with invalid UTF-8 go to the reference)
+
+
+def test_cli_json_identical_to_reference_over_several_files(tmp_path) -> None:  # noqa: ANN001
+    d = tmp_path / "t-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(_segment(0, 5))
+    (d / "00000000000000000100.log").write_bytes(_segment(100, 5))
+    args = ["dump", "--deep-iteration", "--print-data-log", "--format", "json", str(d)]
+    fast, slow = _cli(args, accel_on=True), _cli(args, accel_on=False)
+    assert fast.returncode == slow.returncode == 0
+    assert fast.stdout == slow.stdout and fast.stderr == slow.stderr
+    assert fast.stdout.count(b'"file":"' + str(d / "00000000000000000100.log").encode() + b'"') > 100

@@ -123,6 +123,8 @@ class JsonRenderer:
         dumps = json.dumps
         ts_parts = {k: (',"timestampType":' + dumps(v) + ',"timestamp":').encode() for k, v in TIMESTAMP_TYPE_NAMES.items()}
 
+        file_json: list = [object(), ""]
+
         def format_batch(batch, buf, valid: bool, deep: bool, last: int, java_gaps: bool, limit: int):  # noqa: ANN001, ANN202
             if not deep or not valid or batch.is_control or batch.records_count < 0 or batch.size < 61:
                 return None
@@ -132,8 +134,9 @@ class JsonRenderer:
                 return None
             end = batch.position + batch.size if data is buf else len(data)
             head = dumps(self._batch_obj(batch, valid, batch.crc), ensure_ascii=False, separators=(",", ":"))
-            prefix = ('{"type":"record","file":' + dumps(self.file, ensure_ascii=False)
-                      + f',"batchPosition":{batch.position},"offset":').encode()
+            if file_json[0] != self.file:  # the file's JSON string, made once per file
+                file_json[:] = [self.file, '{"type":"record","file":' + dumps(self.file, ensure_ascii=False)]
+            prefix = (file_json[1] + f',"batchPosition":{batch.position},"offset":').encode()
             res = json_records(data, start, end, batch.records_count, batch.base_offset, batch.base_timestamp,
                                batch.max_timestamp, batch.timestamp_type == 1, batch.base_sequence, prefix,
                                ts_parts[batch.timestamp_type], print_data, last, java_gaps)
