@@ -172,6 +172,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     except BaseException:
         sink.flush()  # what was dumped before an unexpected error still reaches stdout, before the error line
         raise
+    finally:
+        gc.unfreeze()  # an in-process caller (tests, an embedding tool) gets its collector back as it was
     sink.flush()
     sys.exit(dumper.summary.exit_code())
 
