@@ -31,6 +31,21 @@ static int ob_reserve(outbuf *o, size_t extra) {
     return 0;
 }
 
+/* The formatters run with the GIL held, one at a time: each keeps its buffer for the next call instead of growing a
+ * fresh one per batch (a 100 KiB batch text cost a realloc chain and fresh zeroed pages each time). */
+#define OB_KEEP_MAX ((size_t)16 << 20)
+static inline void ob_release(outbuf *o, outbuf *keep) {
+    if (o->cap <= OB_KEEP_MAX) {
+        keep->data = o->data;
+        keep->cap = o->cap;
+    } else {
+        PyMem_Free(o->data);
+        keep->data = NULL;
+        keep->cap = 0;
+    }
+    keep->len = 0;
+}
+
 static inline void ob_put(outbuf *o, const char *s, size_t n) {
     memcpy(o->data + o->len, s, n);
     o->len += n;
@@ -38,14 +53,28 @@ static inline void ob_put(outbuf *o, const char *s, size_t n) {
 
 #define PUTLIT(o, s) ob_put((o), (s), sizeof(s) - 1)
 
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* decimal text of v, two digits per division (the integer fields were the largest part of dump_batch's time) */
 static inline void ob_int(outbuf *o, int64_t v) {
     char tmp[24];
     int i = 24;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--i] = (char)('0' + (u % 10));
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        i -= 2;
+        memcpy(tmp + i, digit_pairs + 2 * r, 2);
+    }
+    if (u >= 10) {
+        i -= 2;
+        memcpy(tmp + i, digit_pairs + 2 * u, 2);
+    } else {
+        tmp[--i] = (char)('0' + u);
+    }
     if (v < 0) tmp[--i] = '-';
     ob_put(o, tmp + i, (size_t)(24 - i));
 }
@@ -86,6 +115,14 @@ static inline int rd_varlong(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, 
 static int utf8_valid(const uint8_t *s, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n) {
+        /* ASCII runs 8 bytes at a time (most keys and payloads are ASCII; this was 7% of a deep dump) */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
         uint8_t c = s[i];
         if (c < 0x80) {
             i++;
@@ -250,7 +287,8 @@ static inline void ob_bool(outbuf *o, int v) {
  * dump_batch(buf, start, end, hdr, label, codec_name, print_horizon, deep, print_data, last, java_gaps)
  *   hdr = (position, size, base_offset, last_offset_delta, count, base_seq, producer_id, producer_epoch,
  *          partition_leader_epoch, attributes, base_ts, max_ts, magic, crc, valid)
- * -> (str, last, gaps) | None. The batch line is DumpLogSegments' 2.2+ form (with deleteHorizonMs when
+ * [, as_bytes] -> (text, last, gaps) | None; text is str, or the UTF-8 bytes with as_bytes (written to stdout as
+ * they are). The batch line is DumpLogSegments' 2.2+ form (with deleteHorizonMs when
  * print_horizon); with `deep` the record lines follow (compact 3.0+ form).
  */
 static PyObject *dump_batch(PyObject *self, PyObject *args) {
@@ -260,18 +298,25 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
     int last_offset_delta, count, base_seq, producer_epoch, ple, attributes, magic, valid;
     const char *label, *codec;
     Py_ssize_t label_len, codec_len;
-    int print_horizon, deep, print_data, java_gaps;
-    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp", &view, &start, &end, &position, &size, &base_offset,
+    int print_horizon, deep, print_data, java_gaps, as_bytes = 0;
+    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp|p", &view, &start, &end, &position, &size, &base_offset,
                           &last_offset_delta, &count, &base_seq, &producer_id, &producer_epoch, &ple, &attributes,
                           &base_ts, &max_ts, &magic, &crc, &valid, &label, &label_len, &codec, &codec_len,
-                          &print_horizon, &deep, &print_data, &last, &java_gaps))
+                          &print_horizon, &deep, &print_data, &last, &java_gaps, &as_bytes))
         return NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
-    outbuf o = {NULL, 0, 0};
+    static outbuf keep = {NULL, 0, 0};
+    outbuf o = keep;
+    keep.data = NULL;
+    keep.cap = 0;
     PyObject *gaps = PyList_New(0);
     if (!gaps) goto error;
     if (end > view.len) goto fallback;
-    if (ob_reserve(&o, 600 + (size_t)label_len + (size_t)codec_len) < 0) goto nomem;
+    /* the record lines take about the batch's bytes plus ~150 per record: one allocation, not a realloc chain */
+    size_t guess = 600 + (size_t)label_len + (size_t)codec_len;
+    if (deep && end > start && count > 0 && count < (1 << 24))
+        guess += (size_t)(end - start) + (size_t)count * (160 + (size_t)label_len);
+    if (ob_reserve(&o, guess) < 0) goto nomem;
     int64_t last_offset;
     if (__builtin_add_overflow((int64_t)base_offset, (int64_t)last_offset_delta, &last_offset)) goto fallback;
     int32_t last_seq = base_seq == -1 ? -1 : increment_sequence(base_seq, last_offset_delta);
@@ -328,21 +373,24 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
         if (r == 0) goto fallback;
     }
     {
-        PyObject *text = PyUnicode_DecodeUTF8(o.data, (Py_ssize_t)o.len, "strict");
+        /* as_bytes: the UTF-8 bytes as they go to stdout (every key, value and header key was checked to be strictly
+         * valid UTF-8 above, so decoding and re-encoding them would only cost two copies of the whole text) */
+        PyObject *text = as_bytes ? PyBytes_FromStringAndSize(o.data, (Py_ssize_t)o.len)
+                                  : PyUnicode_DecodeUTF8(o.data, (Py_ssize_t)o.len, "strict");
         if (!text) goto error;
-        PyMem_Free(o.data);
+        ob_release(&o, &keep);
         PyBuffer_Release(&view);
         return Py_BuildValue("(NLN)", text, last, gaps);
     }
 nomem:
     PyErr_NoMemory();
 error:
-    PyMem_Free(o.data);
+    ob_release(&o, &keep);
     Py_XDECREF(gaps);
     PyBuffer_Release(&view);
     return NULL;
 fallback:
-    PyMem_Free(o.data);
+    ob_release(&o, &keep);
     Py_XDECREF(gaps);
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
@@ -1313,6 +1361,8 @@ done:
 }
 #endif
 static PyObject *scan_columns(PyObject *self, PyObject *args); /* defined in the scan block at the end */
+static PyObject *check_records(PyObject *self, PyObject *args); /* defined in the verify --deep block at the end */
+static PyObject *json_records(PyObject *self, PyObject *args); /* defined in the dump --format json block at the end */
 
 static PyMethodDef methods[] = {
     {"dump_batch", dump_batch, METH_VARARGS, "Format one v2 batch's line and record lines, or return None to fall back."},
@@ -1330,6 +1380,8 @@ static PyMethodDef methods[] = {
     {"first_nonzero", first_nonzero, METH_VARARGS, "Position of the first non-zero byte in [start, end), or end."},
 #endif
     {"scan_columns", scan_columns, METH_VARARGS, "scan_v2's walk, filling column buffers for kafkalog scan."},
+    {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
+    {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1460,4 +1512,350 @@ static PyObject *scan_columns(PyObject *self, PyObject *args) {
     memcpy(o, ok, n);
     PyMem_RawFree(cols);
     return Py_BuildValue("(NnLs)", data, (Py_ssize_t)n, (long long)pos, reason);
+}
+
+/* =====================================================================================================================
+ * verify-crc --deep: the record walk of one v2 batch (issue 20).
+ *
+ * Why: `verify-crc --deep` parsed every record in Python (a Record object, key/value views, a header list each), 30x
+ * slower than the dump it is meant to keep up with. check_records walks the same structure as
+ * kafkalog_cli/format/batch.py:_decode_records (DefaultRecord.readFrom) and the offset checks of
+ * ops/verify.py:_Walker._deep, creating nothing. It answers only "certainly clean": True when the Python walk would
+ * find nothing to report, False for anything else (a malformed varint, a size that does not add up, an offset out of
+ * [base, last] or not increasing), and the caller then runs the Python walk, the reference, which words the problem.
+ * It may be stricter than Python (a false "no" only costs time), never looser. The GIL is released during the walk.
+ * Self-contained on purpose (only rd_varint/rd_varlong above are shared) so that merges with other work stay easy.
+ * ===================================================================================================================*/
+static int records_clean(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base,
+                         int64_t last) {
+    int have_prev = 0;
+    int64_t prev = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t size, off_delta, klen, vlen, nh;
+        int64_t ts_delta;
+        if (rd_varint(b, &pos, end, &size) < 0) return 0;
+        if (size <= 0 || size > end - pos) return 0;
+        Py_ssize_t body_end = pos + size;
+        pos++; /* attributes */
+        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
+        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
+        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
+        if (klen >= 0) {
+            if (klen > body_end - pos) return 0;
+            pos += klen;
+        }
+        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
+        if (vlen >= 0) {
+            if (vlen > body_end - pos) return 0;
+            pos += vlen;
+        }
+        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
+        if (nh < 0 || nh > body_end - pos) return 0;
+        for (int32_t h = 0; h < nh; h++) {
+            int32_t hkl, hvl;
+            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
+            if (hkl < 0 || hkl > body_end - pos) return 0;
+            pos += hkl;
+            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
+            if (hvl >= 0) {
+                if (hvl > body_end - pos) return 0;
+                pos += hvl;
+            }
+        }
+        if (pos != body_end) return 0;
+        if (i == count - 1 && pos != end) return 0;
+        /* int64(base + offsetDelta) with Java's wrap, then the walker's checks */
+        int64_t offset = (int64_t)((uint64_t)base + (uint64_t)(int64_t)off_delta);
+        if (offset < base || offset > last || (have_prev && offset <= prev)) return 0;
+        prev = offset;
+        have_prev = 1;
+    }
+    return 1;
+}
+
+/* check_records(buf, start, end, count, base_offset, last_offset) -> bool: records buf[start:end] of a v2 batch
+ * (the mmap slice of an uncompressed batch, or a decompressed payload) are certainly clean; False: ask Python. */
+static PyObject *check_records(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end, count;
+    long long base, last;
+    if (!PyArg_ParseTuple(args, "y*nnnLL", &view, &start, &end, &count, &base, &last)) return NULL;
+    int ok = 0;
+    if (start >= 0 && start <= end && end <= view.len && count >= 0) {
+        Py_BEGIN_ALLOW_THREADS ok = records_clean((const uint8_t *)view.buf, start, end, count, (int64_t)base,
+                                                  (int64_t)last);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
+/* =====================================================================================================================
+ * dump --format json: the record objects of one v2 batch (issue 20).
+ *
+ * Why: the JSON renderer built a dict per record and ran json.dumps on it, 70x slower than the text dump. This formats
+ * the same objects, byte for byte what json.dumps(obj, ensure_ascii=False, separators=(",", ":")) prints for the
+ * dict of kafkalog_cli/render/jsonl.py:JsonRenderer.on_RecordEvent (keys in the same order), for the default String
+ * decoders only. Like put_records it declines (returns None, Python re-does the batch) on anything it does not
+ * reproduce exactly: malformed records, text that is not strictly valid UTF-8 (Java's replacement rules live in
+ * Python), more than MAX_HEADERS_INLINE headers. Self-contained apart from the helpers at the top of the file.
+ * ===================================================================================================================*/
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char b64_pairs[4096][2]; /* every 12-bit value as its two base64 characters */
+static int b64_ready;
+
+/* base64 with padding (base64.b64encode), in quotes; the caller reserved 4 * (n / 3 + 1) + 2 bytes */
+static void ob_b64(outbuf *o, const uint8_t *s, Py_ssize_t n) {
+    if (!b64_ready) {
+        for (int v = 0; v < 4096; v++) {
+            b64_pairs[v][0] = b64_alphabet[v >> 6];
+            b64_pairs[v][1] = b64_alphabet[v & 63];
+        }
+        b64_ready = 1;
+    }
+    char *d = o->data + o->len;
+    *d++ = '"';
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        memcpy(d, b64_pairs[v >> 12], 2);
+        memcpy(d + 2, b64_pairs[v & 4095], 2);
+        d += 4;
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *d++ = b64_alphabet[v >> 18];
+        *d++ = b64_alphabet[(v >> 12) & 63];
+        *d++ = '=';
+        *d++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+        *d++ = b64_alphabet[v >> 18];
+        *d++ = b64_alphabet[(v >> 12) & 63];
+        *d++ = b64_alphabet[(v >> 6) & 63];
+        *d++ = '=';
+    }
+    *d++ = '"';
+    o->len = (size_t)(d - o->data);
+}
+
+/* a JSON string of valid UTF-8 text as json.dumps(ensure_ascii=False) writes it; reserved: 6 * n + 2 bytes */
+static void ob_json_str(outbuf *o, const uint8_t *s, Py_ssize_t n) {
+    static const char hex[] = "0123456789abcdef";
+    char *d = o->data + o->len;
+    *d++ = '"';
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* 8 bytes at a time while none is a control byte, a quote or a backslash (SWAR "has zero byte" tests) */
+        while (i + 8 <= n) {
+            uint64_t w, q, bs;
+            memcpy(&w, s + i, 8);
+            q = w ^ (ones * '"');
+            bs = w ^ (ones * '\\');
+            if ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs) break;
+            memcpy(d, &w, 8);
+            d += 8;
+            i += 8;
+        }
+        if (i >= n) break;
+        uint8_t c = s[i++];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *d++ = (char)c;
+            continue;
+        }
+        *d++ = '\\';
+        switch (c) {
+        case '"': *d++ = '"'; break;
+        case '\\': *d++ = '\\'; break;
+        case '\n': *d++ = 'n'; break;
+        case '\r': *d++ = 'r'; break;
+        case '\t': *d++ = 't'; break;
+        case '\b': *d++ = 'b'; break;
+        case '\f': *d++ = 'f'; break;
+        default:
+            *d++ = 'u';
+            *d++ = '0';
+            *d++ = '0';
+            *d++ = hex[c >> 4];
+            *d++ = hex[c & 15];
+        }
+    }
+    *d++ = '"';
+    o->len = (size_t)(d - o->data);
+}
+
+static inline size_t json_need(Py_ssize_t n) { return (size_t)n * 6 + 2 + 4 * ((size_t)n / 3 + 1) + 2 + 32; }
+
+/*
+ * json_records(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq, prefix, ts_part,
+ *              print_data, last, java_gaps) -> (bytes, last, gaps) | None
+ * prefix = '{"type":"record","file":...,"batchPosition":N,"offset":' and ts_part = ',"timestampType":"X","timestamp":'
+ * (both made by Python with json.dumps). One line per record, each ending in a newline.
+ */
+static PyObject *json_records(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end, count, prefix_len, ts_len;
+    long long base_offset, base_ts, max_ts, last;
+    int log_append, base_seq, print_data, java_gaps;
+    const char *prefix, *ts_part;
+    if (!PyArg_ParseTuple(args, "y*nnnLLLpiy#y#pLp", &view, &start, &end, &count, &base_offset, &base_ts, &max_ts,
+                          &log_append, &base_seq, &prefix, &prefix_len, &ts_part, &ts_len, &print_data, &last,
+                          &java_gaps))
+        return NULL;
+    const uint8_t *b = (const uint8_t *)view.buf;
+    static outbuf keep = {NULL, 0, 0};
+    outbuf o = keep;
+    keep.data = NULL;
+    keep.cap = 0;
+    PyObject *gaps = PyList_New(0);
+    if (!gaps) goto error;
+    if (start < 0 || start > end || end > view.len || count < 0) goto fallback;
+    Py_ssize_t pos = start;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t size, off_delta, klen, vlen, nh;
+        int64_t ts_delta;
+        if (rd_varint(b, &pos, end, &size) < 0) goto fallback;
+        if (size <= 0 || size > end - pos) goto fallback;
+        Py_ssize_t body_end = pos + size;
+        pos++; /* attributes */
+        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) goto fallback;
+        if (rd_varint(b, &pos, body_end, &off_delta) < 0) goto fallback;
+        if (rd_varint(b, &pos, body_end, &klen) < 0) goto fallback;
+        Py_ssize_t kpos = pos;
+        if (klen >= 0) {
+            if (klen > body_end - pos) goto fallback;
+            pos += klen;
+        }
+        if (rd_varint(b, &pos, body_end, &vlen) < 0) goto fallback;
+        Py_ssize_t vpos = pos;
+        if (vlen >= 0) {
+            if (vlen > body_end - pos) goto fallback;
+            pos += vlen;
+        }
+        if (rd_varint(b, &pos, body_end, &nh) < 0) goto fallback;
+        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) goto fallback;
+        Py_ssize_t hk_pos[MAX_HEADERS_INLINE], hv_pos[MAX_HEADERS_INLINE];
+        int32_t hk_len[MAX_HEADERS_INLINE], hv_len[MAX_HEADERS_INLINE];
+        size_t need = 256 + (size_t)prefix_len + (size_t)ts_len;
+        for (int32_t h = 0; h < nh; h++) {
+            int32_t hkl, hvl;
+            if (rd_varint(b, &pos, body_end, &hkl) < 0) goto fallback;
+            if (hkl < 0 || hkl > body_end - pos) goto fallback;
+            hk_pos[h] = pos;
+            hk_len[h] = hkl;
+            pos += hkl;
+            if (rd_varint(b, &pos, body_end, &hvl) < 0) goto fallback;
+            hv_pos[h] = pos;
+            hv_len[h] = hvl;
+            if (hvl >= 0) {
+                if (hvl > body_end - pos) goto fallback;
+                pos += hvl;
+                if (!utf8_valid(b + hv_pos[h], hvl)) goto fallback;
+                need += json_need(hvl);
+            }
+            if (!utf8_valid(b + hk_pos[h], hkl)) goto fallback;
+            need += json_need(hkl) + 48;
+        }
+        if (pos != body_end) goto fallback;
+        if (i == count - 1 && pos != end) goto fallback;
+        int64_t offset, ts;
+        if (__builtin_add_overflow((int64_t)base_offset, (int64_t)off_delta, &offset)) goto fallback;
+        if (log_append)
+            ts = max_ts;
+        else if (__builtin_add_overflow((int64_t)base_ts, ts_delta, &ts))
+            goto fallback;
+        if (print_data) {
+            if (klen >= 0) {
+                if (!utf8_valid(b + kpos, klen)) goto fallback;
+                need += 2 * json_need(klen);
+            }
+            if (vlen >= 0) {
+                if (!utf8_valid(b + vpos, vlen)) goto fallback;
+                need += 2 * json_need(vlen);
+            }
+        }
+        if (java_gaps || last != -1) {
+            if (offset != (int64_t)((uint64_t)last + 1u)) {
+                PyObject *pair = Py_BuildValue("(LL)", (long long)last, (long long)offset);
+                if (!pair || PyList_Append(gaps, pair) < 0) {
+                    Py_XDECREF(pair);
+                    goto error;
+                }
+                Py_DECREF(pair);
+            }
+        }
+        last = offset;
+        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
+        if (ob_reserve(&o, need) < 0) goto nomem;
+        ob_put(&o, prefix, (size_t)prefix_len);
+        ob_int(&o, offset);
+        ob_put(&o, ts_part, (size_t)ts_len);
+        ob_int(&o, ts);
+        PUTLIT(&o, ",\"keySize\":");
+        ob_int(&o, klen >= 0 ? klen : -1);
+        PUTLIT(&o, ",\"valueSize\":");
+        ob_int(&o, vlen >= 0 ? vlen : -1);
+        PUTLIT(&o, ",\"sequence\":");
+        ob_int(&o, seq);
+        PUTLIT(&o, ",\"headers\":[");
+        for (int32_t h = 0; h < nh; h++) {
+            if (h) PUTLIT(&o, ",");
+            PUTLIT(&o, "{\"key\":");
+            ob_json_str(&o, b + hk_pos[h], hk_len[h]);
+            PUTLIT(&o, ",\"value\":");
+            if (hv_len[h] >= 0) {
+                ob_json_str(&o, b + hv_pos[h], hv_len[h]);
+                PUTLIT(&o, ",\"value_b64\":");
+                ob_b64(&o, b + hv_pos[h], hv_len[h]);
+            } else {
+                PUTLIT(&o, "null,\"value_b64\":null");
+            }
+            PUTLIT(&o, "}");
+        }
+        PUTLIT(&o, "]");
+        if (print_data) {
+            PUTLIT(&o, ",\"key\":");
+            if (klen >= 0)
+                ob_json_str(&o, b + kpos, klen);
+            else
+                PUTLIT(&o, "null");
+            PUTLIT(&o, ",\"payload\":");
+            if (vlen >= 0)
+                ob_json_str(&o, b + vpos, vlen);
+            else
+                PUTLIT(&o, "null");
+            PUTLIT(&o, ",\"key_b64\":");
+            if (klen >= 0)
+                ob_b64(&o, b + kpos, klen);
+            else
+                PUTLIT(&o, "null");
+            PUTLIT(&o, ",\"value_b64\":");
+            if (vlen >= 0)
+                ob_b64(&o, b + vpos, vlen);
+            else
+                PUTLIT(&o, "null");
+        }
+        PUTLIT(&o, "}\n");
+    }
+    {
+        PyObject *text = PyBytes_FromStringAndSize(o.data ? o.data : "", (Py_ssize_t)o.len);
+        if (!text) goto error;
+        ob_release(&o, &keep);
+        PyBuffer_Release(&view);
+        return Py_BuildValue("(NLN)", text, last, gaps);
+    }
+nomem:
+    PyErr_NoMemory();
+error:
+    ob_release(&o, &keep);
+    Py_XDECREF(gaps);
+    PyBuffer_Release(&view);
+    return NULL;
+fallback:
+    ob_release(&o, &keep);
+    Py_XDECREF(gaps);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
 }

@@ -9,11 +9,11 @@ import click
 from kafkalog_cli.cli.common import (
     EXIT_USAGE,
     ByteProgress,
+    StdoutSink,
     complete_decoder_class,
     complete_kafka_version,
     fail,
     kafka_version_help,
-    line_writers,
     resolve_profile,
 )
 from kafkalog_cli.render.versions import DEFAULT_VERSION
@@ -139,28 +139,42 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
                     short = name.rsplit(".", 1)[1]
                     notices.append(f"{name} is deprecated. Please use org.apache.kafka.tools.api.{short} instead")
 
-    out, err = line_writers()
+    sink = StdoutSink()
+    out, err = sink.out, sink.err
     if fmt == "json":
         from kafkalog_cli.render.jsonl import JsonRenderer
 
-        renderer = JsonRenderer(opts, out, err)
+        renderer = JsonRenderer(opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
+        if sink.utf8:
+            opts.fast = renderer.fast_formatter()
     else:
         from kafkalog_cli.render.dls import DlsRenderer
 
-        renderer = DlsRenderer(profile, opts, out, err)
+        renderer = DlsRenderer(profile, opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
         if (sys.stdout.encoding or "").lower().replace("-", "") == "utf8":
             opts.fast = renderer.fast_formatter()
     dumper = Dumper(profile, opts)
     events = dumper.run(args)
-    # a progress bar only where it cannot mix with the dump itself: stderr a terminal, stdout redirected
-    if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text":
-        with ByteProgress("dumping") as (advance, set_total):
-            set_total(_total_bytes(args))
-            _run(_with_progress(events, advance), renderer, notices, out)
-    else:
-        _run(events, renderer, notices, out)
-    renderer.summary(dumper.summary)
-    sys.stdout.flush()
+    import gc
+
+    gc.freeze()  # the objects of start-up are never garbage: the collector need not walk them again per batch
+    try:
+        # a progress bar only where it cannot mix with the dump itself: stderr a terminal, stdout redirected
+        if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text":
+            with ByteProgress("dumping") as (advance, set_total):
+                set_total(_total_bytes(args))
+                _run(_with_progress(events, advance), renderer, notices, out)
+        else:
+            _run(events, renderer, notices, out)
+        renderer.summary(dumper.summary)
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise  # main() drops what is buffered (a reader that stopped reading must not block the exit)
+    except BaseException:
+        sink.flush()  # what was dumped before an unexpected error still reaches stdout, before the error line
+        raise
+    finally:
+        gc.unfreeze()  # an in-process caller (tests, an embedding tool) gets its collector back as it was
+    sink.flush()
     sys.exit(dumper.summary.exit_code())
 
 

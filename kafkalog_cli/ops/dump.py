@@ -115,7 +115,7 @@ class FormattedBatch:
 
     entry: Entry
     valid: bool
-    text: str
+    text: str | bytes  # bytes (UTF-8, newline-terminated lines) when the renderer writes bytes straight to stdout
 
 
 @dataclass
@@ -481,6 +481,7 @@ class Dumper:
                 ) from None
             header = LogHeader("log", base_offset=base)
         with MappedFile(arg) as mf:
+            mf.advise_sequential()
             buf = mf.buf
             yield header
             end = min(mf.size, self.opts.max_bytes)

@@ -456,6 +456,7 @@ def examine_segment(
     base = comp.base_offset_of(name)
     stem = log_path[: -len(".log")]
     with MappedFile(log_path) as log:
+        log.advise_sequential()
         rb = rebuild_segment(log.buf, base, interval, file=log_path, segment_index_bytes=segment_index_bytes)
         idx_mf = _read_optional(stem + ".index")
         tim_mf = _read_optional(stem + ".timeindex")

@@ -22,7 +22,7 @@ try:  # pragma: no cover - depends on the build
 except ImportError:  # pragma: no cover
     _accel = None
 
-FastFormatter = Callable[..., "tuple[str, int, list[tuple[int, int]]] | None"]
+FastFormatter = Callable[..., "tuple[str | bytes, int, list[tuple[int, int]]] | None"]
 
 _LABELS = {k: v.encode() for k, v in TIMESTAMP_TYPE_NAMES.items()}
 
@@ -31,8 +31,10 @@ def available() -> bool:
     return _accel is not None and not os.environ.get("KAFKALOG_NO_ACCEL")
 
 
-def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_horizon: bool) -> FastFormatter | None:
-    """A batch formatter; ``records`` says whether it may format record lines (the compact 3.0+ form)."""
+def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_horizon: bool,
+                   as_bytes: bool = False) -> FastFormatter | None:
+    """A batch formatter; ``records`` says whether it may format record lines (the compact 3.0+ form). With
+    ``as_bytes`` the text comes back as UTF-8 bytes, for a writer that sends them to stdout as they are."""
     if not available():
         return None
     dump_batch = _accel.dump_batch
@@ -56,7 +58,7 @@ def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_
         )
         return dump_batch(
             data, start, end, hdr, _LABELS[batch.timestamp_type], codec_names[batch.codec], print_horizon, deep,
-            print_data, last, java_gaps,
+            print_data, last, java_gaps, as_bytes,
         )
 
     return format_batch

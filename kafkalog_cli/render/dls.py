@@ -27,11 +27,15 @@ def _compact_json(data: dict) -> str:
 
 
 class DlsRenderer:
-    def __init__(self, profile: Profile, options: d.DumpOptions, out: Write, err: Write) -> None:
+    def __init__(self, profile: Profile, options: d.DumpOptions, out: Write, err: Write,
+                 out_bytes: Callable[[bytes], None] | None = None) -> None:
+        """``out_bytes``, when given, takes whole chunks of UTF-8 text lines (each ending in a newline) in the same
+        stream as ``out``: the compiled formatter's output then goes to stdout without a str round trip."""
         self.p = profile
         self.o = options
         self.out = out
         self.err = err
+        self.out_bytes = out_bytes
 
     # ---------------------------------------------------------------------------------------------- helpers
     def codec(self, cid: int) -> str:
@@ -197,7 +201,11 @@ class DlsRenderer:
         )
 
     def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
-        self.out(ev.text[:-1])
+        text = ev.text
+        if isinstance(text, bytes):
+            self.out_bytes(text)  # type: ignore[misc]
+        else:
+            self.out(text[:-1])
 
     def fast_formatter(self):  # noqa: ANN201
         """The compiled batch formatter where it reproduces this renderer's lines exactly, else None."""
@@ -219,7 +227,8 @@ class DlsRenderer:
         if o.deep and not records:
             return None
         return accel.make_formatter(
-            records=records, print_data=o.print_data_log, codec_upper=bool(p.codec_upper), print_horizon=bool(p.delete_horizon)
+            records=records, print_data=o.print_data_log, codec_upper=bool(p.codec_upper),
+            print_horizon=bool(p.delete_horizon), as_bytes=self.out_bytes is not None,
         )
 
     def _key_payload(self, ev: d.RecordEvent, prefix: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ import base64
 import json
 from collections.abc import Callable
 
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.text import java_utf8
@@ -24,10 +25,13 @@ def _b64(b: bytes | None) -> str | None:
 
 
 class JsonRenderer:
-    def __init__(self, options: d.DumpOptions, out: Write, err: Write) -> None:
+    def __init__(self, options: d.DumpOptions, out: Write, err: Write,
+                 out_bytes: Callable[[bytes], None] | None = None) -> None:
+        """``out_bytes``, when given, takes chunks of UTF-8 lines for the same stream as ``out`` (the compiled path)."""
         self.o = options
         self.out = out
         self.err = err
+        self.out_bytes = out_bytes
         self.file: str | None = None
 
     def emit(self, obj: dict) -> None:
@@ -50,7 +54,9 @@ class JsonRenderer:
         )
 
     def on_BatchEvent(self, ev: d.BatchEvent) -> None:
-        e = ev.entry
+        self.emit(self._batch_obj(ev.entry, ev.valid, ev.computed_crc))
+
+    def _batch_obj(self, e: d.Entry, valid: bool, computed_crc: int) -> dict:
         obj = {
             "type": "batch",
             "file": self.file,
@@ -62,8 +68,8 @@ class JsonRenderer:
             "compressCodec": CODEC_NAMES[e.codec],
             "timestampType": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
             "crc": e.crc,
-            "computedCrc": ev.computed_crc,
-            "isValid": ev.valid,
+            "computedCrc": computed_crc,
+            "isValid": valid,
         }
         if e.is_legacy:
             obj["timestamp"] = e.timestamp
@@ -84,7 +90,62 @@ class JsonRenderer:
                     "attributes": e.attributes,
                 }
             )
-        self.emit(obj)
+        return obj
+
+    def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
+        text = ev.text
+        if isinstance(text, bytes):
+            if self.out_bytes is not None:
+                self.out_bytes(text)
+                return
+            text = text.decode()
+        self.out(text[:-1])
+
+    def fast_formatter(self):  # noqa: ANN201
+        """The compiled formatter of a deep dump's record objects (``_accel.json_records``) where it reproduces
+        ``on_BatchEvent`` + ``on_RecordEvent`` exactly (default String decoders, no internal-topic decoder), else
+        None. It declines batch by batch (invalid CRC, control batches, anything malformed or not strict UTF-8);
+        the events path, the reference, prints those."""
+        from kafkalog_cli.render import accel
+        from kafkalog_cli.render.parsers import DecoderParser, string_decoder
+
+        o = self.o
+        if not accel.available() or not hasattr(accel._accel, "json_records") or not o.deep:
+            return None
+        if o.json_decoder is not None or o.skip_record_metadata:
+            return None
+        parser = o.parser
+        if o.print_data_log and not (isinstance(parser, DecoderParser) and parser.key_decoder is string_decoder
+                                     and parser.value_decoder is string_decoder and parser.tombstone_key):
+            return None
+        json_records = accel._accel.json_records
+        print_data = bool(o.print_data_log)
+        dumps = json.dumps
+        ts_parts = {k: (',"timestampType":' + dumps(v) + ',"timestamp":').encode() for k, v in TIMESTAMP_TYPE_NAMES.items()}
+
+        file_json: list = [object(), ""]
+
+        def format_batch(batch, buf, valid: bool, deep: bool, last: int, java_gaps: bool, limit: int):  # noqa: ANN001, ANN202
+            if not deep or not valid or batch.is_control or batch.records_count < 0 or batch.size < 61:
+                return None
+            try:
+                data, start = batch.payload(buf, limit)
+            except KafkalogError:
+                return None
+            end = batch.position + batch.size if data is buf else len(data)
+            head = dumps(self._batch_obj(batch, valid, batch.crc), ensure_ascii=False, separators=(",", ":"))
+            if file_json[0] != self.file:  # the file's JSON string, made once per file
+                file_json[:] = [self.file, '{"type":"record","file":' + dumps(self.file, ensure_ascii=False)]
+            prefix = (file_json[1] + f',"batchPosition":{batch.position},"offset":').encode()
+            res = json_records(data, start, end, batch.records_count, batch.base_offset, batch.base_timestamp,
+                               batch.max_timestamp, batch.timestamp_type == 1, batch.base_sequence, prefix,
+                               ts_parts[batch.timestamp_type], print_data, last, java_gaps)
+            if res is None:
+                return None
+            body, last, gaps = res
+            return (head + "\n").encode() + body, last, gaps
+
+        return format_batch
 
     def on_RecordEvent(self, ev: d.RecordEvent) -> None:
         e, r = ev.entry, ev.record

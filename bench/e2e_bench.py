@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Benchmark of what the user runs (not a test): the CLI end to end, stdout to a file, start-up subtracted.
+
+For each input (a 64 MiB segment of 100-record v2 batches; values of 100 bytes and 1 KiB; uncompressed and lz4) it
+measures, in ONE run so that the ratios hold on a shared machine (best of --repeat each):
+  * aiokafka's Cython decode of the same bytes (in this process, every record's key/value/headers/timestamp touched);
+  * ``kafkalog dump --deep-iteration --print-data-log --files SEG > FILE`` (a child process);
+  * ``kafkalog dump --deep-iteration --print-data-log --format json --files SEG > FILE``;
+  * ``kafkalog verify-crc --deep SEG`` and ``kafkalog dump --deep-iteration SEG > FILE`` (no data);
+and subtracts the start-up of the same command line on a one-batch segment. Each child is given the segment --passes
+times (hard links), so that its start-up, as long as one pass and as noisy on a shared machine, is paid once. Ratios printed:
+  dump / aiokafka (target >= 1.2), json / text dump (>= 0.5), verify-crc --deep / dump --deep-iteration (>= 0.5).
+With --peak it also reports the child's peak RSS (VmHWM from wait4's rusage) of verify-crc --deep.
+
+    python bench/e2e_bench.py                      # all four inputs
+    python bench/e2e_bench.py --value 100 --codec none --repeat 3
+    KAFKALOG_NO_ACCEL=1 python bench/e2e_bench.py  # the pure-Python reference, for comparison
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kafkalog_cli.format import codecs  # noqa: E402
+from kafkalog_cli.format.encoder import RecordSpec, encode_batch  # noqa: E402
+
+CLI = [sys.executable, "-m", "kafkalog_cli"]
+
+
+def generate(path: Path, mib: float, codec: int, value: int) -> int:
+    """A segment of 100-record batches (a header on every 4th record); returns the record count. Values are
+    base64 text of random bytes, so that lz4 compresses them about as much as real JSON-ish payloads (~0.75)."""
+    off = 0
+    total = 0
+    rng = random.Random(20)
+    pool = base64.b64encode(rng.randbytes(value * 300))
+    with open(path, "wb") as f:
+        while total < mib * 1024 * 1024:
+            recs = [
+                RecordSpec(b"key-%08d" % (off + i), pool[(p := rng.randrange(0, len(pool) - value)):p + value],
+                           headers=[("trace", b"1")] if i % 4 == 0 else [], timestamp=1_700_000_000_000 + off + i)
+                for i in range(100)
+            ]
+            b = encode_batch(recs, base_offset=off, codec=codec, partition_leader_epoch=1)
+            f.write(b)
+            total += len(b)
+            off += 100
+    return off
+
+
+def aiokafka_decode(data: bytes) -> int:
+    from aiokafka.record.memory_records import MemoryRecords
+
+    n = 0
+    mr = MemoryRecords(data)
+    while True:
+        b = mr.next_batch()
+        if b is None:
+            return n
+        for rec in b:
+            rec.key, rec.value, rec.headers, rec.timestamp, rec.offset  # noqa: B018
+            n += 1
+
+
+def best(fn, repeat: int, clock=time.perf_counter) -> float:  # noqa: ANN001
+    times = []
+    for _ in range(repeat):
+        t = clock()
+        fn()
+        times.append(clock() - t)
+    return min(times)
+
+
+def run_cli(args: list[str], out_path: str) -> tuple[float, float, int]:
+    """Wall time and CPU time (user + system) of one child with stdout to ``out_path``, and its peak RSS in KiB."""
+    with open(out_path, "wb") as out:
+        t = time.perf_counter()
+        p = subprocess.Popen(CLI + args, stdout=out, stderr=subprocess.DEVNULL)
+        _pid, status, ru = os.wait4(p.pid, 0)
+        dt = time.perf_counter() - t
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"{' '.join(args)}: exit {code}")
+    return dt, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def cli_best(args: list[str], tiny_args: list[str], out_path: str, repeat: int) -> dict[str, float]:
+    """Best wall and CPU times of the command and of its start-up (the same command on a tiny segment), peak RSS."""
+    runs, starts = [], []
+    for _ in range(repeat):
+        starts.append(run_cli(tiny_args, out_path))
+        runs.append(run_cli(args, out_path))
+    return {"wall": min(r[0] for r in runs), "cpu": min(r[1] for r in runs), "start": min(s[0] for s in starts),
+            "start_cpu": min(s[1] for s in starts), "rss": max(r[2] for r in runs)}
+
+
+def measure(tmp: Path, mib: float, codec_name: str, value: int, repeat: int, only: set[str],
+            passes: int) -> dict[str, float]:
+    seg = tmp / f"v{value}-{codec_name}" / "00000000000000000000.log"
+    seg.parent.mkdir()
+    tiny = tmp / f"tiny-{value}-{codec_name}" / "00000000000000000000.log"
+    tiny.parent.mkdir()
+    codec = codecs.CODEC_IDS[codec_name]
+    n = generate(seg, mib, codec, value)
+    generate(tiny, 0.0001, codec, value)
+    data = seg.read_bytes()
+    assert aiokafka_decode(data) == n
+    out_path = str(tmp / "out.txt")
+    res: dict[str, float] = {"records": n, "bytes": len(data)}
+    t_aio = best(lambda: aiokafka_decode(data), repeat)
+    res["aiokafka"] = n / t_aio
+    res["aiokafka_rate_cpu"] = n / best(lambda: aiokafka_decode(data), repeat, clock=time.process_time)
+    commands = {
+        "dump": ["dump", "--deep-iteration", "--print-data-log", "--files"],
+        "json": ["dump", "--deep-iteration", "--print-data-log", "--format", "json", "--files"],
+        "deep": ["dump", "--deep-iteration", "--files"],
+        "verify_deep": ["verify-crc", "--deep"],
+    }
+    # the same segment `passes` times (hard links in their own directories, so verify-crc does not merge them):
+    # the child's start-up (0.1-0.35 s on the shared machine, as long as one pass) is paid once, not per pass
+    links = [seg]
+    for j in range(1, passes):
+        link = tmp / f"v{value}-{codec_name}-pass{j}" / seg.name
+        link.parent.mkdir()
+        os.link(seg, link)
+        links.append(link)
+    res["passes"] = passes
+    for name, cmd in commands.items():
+        if name not in only:
+            continue
+        full = cmd + ([",".join(map(str, links))] if cmd[-1] == "--files" else [str(p) for p in links])
+        t = cli_best(full, cmd + [str(tiny)], out_path, repeat)
+        res[name] = n * passes / max(t["wall"] - t["start"], 1e-9)
+        res[name + "_rate_cpu"] = n * passes / max(t["cpu"] - t["start_cpu"], 1e-9)
+        for k, v in t.items():
+            res[name + "_" + k] = v
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mib", type=float, default=64)
+    ap.add_argument("--codec", choices=["none", "lz4", "both"], default="both")
+    ap.add_argument("--value", type=int, choices=[0, 100, 1024], default=0, help="0 = both 100 and 1024")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--passes", type=int, default=4, help="the segment is given this many times to each command")
+    ap.add_argument("--only", default="dump,json,deep,verify_deep", help="comma-separated subset of the commands")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    print(f"machine: {platform.machine()} {os.cpu_count()} cpus, {platform.python_implementation()} "
+          f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f} at start, "
+          f"accelerator {'off' if os.environ.get('KAFKALOG_NO_ACCEL') else 'on'}")
+    values = [100, 1024] if args.value == 0 else [args.value]
+    cods = ["none", "lz4"] if args.codec == "both" else [args.codec]
+    with tempfile.TemporaryDirectory() as tmp:
+        for value in values:
+            for codec in cods:
+                r = measure(Path(tmp), args.mib, codec, value, args.repeat, only, args.passes)
+                print(f"\n== {r['bytes'] / 2**20:.0f} MiB segment, {int(r['records'])} records, value {value} B, "
+                      f"codec {codec} (best of {args.repeat}; {args.passes} passes per child, start-up subtracted; "
+                      f"M records/s by wall clock and by CPU time) ==")
+                print(f"{'aiokafka Cython decode (in process)':40s} {r['aiokafka'] / 1e6:7.3f} wall {r['aiokafka_rate_cpu'] / 1e6:7.3f} cpu")
+                for k, label in (("dump", "dump --deep-iteration --print-data-log"), ("json", "  ... --format json"),
+                                 ("deep", "dump --deep-iteration (no data)"), ("verify_deep", "verify-crc --deep")):
+                    if k in r:
+                        print(f"{label:40s} {r[k] / 1e6:7.3f} wall {r[k + '_rate_cpu'] / 1e6:7.3f} cpu  (wall {r[k + '_wall']:.3f} s, "
+                              f"start-up {r[k + '_start']:.3f} s; cpu {r[k + '_cpu']:.3f}/{r[k + '_start_cpu']:.3f} s; "
+                              f"peak RSS {r[k + '_rss'] / 1024:.0f} MiB)")
+                for a, b, label, target in (("dump", "aiokafka", "dump / aiokafka", 1.2), ("json", "dump", "json / text dump", 0.5),
+                                            ("verify_deep", "deep", "verify-crc --deep / dump --deep", 0.5)):
+                    if a in r and b in r:
+                        print(f"ratio {label:34s} {r[a] / r[b]:6.2f} wall {r[a + '_rate_cpu'] / r[b + '_rate_cpu']:6.2f} cpu"
+                              f"   (target >= {target})")
+                sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
