@@ -19,6 +19,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
@@ -26,6 +27,7 @@ from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import partition_scan as ps
 from kafkalog_cli.ops import producer_state as pst
+from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import safety
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
@@ -366,6 +368,24 @@ def _all_items(segments: list[ps.Segment]) -> list[tuple[Batch, int | None]]:
     return items
 
 
+def _final_time_entry(seg: ps.Segment, cut: int) -> tuple[int, int] | None:
+    """(largest timestamp, its batch's last offset) of the kept part of the cut segment, or None.
+
+    After the cut the broker re-reads the segment's largest timestamp (LogSegment.truncateTo: readLargestTimestamp,
+    storage/.../LogSegment.java:581-582) and appends it to the time index when the segment is closed at shutdown
+    (LogSegment.close, 759-761) or rebuilds it in recovery; writing it now is what the next start finds either way.
+    None when the kept bytes do not rebuild cleanly (truncation does not check CRCs; the entry is then left out).
+    """
+    if cut <= 0:
+        return None
+    with MappedFile(seg.path("log")) as mf:
+        rb = ri.rebuild_segment(mf.buf[:cut], seg.base, file=seg.path("log"))
+        if rb.problem is not None or not rb.timeindex:
+            return None
+        ts, rel = struct.unpack_from(">qi", rb.timeindex, len(rb.timeindex) - 12)
+        return ts, seg.base + rel
+
+
 def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, bytes]:
     """The cut segment's ``.index``/``.timeindex``/``.txnindex`` with every entry at or past the cut removed."""
     out: dict[str, bytes] = {}
@@ -380,7 +400,11 @@ def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, byt
         with open(path, "rb") as f:
             ti = TimeIndex(seg.base, f.read(), path)
         kept = [ti.entry(i) for i in range(ti.valid_entries())]
-        out["timeindex"] = encode_time_index(seg.base, [(t, o) for t, o in kept if o < new_leo and t >= 0])
+        ents = [(t, o) for t, o in kept if o < new_leo and t >= 0]
+        final = _final_time_entry(seg, cut)
+        if final is not None and (not ents or (final[0] > ents[-1][0] and final[1] >= ents[-1][1])):
+            ents.append(final)
+        out["timeindex"] = encode_time_index(seg.base, ents)
     path = seg.path("txnindex")
     if os.path.isfile(path):
         txns = ps.read_txn_index(path)
