@@ -9,11 +9,12 @@ Why it is built this way:
   and every offset lost, per segment, before anything is written.
 * Files are changed through ``safety.Transaction`` (later segments removed into the backup, the cut segment and
   its indexes rewritten, ``leader-epoch-checkpoint`` rewritten), so a crash leaves the old or the new state.
-* Producer snapshots above the new end are deleted as the broker does. If that would leave no snapshot while the
-  log directory carries ``.kafka_cleanshutdown``, the broker would skip rebuilding producer state (spec §7.2
-  danger), so the marker is removed as part of the transaction (backed up first, removed as the commit starts,
-  before any new file is visible, put back by a rollback; its backup survives ``--no-backup``): the broker then
-  recovers as after an unclean shutdown and replays producer state from the log.
+* Producer snapshots are deleted and written as the broker's own truncation does (``_plan_snapshots``): the
+  snapshot at the new log end offset holds the kept log's producer state, staged with the cut segment, so a broker
+  starting with ``.kafka_cleanshutdown`` loads it and the marker stays. Only when the kept log cannot be replayed is
+  no snapshot written; then, if no snapshot <= the new end would remain, the marker is removed as part of the
+  transaction (backed up first, removed as the commit starts, put back by a rollback; its backup survives
+  ``--no-backup``) so that the broker replays producer state from the log (spec §7.2 danger).
 """
 
 from __future__ import annotations
@@ -257,15 +258,15 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
                     log_start: int) -> None:
     """The producer snapshots the broker's ``UnifiedLog.truncateTo`` deletes and writes (apache/kafka 1eb7644).
 
-    truncateTo (core/.../UnifiedLog.scala:1849-1854) deletes the removed segments' snapshots, then runs
+    truncateTo (core/.../UnifiedLog.scala:1850-1854) deletes the removed segments' snapshots, then runs
     ``rebuildProducerState(targetOffset)`` on its live ProducerStateManager, which holds the whole log's producers
     with its map end at the old log end offset. That is ``UnifiedLog.rebuildProducerState`` (storage/.../
-    UnifiedLog.java:91-140): ``truncateAndReload`` removes every snapshot above the end or at/below the log start
+    UnifiedLog.java:57-139): ``truncateAndReload`` removes every snapshot above the end or at/below the log start
     (ProducerStateManager.java:355-372) and reloads the newest one left, the kept log after it is replayed (a
     snapshot taken at the base of either of the last two segments passed), and ``takeSnapshot`` writes one at the
     end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``_Psm`` simulates
     exactly those steps; here it runs with the pre-truncation state. The end is the new log end offset, not the
-    requested target: the broker writes at the target (its in-memory end, LocalLog.scala:555), but when the target
+    requested target: the broker writes at the target (its in-memory end, LocalLog.scala:556), but when the target
     lies inside a batch the log on disk ends lower and the next load would delete a snapshot above it
     (truncateAndReload again). Expired producers are kept (no clock: the broker expires them after loading).
     Raises KafkalogError when the kept log cannot be replayed (InvalidTxnStateException, unreadable marker).
@@ -372,7 +373,7 @@ def _final_time_entry(seg: ps.Segment, cut: int) -> tuple[int, int] | None:
     """(largest timestamp, its batch's last offset) of the kept part of the cut segment, or None.
 
     After the cut the broker re-reads the segment's largest timestamp (LogSegment.truncateTo: readLargestTimestamp,
-    storage/.../LogSegment.java:581-582) and appends it to the time index when the segment is closed at shutdown
+    storage/.../LogSegment.java:580-581) and appends it to the time index when the segment is closed at shutdown
     (LogSegment.close, 759-761) or rebuilds it in recovery; writing it now is what the next start finds either way.
     None when the kept bytes do not rebuild cleanly (truncation does not check CRCs; the entry is then left out).
     """
