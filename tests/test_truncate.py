@@ -130,12 +130,41 @@ def test_truncate_inside_batch_and_unknown_epoch(tmp_path):
     assert decode(pdir)[1] == min(base, higher)
 
 
-def test_clean_shutdown_marker_removed_into_backup(tmp_path):
+def test_clean_shutdown_marker_kept_once_the_snapshot_at_the_cut_is_written(tmp_path):
+    """The marker used to be removed (no snapshot <= the cut would remain and the broker would skip the producer
+    state rebuild); with the snapshot the broker's truncation writes at the cut, it loads that one instead."""
     pdir = str(tmp_path / "logs" / "t-0")
     pb = random_partition(pdir, 1)
     marker = tmp_path / "logs" / ".kafka_cleanshutdown"
     marker.write_text('{"version":0,"brokerEpoch":3}')
     code, text = run_cli(pdir, str(pb.epochs[1][0]), "--execute", "--backup-dir", str(tmp_path / "bk"))
+    assert code == 0, text
+    assert marker.exists()
+    leo = decode(pdir)[1]
+    assert os.path.exists(os.path.join(pdir, f"{leo:020d}.snapshot"))
+    assert not [f for _r, _d, fs in os.walk(tmp_path / "bk") for f in fs if f == ".kafka_cleanshutdown"]
+
+
+def _unreplayable(pdir: str) -> int:
+    """A partition whose kept log the broker cannot replay (InvalidTxnStateException): no snapshot can be written,
+    so the marker-removal fallback applies. Returns the --to-offset to use."""
+    from partition_gen import PartitionBuilder
+
+    pb = PartitionBuilder(pdir)
+    pb.batch([(b"a", b"1")], pid=5, txn=True)
+    pb.batch([(b"b", b"2")], pid=5, txn=False)
+    for i in range(6):
+        pb.batch([(b"c", str(i).encode())], pid=6, leader_epoch=1)
+    pb.write()
+    return 5
+
+
+def test_clean_shutdown_marker_removed_into_backup(tmp_path):
+    pdir = str(tmp_path / "logs" / "t-0")
+    off = _unreplayable(pdir)
+    marker = tmp_path / "logs" / ".kafka_cleanshutdown"
+    marker.write_text('{"version":0,"brokerEpoch":3}')
+    code, text = run_cli(pdir, "--to-offset", str(off), "--execute", "--backup-dir", str(tmp_path / "bk"))
     assert code == 0, text
     assert not marker.exists()
     found = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "bk") for f in fs if f == ".kafka_cleanshutdown"]
@@ -225,7 +254,7 @@ def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, mo
     from kafkalog_cli.ops import safety, truncate
 
     pdir = str(tmp_path / "logs" / "t-0")
-    pb = random_partition(pdir, 1)
+    off = _unreplayable(pdir)
     marker = tmp_path / "logs" / ".kafka_cleanshutdown"
     marker.write_text('{"version":0,"brokerEpoch":3}')
     old = _hashes(pdir)
@@ -237,12 +266,12 @@ def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, mo
 
     monkeypatch.setattr(safety, "_slow", fail_once_marker_gone)
     with pytest.raises(WriteFailedError):
-        truncate.run(pdir, pb.epochs[1][0], None, execute=True, backup_dir=str(tmp_path / "bk1"))
+        truncate.run(pdir, None, off, execute=True, backup_dir=str(tmp_path / "bk1"))
     assert marker.read_text().startswith('{"version"')
     assert _hashes(pdir) == old
     assert safety.recover_interrupted(pdir) == []
     monkeypatch.setattr(safety, "_slow", lambda: None)
-    code, text = run_cli(pdir, str(pb.epochs[1][0]), "--execute", "--no-backup", "--backup-dir", str(tmp_path / "bk"))
+    code, text = run_cli(pdir, "--to-offset", str(off), "--execute", "--no-backup", "--backup-dir", str(tmp_path / "bk"))
     assert code == 0, text
     assert not marker.exists()
     found = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "bk") for f in fs]

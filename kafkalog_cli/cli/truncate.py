@@ -81,7 +81,9 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
             out("  leader-epoch-checkpoint: " + " ".join(f"{e}@{s}" for e, s in plan.checkpoint_before) + " -> "
                 + (" ".join(f"{e}@{s}" for e, s in plan.checkpoint_after) or "(empty)"))
         for name in plan.snapshot_deletes:
-            out(f"  delete  {name}: producer snapshot above the new log end offset")
+            out(f"  delete  {name}: producer snapshot out of range after the cut (as the broker's truncateAndReload)")
+        for w in plan.snapshot_writes:
+            out(f"  write   {w.name}: producer snapshot ({w.producers} producers), as the broker writes at the cut")
         for n in plan.notes:
             out(f"  note: {n}")
         if not plan.has_changes:

@@ -9,21 +9,26 @@ Why it is built this way:
   and every offset lost, per segment, before anything is written.
 * Files are changed through ``safety.Transaction`` (later segments removed into the backup, the cut segment and
   its indexes rewritten, ``leader-epoch-checkpoint`` rewritten), so a crash leaves the old or the new state.
-* Producer snapshots above the new end are deleted as the broker does. If that would leave no snapshot while the
-  log directory carries ``.kafka_cleanshutdown``, the broker would skip rebuilding producer state (spec §7.2
-  danger), so the marker is removed as part of the transaction (backed up first, removed as the commit starts,
-  before any new file is visible, put back by a rollback; its backup survives ``--no-backup``): the broker then
-  recovers as after an unclean shutdown and replays producer state from the log.
+* Producer snapshots are deleted and written as the broker's own truncation does (``_plan_snapshots``): the
+  snapshot at the new log end offset holds the kept log's producer state, staged with the cut segment, so a broker
+  starting with ``.kafka_cleanshutdown`` loads it and the marker stays. Only when the kept log cannot be replayed is
+  no snapshot written; then, if no snapshot <= the new end would remain, the marker is removed as part of the
+  transaction (backed up first, removed as the commit starts, put back by a rollback; its backup survives
+  ``--no-backup``) so that the broker replays producer state from the log (spec §7.2 danger).
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import asdict, dataclass, field
 
-from kafkalog_cli.errors import RepairRefused, UnreadableFileError
+from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.ops import producer_state as pst
+from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import safety
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
@@ -74,6 +79,16 @@ class LostRange:
 
 
 @dataclass
+class SnapshotWrite:
+    """A producer snapshot the broker's truncation writes (``ProducerStateManager.takeSnapshot``)."""
+
+    name: str
+    offset: int
+    producers: int
+    data: bytes = field(repr=False)
+
+
+@dataclass
 class TruncatePlan:
     partition_dir: str
     requested_epoch: int | None
@@ -87,15 +102,19 @@ class TruncatePlan:
     checkpoint_before: list[tuple[int, int]] = field(default_factory=list)
     checkpoint_after: list[tuple[int, int]] = field(default_factory=list)
     snapshot_deletes: list[str] = field(default_factory=list)
+    snapshot_writes: list[SnapshotWrite] = field(default_factory=list)
     remove_clean_shutdown: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.lost) or self.checkpoint_after != self.checkpoint_before or bool(self.snapshot_deletes)
+        return (bool(self.lost) or self.checkpoint_after != self.checkpoint_before or bool(self.snapshot_deletes)
+                or bool(self.snapshot_writes))
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        for w in d["snapshot_writes"]:
+            w.pop("data")
         d["has_changes"] = self.has_changes
         return d
 
@@ -205,29 +224,16 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     if removed:
         plan.notes.append("leader epochs removed from leader-epoch-checkpoint: "
                           + ", ".join(f"{e} (from {s})" for e, s in removed))
-    # producer snapshots above the new end go, as in the broker's truncation
-    snaps = []
-    for name in os.listdir(pdir):
-        m = SEGMENT_NAME.match(name)
-        if m and m.group(2) == "snapshot":
-            snaps.append(int(m.group(1)))
-    plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(snaps) if o > new_leo]
-    remaining = [o for o in snaps if o <= new_leo]
-    producers_below = any(h[5] >= 0 for s in segments if s.base <= seg.base for h in heads[s.base] if h[3] < new_leo)
     marker = os.path.join(safety.log_dir_of(pdir), CLEAN_SHUTDOWN)
-    if os.path.exists(marker):
-        if not remaining and producers_below:
-            plan.remove_clean_shutdown = True
+    try:
+        _plan_snapshots(plan, pdir, segments, seg, cut, min(target, _log_start(pdir, segments[0].base)))
+    except KafkalogError as exc:
+        _plan_snapshots_fallback(plan, pdir, segments, seg, heads, marker, exc)
+    else:
+        if os.path.exists(marker):
             plan.notes.append(
-                f"{CLEAN_SHUTDOWN} is present and no producer snapshot <= {new_leo} would remain: with the marker the "
-                "broker would skip rebuilding producer state (spec §7.2) and lose idempotence/transaction state, so "
-                "the marker is removed in the commit (kept in the backup, even with --no-backup). The broker will then recover every partition of this log "
-                "directory from its recovery point, as after an unclean shutdown (errata E2)"
-            )
-        else:
-            plan.notes.append(
-                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the newest producer snapshot <= {new_leo} "
-                "and replay the log after it, so producer state stays consistent"
+                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the producer snapshot at {new_leo} "
+                "(written or kept here, as the broker's truncation leaves it) and has nothing to replay"
             )
     plan.notes.append(
         "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
@@ -240,6 +246,101 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             "holds the last stable offset): " + ", ".join(f"producer {p} from offset {o}" for p, o in open_after.items())
         )
     return plan
+
+
+def _log_start(pdir: str, first_base: int) -> int:
+    """The broker's logStartOffset: ``log-start-offset-checkpoint`` (if it names this partition) or the first base."""
+    cp, _src = ld.read_offset_checkpoint(safety.log_dir_of(pdir), ld.LOG_START_FILE, ld.topic_partition(pdir))
+    return max(cp or 0, first_base)
+
+
+def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], cut_seg: ps.Segment, cut: int,
+                    log_start: int) -> None:
+    """The producer snapshots the broker's ``UnifiedLog.truncateTo`` deletes and writes (apache/kafka 1eb7644).
+
+    truncateTo (core/.../UnifiedLog.scala:1850-1854) deletes the removed segments' snapshots, then runs
+    ``rebuildProducerState(targetOffset)`` on its live ProducerStateManager, which holds the whole log's producers
+    with its map end at the old log end offset. That is ``UnifiedLog.rebuildProducerState`` (storage/.../
+    UnifiedLog.java:57-139): ``truncateAndReload`` removes every snapshot above the end or at/below the log start
+    (ProducerStateManager.java:355-372) and reloads the newest one left, the kept log after it is replayed (a
+    snapshot taken at the base of either of the last two segments passed), and ``takeSnapshot`` writes one at the
+    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``_Psm`` simulates
+    exactly those steps; here it runs with the pre-truncation state. The end is the new log end offset, not the
+    requested target: the broker writes at the target (its in-memory end, LocalLog.scala:556), but when the target
+    lies inside a batch the log on disk ends lower and the next load would delete a snapshot above it
+    (truncateAndReload again). Expired producers are kept (no clock: the broker expires them after loading).
+    Raises KafkalogError when the kept log cannot be replayed (InvalidTxnStateException, unreadable marker).
+    """
+    infos: dict[int, list[pst.BatchInfo | KafkalogError]] = {}
+    for s in segments:
+        with MappedFile(s.path("log")) as mf:
+            infos[s.base] = [pst.safe_batch_info(e, mf.buf) for e in entries(mf.buf, file=s.path("log"))
+                             if isinstance(e, Batch)]
+    kept = []
+    for s in segments:
+        if s.base > cut_seg.base:
+            break
+        bs = [b for b in infos[s.base] if s.base != cut_seg.base or b.position < cut]
+        bad = next((b for b in bs if isinstance(b, KafkalogError)), None)
+        if bad is not None:
+            raise bad
+        kept.append(ld.Scan(s.base, s.path("log"), 0, 0, bs, b"", b"", None, None))  # type: ignore[arg-type]
+    store = ld._Snapshots(pdir, os.listdir(pdir))
+    before = set(store.offsets())
+    java_map = ld.KafkaVersion.parse(ld.DEFAULT_VERSION).java_producer_map
+    psm = ld._Psm(store, java_map, None)
+    # the live state before the truncation; only whether it is empty matters (isEmptyBeforeTruncation), so the
+    # replay of the removed part stops at its first unreadable batch or invalid transaction state
+    try:
+        for s in segments:
+            for b in infos[s.base]:
+                if isinstance(b, KafkalogError):
+                    raise b
+                psm.state.replay([b])
+    except KafkalogError:
+        pass
+    psm.state.map_end_offset = plan.old_log_end_offset
+    psm.last_snap = max((o for o in before if o <= plan.old_log_end_offset), default=0)
+    ld.rebuild_producer_state(psm, kept, log_start, plan.new_log_end_offset, False)
+    plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(before - set(store.present))]
+    for off in sorted(store.written):
+        if off in store.present:
+            data = store.written[off]
+            plan.snapshot_writes.append(SnapshotWrite(ps.seg_name(off, "snapshot"), off, (len(data) - 10) // 46, data))
+    if plan.new_log_end_offset in before and plan.new_log_end_offset in store.present:
+        plan.notes.append(f"a producer snapshot at the new log end offset {plan.new_log_end_offset} exists already: "
+                          "the broker keeps it as it is (takeSnapshot writes none there)")
+
+
+def _plan_snapshots_fallback(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], seg: ps.Segment,
+                             heads: dict[int, list], marker: str, exc: KafkalogError) -> None:
+    """No replay possible: delete the snapshots above the new end, write none, and make the broker replay."""
+    new_leo = plan.new_log_end_offset
+    plan.notes.append(f"producer state cannot be replayed from the kept log ({exc.describe()}): no producer snapshot "
+                      "is written at the cut")
+    snaps = []
+    for name in os.listdir(pdir):
+        m = SEGMENT_NAME.match(name)
+        if m and m.group(2) == "snapshot":
+            snaps.append(int(m.group(1)))
+    plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(snaps) if o > new_leo]
+    remaining = [o for o in snaps if o <= new_leo]
+    producers_below = any(h[5] >= 0 for s in segments if s.base <= seg.base for h in heads[s.base] if h[3] < new_leo)
+    if os.path.exists(marker):
+        if not remaining and producers_below:
+            plan.remove_clean_shutdown = True
+            plan.notes.append(
+                f"{CLEAN_SHUTDOWN} is present and no producer snapshot <= {new_leo} would remain: with the marker the "
+                "broker would skip rebuilding producer state (spec §7.2) and lose idempotence/transaction state, so "
+                "the marker is removed in the commit (kept in the backup, even with --no-backup). The broker will "
+                "then recover every partition of this log directory from its recovery point, as after an unclean "
+                "shutdown (errata E2)"
+            )
+        else:
+            plan.notes.append(
+                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the newest producer snapshot <= {new_leo} "
+                "and replay the log after it, so producer state stays consistent"
+            )
 
 
 def _open_transactions(segments: list[ps.Segment], cut_seg: ps.Segment, cut: int, pdir: str) -> dict[int, int]:
@@ -268,6 +369,24 @@ def _all_items(segments: list[ps.Segment]) -> list[tuple[Batch, int | None]]:
     return items
 
 
+def _final_time_entry(seg: ps.Segment, cut: int) -> tuple[int, int] | None:
+    """(largest timestamp, its batch's last offset) of the kept part of the cut segment, or None.
+
+    After the cut the broker re-reads the segment's largest timestamp (LogSegment.truncateTo: readLargestTimestamp,
+    storage/.../LogSegment.java:580-581) and appends it to the time index when the segment is closed at shutdown
+    (LogSegment.close, 759-761) or rebuilds it in recovery; writing it now is what the next start finds either way.
+    None when the kept bytes do not rebuild cleanly (truncation does not check CRCs; the entry is then left out).
+    """
+    if cut <= 0:
+        return None
+    with MappedFile(seg.path("log")) as mf:
+        rb = ri.rebuild_segment(mf.buf[:cut], seg.base, file=seg.path("log"))
+        if rb.problem is not None or not rb.timeindex:
+            return None
+        ts, rel = struct.unpack_from(">qi", rb.timeindex, len(rb.timeindex) - 12)
+        return ts, seg.base + rel
+
+
 def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, bytes]:
     """The cut segment's ``.index``/``.timeindex``/``.txnindex`` with every entry at or past the cut removed."""
     out: dict[str, bytes] = {}
@@ -282,7 +401,11 @@ def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, byt
         with open(path, "rb") as f:
             ti = TimeIndex(seg.base, f.read(), path)
         kept = [ti.entry(i) for i in range(ti.valid_entries())]
-        out["timeindex"] = encode_time_index(seg.base, [(t, o) for t, o in kept if o < new_leo and t >= 0])
+        ents = [(t, o) for t, o in kept if o < new_leo and t >= 0]
+        final = _final_time_entry(seg, cut)
+        if final is not None and (not ents or (final[0] > ents[-1][0] and final[1] >= ents[-1][1])):
+            ents.append(final)
+        out["timeindex"] = encode_time_index(seg.base, ents)
     path = seg.path("txnindex")
     if os.path.isfile(path):
         txns = ps.read_txn_index(path)
@@ -326,6 +449,8 @@ def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: 
             tx.stage(CHECKPOINT, encode_leader_epoch_checkpoint(plan.checkpoint_after).encode())
         for name in plan.snapshot_deletes:
             tx.delete(name, early=True)  # producer state above the new end: never loaded beside the cut segment
+        for w in plan.snapshot_writes:
+            tx.stage(w.name, w.data)  # producer state at the cut, visible with the cut segment
         if plan.remove_clean_shutdown:
             tx.remove_log_dir_file(CLEAN_SHUTDOWN)
         tx.commit()
