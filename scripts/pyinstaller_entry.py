@@ -3,7 +3,8 @@
 PyInstaller needs a script, not a console-script entry point. Commands are imported lazily through importlib, so the
 build passes ``--collect-submodules kafkalog_cli``; this file only has to call ``main``.
 
-``KAFKALOG_SELFTEST=1 kafkalog`` checks the bundle itself (every codec round-trips, CRC-32C is the compiled one) and
+``KAFKALOG_SELFTEST=1 kafkalog`` checks the bundle itself (every codec round-trips, CRC-32C is the compiled one, the
+C accelerator is there) and
 exits: an operator can run it on a new host before trusting the binary, and ``tests/test_binary.py`` uses it to catch
 a codec or metadata file the build forgot (crc32c reads its own dist-info at import and silently falls back to a
 1000x slower CRC when it is missing).
@@ -35,6 +36,14 @@ def selftest() -> int:
     crc_ok = impl.startswith("crc32c-") and crc.crc32c(b"123456789") == 0xE3069283
     print(f"crc32c: {impl} {'ok' if crc_ok else 'FAILED'}")
     status |= not crc_ok
+    try:  # the compiled accelerator: without it deep dumps and CRC walks are up to 20x slower
+        import kafkalog_cli._accel  # noqa: F401
+
+        accel_ok = True
+    except ImportError:
+        accel_ok = False
+    print(f"accelerator: kafkalog_cli._accel {'ok' if accel_ok else 'FAILED (missing from the bundle)'}")
+    status |= not accel_ok
     return int(status)
 
 
