@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from kafkalog_cli.format import codecs
-from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_wrapper
 
 KAFKALOG = [sys.executable, "-c", "from kafkalog_cli.cli.main import main; main()"]
 HWM = """
@@ -53,13 +53,16 @@ def bomb(tmp: str, mib: int) -> None:
     value = bytes((mib << 20) - 1024)  # the records section must stay under the cap: value + record framing
     base_code, base_rss, _ = peak_rss_mib([*KAFKALOG, "--version"])
     print(f"child baseline (kafkalog --version): peak RSS {base_rss:.0f} MiB")
-    for codec in (codecs.GZIP, codecs.ZSTD):
-        name = codecs.CODEC_NAMES[codec]
-        d = os.path.join(tmp, f"bomb-{name}-0")
+    for codec, magic in ((codecs.GZIP, 2), (codecs.ZSTD, 2), (codecs.GZIP, 1)):
+        name = codecs.CODEC_NAMES[codec] + ("" if magic == 2 else f" v{magic} wrapper")
+        d = os.path.join(tmp, f"bomb-{name.replace(' ', '-')}-0")
         os.makedirs(d)
         path = os.path.join(d, "00000000000000000000.log")
         with open(path, "wb") as f:
-            f.write(encode_batch([RecordSpec(key=b"k", value=value, timestamp=1_700_000_000_000)], codec=codec))
+            if magic == 2:
+                f.write(encode_batch([RecordSpec(key=b"k", value=value, timestamp=1_700_000_000_000)], codec=codec))
+            else:
+                f.write(encode_legacy_wrapper([(b"k", value, 1_700_000_000_000)], offset=0, codec=codec, magic=magic))
         size = os.path.getsize(path)
         for cmd in (["dump", "--deep-iteration"], ["verify-crc", "--deep"]):
             code, rss, err = peak_rss_mib([*KAFKALOG, *cmd, path])

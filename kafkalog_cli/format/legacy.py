@@ -104,12 +104,13 @@ class LegacyEntry:
         return f"LegacyEntry(position={self.position}, offset={self.offset}, magic={self.magic}, size={self.size})"
 
     # ------------------------------------------------------------------------------------------------ records
-    def key_value(self, buf: bytes | memoryview) -> tuple[bytes | None, bytes | None]:
-        return _key_value(buf, self.position, self.magic, self.position + self.size)
+    def key_value(self, buf: bytes | memoryview, copy: bool = True) -> tuple[bytes | None, bytes | None]:
+        return _key_value(buf, self.position, self.magic, self.position + self.size, copy)
 
     def iter_records(self, buf: bytes | memoryview, limit: int = codecs.DEFAULT_LIMIT, *,
-                     copy: bool = True) -> Iterator[Record]:  # ``copy``: accepted for Batch's signature; v0/v1 copy
-        """The message itself, or for a compressed wrapper its inner messages with absolute offsets."""
+                     copy: bool = True) -> Iterator[Record]:
+        """The message itself, or for a compressed wrapper its inner messages with absolute offsets. ``copy=False``:
+        the inner keys and values are views into the decompressed payload (held once, see ``Batch.iter_records``)."""
         key, value = self.key_value(buf)
         valid = self.is_valid(buf)
         if self.codec == codecs.NONE:
@@ -125,9 +126,9 @@ class LegacyEntry:
                 position=self.position,
             )
             return
-        yield from self._deep(value, limit)
+        yield from self._deep(value, limit, copy)
 
-    def _deep(self, value: bytes | None, limit: int) -> list[Record]:
+    def _deep(self, value: bytes | None, limit: int, copy: bool = True) -> list[Record]:
         codec = self.codec
         pos = self.position
         if codec == codecs.ZSTD:
@@ -140,7 +141,7 @@ class LegacyEntry:
                 f"Found invalid compressed record set with null value (magic = {self.magic})", position=pos
             )
         try:
-            data = codecs.decompress(codec, value, limit, magic=self.magic)
+            data = memoryview(codecs.decompress(codec, value, limit, magic=self.magic))  # slices: views, not copies
         except KafkalogError as exc:
             exc.position = pos
             raise
@@ -160,7 +161,7 @@ class LegacyEntry:
                 break
             try:
                 entry = LegacyEntry(data, ipos)
-                ikey, ival = entry.key_value(data)
+                ikey, ival = entry.key_value(data, copy)
             except KafkalogError as exc:
                 exc.message += f" (inner message at byte {ipos} of the decompressed payload)"
                 exc.position = pos
@@ -208,7 +209,7 @@ class LegacyEntry:
         return out
 
 
-def _sized(buf: bytes | memoryview, p: int, end: int, what: str) -> tuple[bytes | None, int]:
+def _sized(buf: bytes | memoryview, p: int, end: int, what: str, copy: bool = True) -> tuple[bytes | None, int]:
     """Read an int32 length and that many bytes (a negative length is null, as Kafka reads it)."""
     if p + 4 > end:
         raise InvalidRecordError(f"legacy message is too short for its {what} length", position=p)
@@ -218,14 +219,15 @@ def _sized(buf: bytes | memoryview, p: int, end: int, what: str) -> tuple[bytes 
         return None, p
     if p + n > end:
         raise InvalidRecordError(f"legacy message {what} runs past the message", position=p, expected=f"{n} bytes", found=f"{end - p}")
-    return bytes(buf[p : p + n]), p + n
+    return (bytes(buf[p : p + n]) if copy else buf[p : p + n]), p + n
 
 
-def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int) -> tuple[bytes | None, bytes | None]:
+def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int,
+               copy: bool = True) -> tuple[bytes | None, bytes | None]:
     # key length follows: log overhead 12 + crc 4 + magic 1 + attributes 1 (+ timestamp 8 for v1)
     p = position + LOG_OVERHEAD + 6 + (8 if magic == 1 else 0)
     if p + 4 > end:
         raise CorruptRecordError("legacy message is too short for its key length", position=position, found=f"{end - position} bytes")
-    key, p = _sized(buf, p, end, "key")
-    value, _p = _sized(buf, p, end, "value")
+    key, p = _sized(buf, p, end, "key", copy)
+    value, _p = _sized(buf, p, end, "value", copy)
     return key, value

@@ -21,7 +21,14 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, KafkalogError, ReadFinding, UnreadableFileError
+from kafkalog_cli.errors import (
+    CompressionError,
+    CorruptIndexError,
+    CorruptRecordError,
+    KafkalogError,
+    ReadFinding,
+    UnreadableFileError,
+)
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY, WARM_BYTES, OffsetIndex, TimeIndex, largest_lower_bound
@@ -188,6 +195,10 @@ def _plausible_batch(log: MappedFile, pos: int, base: int, entry_off: int) -> bo
 
 def _check(res: SeekResult, buf: bytes | memoryview) -> None:
     e = res.entry
+    if e.codec > 4:  # no batch line can name it: a located error, as DumpLogSegments aborts on it (found by fuzzing)
+        raise CompressionError(
+            f"Unknown compression type id: {e.codec}", file=res.segment,
+            position=res.position + (17 if e.is_legacy else 22), expected="a codec id 0..4", found=str(e.codec))
     res.computed_crc = e.computed_crc(buf) if e.is_legacy or e.size >= 61 else 0
     res.valid = e.is_valid(buf)
     if not res.valid:

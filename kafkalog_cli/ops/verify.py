@@ -436,7 +436,7 @@ class _Walker:
         first, count, prev = off, 0, None
         try:
             entry = LegacyEntry(self.buf, pos, end)
-            for rec in entry.iter_records(self.buf, self.max_size):
+            for rec in entry.iter_records(self.buf, self.max_size, copy=False):
                 if count == 0:
                     first = rec.offset
                 count += 1

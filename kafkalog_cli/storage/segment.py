@@ -13,7 +13,14 @@ import os
 import struct
 from collections.abc import Iterator
 
-from kafkalog_cli.errors import UNREADABLE, CorruptRecordError, ReadFinding, UnreadableFileError, unreadable
+from kafkalog_cli.errors import (
+    TRUNCATED_DURING_READ,
+    UNREADABLE,
+    CorruptRecordError,
+    ReadFinding,
+    UnreadableFileError,
+    unreadable,
+)
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
@@ -25,6 +32,7 @@ from kafkalog_cli.storage.safe_read import (
     read_into,
     shrink_finding,
     unreadable_findings,
+    vanished_finding,
 )
 
 Entry = Batch | LegacyEntry
@@ -114,7 +122,22 @@ class MappedFile:
                 out = classify_faults(self.path, sorted(self._pages), self.size, self._fd)
             return out
         out = unreadable_findings(self.path, merge_pages(self._pages, self.size), "I/O error reading with pread")
-        return out + self._static
+        out += self._static
+        if self._fd is not None and self.size:
+            try:
+                if os.fstat(self._fd).st_nlink == 0:
+                    out.append(vanished_finding(self.path, during=True))
+            except OSError:
+                pass
+        return out
+
+    def raise_if_unreadable(self) -> None:
+        """For writing commands: raise ``UnreadableFileError`` when any byte read so far could not be read (it read
+        as zeros) or the file shrank, so that a repair never writes output computed from zeros the disk made up."""
+        for f in self.findings():
+            if f.kind in (UNREADABLE, TRUNCATED_DURING_READ):
+                raise UnreadableFileError(f"{f.kind} bytes [{f.start}, {f.end}): {f.message}", file=self.path,
+                                          position=f.start)
 
     def data_extents(self) -> list[tuple[int, int]]:
         """``[start, end)`` ranges of the file holding data; the gaps are holes of a sparse file (zeros, no I/O)."""
