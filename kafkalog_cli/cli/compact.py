@@ -32,7 +32,7 @@ would then destroy committed data). Without --execute nothing is written.
 \b
 Exit codes: 0 done, or nothing to do; 1 dry run that would change files (plan
 printed); 2 usage error, unreadable input, corrupt batch, or refused repair
-(locked log dir, E1, overlapping segments or offsets going backwards).""",
+(locked log dir, a .txnindex missing an aborted transaction, overlapping segments or offsets going backwards).""",
 )
 @click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
 @click.option("--execute/--dry-run", default=False, help="Write the compacted segments, or only print the plan (the default).")
@@ -75,15 +75,13 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     try:
         plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
                                           keep_backup=not no_backup)
-    except cp.OffsetOrderRefused as exc:
-        fail(exc.describe(), exc.hint)
     except RepairRefused as exc:
-        fail(exc.describe(), "nothing was changed; stop the broker, or repair the .txnindex first "
-             "(e.g. let the broker recover the segment) and run again")
+        fail(exc.describe(), exc.hint or "nothing was changed; stop the broker (or the other kafkalog command) if it "
+             "holds the log directory, and run again")
     except UnreadableFileError as exc:
-        fail(exc.describe(), "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
+        fail(exc.describe(), exc.hint or "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
     except KafkalogError as exc:
-        fail(exc.describe(), "nothing was changed; run 'kafkalog dump' on the file to see the damage")
+        fail(exc.describe(), exc.hint or "nothing was changed; 'kafkalog verify-crc PARTITION_DIR' maps the damage")
     except OSError as exc:
         fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
              "check permissions and free space; an interrupted write is finished or undone by the next --execute run")

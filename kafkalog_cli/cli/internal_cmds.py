@@ -20,14 +20,20 @@ _PARTITIONS = click.option("--partitions", type=click.IntRange(min=1), default=D
                            help="Partition count of the internal topic (offsets/transaction.state.log.num.partitions).")
 
 
-def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"kafkalog: {message}", err=True)
-    sys.exit(code)
+_HINT = ("give a __transaction_state-<n> or data partition directory, a log directory, or one .log segment; "
+         "kafkalog verify-crc checks its files")
+
+
+def _fail(message: str, hint: str | None = _HINT) -> None:
+    """The project's one error format (``kafkalog: error:`` + ``hint:``), exit 2."""
+    from kafkalog_cli.cli.common import fail
+
+    fail(message, hint)
 
 
 def _locate(ident: str, kind: str, partitions: int, fmt: str) -> None:
     if ident == "":
-        _fail("the id must not be empty")
+        _fail("the id must not be empty", "give the group id or transactional.id exactly as the clients use it")
     info = locate(ident, kind, partitions)
     if fmt == "json":
         click.echo(json.dumps(info, ensure_ascii=False))

@@ -34,7 +34,7 @@ a segment has an invalid batch, 2 usage error, unreadable input or refused repai
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="The topic's index.interval.bytes.")
 @click.option("--segment-index-bytes", type=click.IntRange(min=12), default=10 * 1024 * 1024, show_default=True,
-              help="The topic's segment.index.bytes (bounds the number of entries, errata E16).")
+              help="The topic's segment.index.bytes (bounds the number of entries).")
 @click.option("--execute/--dry-run", default=False, help="Write the rebuilt files, or only compare (the default).")
 @click.option("--rewrite-valid", is_flag=True,
               help="Also replace indexes that differ from the rebuilt ones but are valid for lookups.")

@@ -75,6 +75,10 @@ def _finish(res, stats, verbose: bool, err) -> None:  # noqa: ANN001
         sys.exit(EXIT_PROBLEMS)
 
 
+NOT_FOUND_HINT = ("kafkalog dump PARTITION_DIR lists the offsets the log holds; kafkalog explain-retention PARTITION_DIR "
+                  "says whether retention removed older ones")
+
+
 @click.command(
     "seek-offset",
     epilog="""\b
@@ -104,7 +108,8 @@ def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str,
     try:
         res = seek.seek_offset(partition_dir, offset, want_record=print_data_log or fmt == "json", stats=stats)
     except seek.OffsetNotFound as exc:
-        err(f"kafkalog: {exc.describe()}")
+        err(f"kafkalog: error: {exc.describe()}")
+        err(f"hint: {NOT_FOUND_HINT}")
         if verbose:
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)
@@ -173,7 +178,8 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
     try:
         res = seek.seek_time(partition_dir, target, stats=stats)
     except seek.OffsetNotFound as exc:
-        err(f"kafkalog: {exc.describe()}")
+        err(f"kafkalog: error: {exc.describe()}")
+        err(f"hint: {NOT_FOUND_HINT}")
         if verbose:
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)

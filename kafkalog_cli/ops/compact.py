@@ -245,6 +245,10 @@ class TxnTracker:
 
 
 # ------------------------------------------------------------------------------------------ planning
+TXNINDEX_HINT = ("nothing was changed; rebuild the .txnindex files from the log's own ABORT markers with 'kafkalog "
+                 "rebuild-index PARTITION_DIR' (dry run, then --execute), then run compact again")
+
+
 class OffsetOrderRefused(RepairRefused):
     """Overlapping segments or offsets going backwards: the cleaner would write a log whose offsets go backwards."""
 
@@ -451,9 +455,10 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
             raise RepairRefused(
                 f".txnindex entry of producer {e.producer_id} ending at offset {e.last_offset} has lastStableOffset "
                 f"{e.last_stable_offset} > lastOffset + 1, which no broker writes; it would stop the cleaner's search "
-                "early and hide later aborted transactions (errata E1)",
+                "early and hide later aborted transactions",
                 file=s.path("txnindex"), expected=f"lastStableOffset <= {e.last_offset + 1}",
                 found=str(e.last_stable_offset),
+                hint=TXNINDEX_HINT,
             )
         if e.last_offset < log_start or e.last_offset >= facts.log_end_offset:
             continue
@@ -464,6 +469,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 f".txnindex lists an aborted transaction of producer {e.producer_id} ending at offset {e.last_offset}, "
                 "but the log has no ABORT marker there; compaction would delete committed data",
                 file=s.path("txnindex"), expected=f"ABORT marker of producer {e.producer_id}", found=found,
+                hint=TXNINDEX_HINT,
             )
         earlier = [o for o in markers_by_pid.get(e.producer_id, []) if o < e.last_offset]
         if earlier and earlier[-1] >= e.first_offset:
@@ -471,6 +477,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 f".txnindex entry of producer {e.producer_id} starts at {e.first_offset}, before that producer's "
                 f"previous marker at {earlier[-1]}; compaction would delete a committed transaction",
                 file=s.path("txnindex"), expected=f"first offset > {earlier[-1]}", found=str(e.first_offset),
+                hint=TXNINDEX_HINT,
             )
     # what the cleaner will learn, range by range, with its own early-stopping search
     for start, end in ranges:
@@ -493,6 +500,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                     file=marker_seg.path("txnindex"),
                     expected=f"entry producer {t.producer_id} first<={t.first_offset} last={t.marker_offset}",
                     found="missing" if e is None else f"first offset {e.first_offset}",
+                    hint=TXNINDEX_HINT,
                 )
 
 
@@ -925,7 +933,7 @@ def plan_actions(plan: CompactPlan) -> list:
         acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name), detail=why))
     for name in plan.snapshot_deletes:
         acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name),
-                                      detail="its segment base no longer exists (errata E13)"))
+                                      detail="its segment base no longer exists"))
     return acts
 
 

@@ -468,10 +468,10 @@ def examine_segment(
                 )
                 if ic.status == "differs":
                     ic.lookup_valid = o_ok
-                    ic.lookup_note = o_note or "e.g. written per append chunk by a broker <= 4.0 or by the cleaner, spec §6.5, errata E10/E11"
+                    ic.lookup_note = o_note or "e.g. written per append chunk by a broker <= 4.0 or by the cleaner"
                 if tc.status == "differs":
                     tc.lookup_valid = t_ok
-                    tc.lookup_note = t_note or "e.g. offsets of another append path, e.g. a <= 3.6 leader, errata E4"
+                    tc.lookup_note = t_note or "e.g. offsets of another append path, e.g. a <= 3.6 leader"
         finally:
             for mf in (idx_mf, tim_mf):
                 if mf is not None:
@@ -630,7 +630,7 @@ def _stage_txn_indexes(pdir: str, bases: list[int], plan: object, txn: object) -
         n += 1
         plan.actions.append(safety.FileAction(  # type: ignore[attr-defined]
             "create" if t.status == "missing" else "replace", os.path.join(pdir, t.name), len(t.data),
-            f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries, errata E1)"))
+            f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries)"))
         if txn is not None:
             txn.stage(t.name, t.data)  # type: ignore[attr-defined]
     return n
