@@ -119,7 +119,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         try:
             from kafkalog_cli.internal import make_parser
         except ImportError:
-            fail("internal-topic decoders are not available in this build")
+            fail("internal-topic decoders are not available in this build",
+                 "the kafkalog_cli.internal package is missing; reinstall kafkalog from a complete source checkout")
         opts.parser = make_parser(decoder_kinds[0], profile)
         if fmt == "json":
             from kafkalog_cli.internal import decode_json
@@ -131,7 +132,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
             kdec = resolve_decoder(key_decoder_class)
             vdec = resolve_decoder(value_decoder_class)
         except ValueError as exc:
-            fail(str(exc))
+            fail(str(exc), "TAB after --value-decoder-class lists the decoders, e.g. StringDecoder")
         opts.parser = DecoderParser(kdec, vdec, tombstone_key=bool(profile.tombstone_key))
         if profile.deprecated_decoder_notice:
             for name in (value_decoder_class, key_decoder_class):

@@ -54,13 +54,13 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
         res = rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
                      segment_index_bytes=segment_index_bytes, rewrite_valid=rewrite_valid)
     except RepairRefused as exc:
-        fail(exc.describe(), "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
+        fail(exc.describe(), exc.hint or "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
              "again; nothing was changed")
     except WriteFailedError as exc:
-        fail(exc.describe(), "free space or fix the device, then run again; an interrupted write is finished or "
+        fail(exc.describe(), exc.hint or "free space or fix the device, then run again; an interrupted write is finished or "
              "undone by the next --execute run")
     except KafkalogError as exc:
-        fail(exc.describe(), "check the path; nothing was changed")
+        fail(exc.describe(), exc.hint or "check the path; nothing was changed")
     except OSError as exc:
         fail(f"{exc.filename or ', '.join(paths)}: {exc.strerror or exc}", "check permissions and free space; "
              "an interrupted write is finished or undone by the next --execute run")

@@ -24,13 +24,13 @@ def _errors(fn):  # type: ignore[no-untyped-def]
     try:
         return fn()
     except RepairRefused as exc:
-        fail(exc.describe(), "nothing was changed")
+        fail(exc.describe(), exc.hint or "nothing was changed")
     except UnreadableFileError as exc:
-        fail(exc.describe(), "give a partition directory (e.g. /var/lib/kafka/orders-0) or a log directory")
+        fail(exc.describe(), exc.hint or "give a partition directory (e.g. /var/lib/kafka/orders-0) or a log directory")
     except KafkalogError as exc:
-        fail(exc.describe(), "nothing was changed; run 'kafkalog verify-crc' on the partition to see the damage")
+        fail(exc.describe(), exc.hint or "nothing was changed; run 'kafkalog verify-crc' on the partition to see the damage")
     except ValueError as exc:
-        fail(str(exc))
+        fail(str(exc), "kafkalog recover --help lists the accepted values")
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}",
              "check permissions and free space; an interrupted write is finished or undone by the next --execute run")

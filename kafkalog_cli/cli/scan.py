@@ -8,7 +8,7 @@ import time
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, install_hint, line_writers
 
 
 @click.command(
@@ -28,7 +28,7 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 )
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="PATH...")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help="local = process pool, no Java; spark = PySpark (pip install 'kafkalog[spark]').")
+              help="local = process pool, no Java; spark = PySpark (the '[spark]' extra and Java 17).")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master (local[N], spark://host:7077, yarn, k8s://...). Default local[--jobs].")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
@@ -51,21 +51,25 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
     if not paths:
         fail("no PATH given", "kafkalog scan /var/lib/kafka --out /tmp/scan")
     if master is not None and engine != "spark":
-        fail("--master applies to --engine spark only")
+        fail("--master applies to --engine spark only", "add --engine spark, or drop --master")
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         fail("kafkalog scan writes Parquet and needs pyarrow, which is not installed",
-             "pip install 'kafkalog[parquet]'")
+             install_hint("parquet", "kafkalog scan (Parquet output)"))
     if engine == "spark":
-        from kafkalog_cli.scan.spark_engine import INSTALL_HINT, missing_requirements
-
+        try:
+            from kafkalog_cli.scan.spark_engine import missing_requirements
+        except ImportError:
+            fail("the Spark engine cannot be loaded", install_hint("spark", "the Spark engine", "a Java 17 runtime on PATH"))
         missing = missing_requirements()
         if missing:
-            fail(missing, INSTALL_HINT)
+            fail(missing, install_hint("spark", "the Spark engine", "pyspark >= 3.5 (about 450 MB) and a Java 17 "
+                                                                   "runtime on PATH"))
     segments, unmatched = expand(list(paths))
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
+        click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
     if not segments:
         fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
 

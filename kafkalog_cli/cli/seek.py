@@ -114,14 +114,14 @@ def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str,
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)
     except KafkalogError as exc:
-        fail(exc.describe(), "check the partition directory (kafkalog dump shows what is there)")
+        fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     try:
         if fmt == "json":
             out(json.dumps(_json_events(res, profile, print_data_log)))
         else:
             _text_lines(res, profile, print_data_log, out)
     except KafkalogError as exc:
-        fail(exc.describe(), "the batch could not be decoded; kafkalog dump --deep-iteration shows it")
+        fail(exc.describe(), exc.hint or "the batch could not be decoded; kafkalog dump --deep-iteration shows it")
     _finish(res, stats, verbose, err)
     sys.stdout.flush()
     sys.exit(EXIT_CLEAN)
@@ -184,7 +184,7 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)
     except KafkalogError as exc:
-        fail(exc.describe(), "check the partition directory (kafkalog dump shows what is there)")
+        fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     rec = res.record
     if fmt == "json":
         out(json.dumps({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
