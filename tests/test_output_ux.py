@@ -163,3 +163,45 @@ def test_install_hints_never_point_at_pypi_and_name_the_binary(monkeypatch):
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     frozen = install_hint("spark", "the Spark engine")
     assert "not in the single-file binary" in frozen
+
+
+def _keys(obj) -> set[str]:  # noqa: ANN001
+    """Every key of a JSON value, except inside Kafka's own decoded data (``decoded``/``data``/``key``/``value``)."""
+    if isinstance(obj, list):
+        return set().union(*(_keys(x) for x in obj)) if obj else set()
+    if isinstance(obj, dict):
+        out = set(obj)
+        for k, v in obj.items():
+            if k not in ("decoded", "data", "key", "value", "index_mismatches", "timestamp_mismatches",
+                         "out_of_order_timestamps", "indexed_offsets_not_found", "non_consecutive_offsets"):
+                out |= _keys(v)
+        return out
+    return set()
+
+
+def test_every_json_document_is_snake_case_and_versioned(tmp_path):
+    import re
+
+    from kafkalog_cli.render.jsondoc import SCHEMA_VERSION
+
+    pdir = str(tmp_path / "logs" / "orders-0")
+    random_partition(pdir, 2)
+    docs = []
+    for args in (["verify-crc", pdir], ["compact", "--now-ms", str(NOW), pdir], ["rebuild-index", pdir],
+                 ["recover", pdir], ["salvage", pdir], ["seek-offset", pdir, "3"], ["seek-time", pdir, "0"],
+                 ["locate-group", "g1"], ["locate-txn", "t1"], ["explain-retention", pdir],
+                 ["explain-cleaner", pdir], ["transactions", pdir], ["truncate-to-epoch", "--to-offset", "5", pdir],
+                 ["compare-replicas", pdir, pdir]):
+        code, out, err = run(*args, "--format", "json")
+        assert code in (0, 1), (args, err)
+        docs.append((args[0], json.loads(out)))
+    code, out, err = run("dump", "--format", "json", "--deep-iteration", "--print-data-log", pdir)
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert lines[0]["type"] == "file" and lines[0]["schema_version"] == SCHEMA_VERSION
+    assert lines[-1]["type"] == "summary" and lines[-1]["schema_version"] == SCHEMA_VERSION
+    camel = re.compile(r"[a-z][A-Z]")
+    for name, doc in docs:
+        for d in doc if isinstance(doc, list) else [doc]:
+            assert d["schema_version"] == SCHEMA_VERSION, name
+        assert not [k for k in _keys(doc) if camel.search(k)], name
+    assert not [k for k in _keys(lines) if camel.search(k)]

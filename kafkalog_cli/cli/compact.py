@@ -9,6 +9,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -92,7 +93,7 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
         doc = plan.to_dict()
         doc.update({"execute": execute, "written": written is not None, "backup_dir": written,
                     "actions": [{"kind": a.kind, "path": a.path, "size": a.size, "detail": a.detail} for a in actions]})
-        out(json.dumps(doc, indent=1))
+        out(json.dumps(versioned(doc), indent=1))
     else:
         out(f"Compaction of {plan.partition_dir}: log {plan.log_start_offset}..{plan.log_end_offset - 1}, "
             f"cleaning offsets below {plan.first_uncleanable_offset} (now={plan.now_ms})")

@@ -11,6 +11,7 @@ import json
 import click
 
 from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.render.jsondoc import versioned
 
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
                        help="Output format.")
@@ -87,7 +88,7 @@ def explain_retention(paths: tuple[str, ...], config_file: str | None, retention
     for n in notes:
         click.echo(f"kafkalog: warning: {n}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"partitions": [r.as_dict() for r in results]}))
+        click.echo(json.dumps(versioned({"partitions": [r.as_dict() for r in results]})))
         return
     for r in results:
         who = f", broker {r.broker}" if r.broker is not None else ""
@@ -169,7 +170,7 @@ def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanab
     for n in notes:
         click.echo(f"kafkalog: warning: {n}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"partitions": [r.as_dict() for r in results]}))
+        click.echo(json.dumps(versioned({"partitions": [r.as_dict() for r in results]})))
         return
     for r in results:
         who = f", broker {r.broker}" if r.broker is not None else ""

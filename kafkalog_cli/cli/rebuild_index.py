@@ -67,7 +67,9 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
     for line in res.recovered:
         err(f"kafkalog: recovered an interrupted change: {line}")
     if fmt == "json":
-        out(json.dumps({
+        from kafkalog_cli.render.jsondoc import versioned
+
+        out(json.dumps(versioned({
             "execute": execute,
             "segments": [s.to_dict() for s in res.segments],
             "plans": [p.to_dict() for p in res.plans],
@@ -75,7 +77,7 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
             "recovered": res.recovered,
             "differences": res.differences,
             "problems": res.problems,
-        }, indent=1))
+        }), indent=1))
     else:
         for s in res.segments:
             tag = " (active segment)" if s.active else ""

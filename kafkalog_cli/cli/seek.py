@@ -17,6 +17,7 @@ from kafkalog_cli.cli.common import (
     resolve_profile,
 )
 from kafkalog_cli.cli.timespec import parse_time
+from kafkalog_cli.render.jsondoc import versioned
 from kafkalog_cli.render.versions import DEFAULT_VERSION
 
 
@@ -117,7 +118,7 @@ def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str,
         fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     try:
         if fmt == "json":
-            out(json.dumps(_json_events(res, profile, print_data_log)))
+            out(json.dumps(versioned(_json_events(res, profile, print_data_log))))
         else:
             _text_lines(res, profile, print_data_log, out)
     except KafkalogError as exc:
@@ -187,9 +188,9 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
         fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     rec = res.record
     if fmt == "json":
-        out(json.dumps({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
+        out(json.dumps(versioned({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
                         "position": res.position, "batch_base_offset": res.entry.base_offset,
-                        "batch_last_offset": res.entry.last_offset}))
+                        "batch_last_offset": res.entry.last_offset})))
     else:
         out(f"offset: {rec.offset} timestamp: {rec.timestamp} segment: {res.segment} position: {res.position}")
     _finish(res, stats, verbose, err)

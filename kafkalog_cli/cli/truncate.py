@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -68,7 +69,7 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
     if fmt == "json":
         doc = plan.to_dict()
         doc.update({"execute": execute, "written": written is not None, "backup_dir": written})
-        out(json.dumps(doc, indent=1))
+        out(json.dumps(versioned(doc), indent=1))
     else:
         what = f"epoch {epoch}" if epoch is not None else "--to-offset"
         out(f"Truncation of {plan.partition_dir} ({what}): target offset {plan.target_offset}, log end offset "

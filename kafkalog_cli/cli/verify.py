@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.cli.common import ByteProgress, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -68,7 +69,7 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
     else:
         result = ops.verify_paths(list(paths), **kwargs)
     if fmt == "json":
-        out(json.dumps(_document(result), separators=(",", ":")))
+        out(json.dumps(versioned(_document(result)), separators=(",", ":")))
     elif sys.stdout.isatty() and not plain and shutil.get_terminal_size().columns >= TABLE_MIN_COLUMNS:
         _rich_report(result)
     else:
