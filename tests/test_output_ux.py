@@ -205,3 +205,24 @@ def test_every_json_document_is_snake_case_and_versioned(tmp_path):
             assert d["schema_version"] == SCHEMA_VERSION, name
         assert not [k for k in _keys(doc) if camel.search(k)], name
     assert not [k for k in _keys(lines) if camel.search(k)]
+
+
+@pytest.mark.parametrize("topic_id,ok", [
+    ("not-a-topic-id!", False),       # a character outside URL-safe base64
+    ("AAAAAAAAAAAAAAAAAAAAAAA", False),  # 23 characters: 17 bytes
+    ("AAAAAAAAAAAAAAAAAAAAAAAAA", False),  # longer than 24
+    ("AAAAAAAAAAAAAAAAAAAAA=", False),  # a 1-character final unit
+    ("AAAAAAAAAAAAAAAAAAAAAA", False),  # the zero UUID, refused by PartitionMetadataReadBuffer
+    ("9kFVqFMsRaO7CVnpdesMNQ", True),
+    ("9kFVqFMsRaO7CVnpdesMNQ==", True),  # padding is optional but accepted
+    ("-_FVqFMsRaO7CVnpdesMNQ", True),  # the URL-safe alphabet
+])
+def test_partition_metadata_topic_id_follows_uuid_fromstring(tmp_path, topic_id, ok):
+    pdir = str(tmp_path / "logs" / "orders-0")
+    random_partition(pdir, 2)
+    with open(os.path.join(pdir, "partition.metadata"), "w") as f:
+        f.write(f"version: 0\ntopic_id: {topic_id}\n")
+    code, out, _err = run("verify-crc", pdir)
+    assert (code == 0) == ok, out
+    if not ok:
+        assert "partition-metadata" in out and "next: " in out

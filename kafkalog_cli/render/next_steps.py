@@ -42,6 +42,8 @@ def next_steps(problems: Iterable[Any]) -> list[str]:
             causes[(d, "index")] = None
         elif p.kind in ORDER:
             causes[(d, "order")] = None
+        elif p.kind == "partition-metadata":
+            causes[(d, "topic-id")] = None
         elif p.kind in STATE_FILES:
             causes[(d, "state")] = None
     steps = []
@@ -62,6 +64,10 @@ def next_steps(problems: Iterable[Any]) -> list[str]:
             steps.append(f"{d}: offsets go backwards or segments overlap (often a stray copied segment); the broker "
                          f"serves wrong data or fails to load; 'kafkalog recover {d}' shows what its loader does, "
                          "and moving the segment that does not belong out of the directory fixes it")
+        elif cause == "topic-id":
+            steps.append(f"{d}: the broker cannot load this partition with this partition.metadata; write the topic "
+                         "id back ('kafka-topics.sh --describe' shows it), or move the file out of the directory so "
+                         "the broker writes it again from the cluster metadata")
         else:
             steps.append(f"{d}: 'kafkalog recover {d}' shows what the broker's loader does with these files at "
                          "start-up (finish or discard leftovers, rebuild producer state, drop bad epoch entries)")
