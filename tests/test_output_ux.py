@@ -226,3 +226,16 @@ def test_partition_metadata_topic_id_follows_uuid_fromstring(tmp_path, topic_id,
     assert (code == 0) == ok, out
     if not ok:
         assert "partition-metadata" in out and "next: " in out
+
+
+@pytest.mark.parametrize("suffix,entry", [(".index", 8), (".timeindex", 12)])
+def test_rebuild_index_names_a_size_invalid_index(tmp_path, suffix, entry):
+    pdir = str(tmp_path / "logs" / "orders-0")
+    random_partition(pdir, 2)
+    with open(os.path.join(pdir, f"{0:020d}{suffix}"), "ab") as f:
+        f.write(b"xyz")  # no longer whole entries: the broker's sanityCheck throws CorruptIndexException
+    code, out, _err = run("rebuild-index", pdir)
+    assert code == 1, out  # a dry run that would change a file
+    line = next(x for x in out.splitlines() if x.strip().startswith(f"{suffix}:") and "size-invalid" in x)
+    assert f"not a multiple of the {entry}-byte entry size" in line and "CorruptIndexException" in line
+    assert "valid for lookups" not in line
