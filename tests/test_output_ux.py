@@ -239,3 +239,22 @@ def test_rebuild_index_names_a_size_invalid_index(tmp_path, suffix, entry):
     line = next(x for x in out.splitlines() if x.strip().startswith(f"{suffix}:") and "size-invalid" in x)
     assert f"not a multiple of the {entry}-byte entry size" in line and "CorruptIndexException" in line
     assert "valid for lookups" not in line
+
+
+def test_compact_plan_counts_superseded_records(tmp_path):
+    from kafkalog_cli.ops.compact import CompactOptions, plan_compaction
+
+    pdir = str(tmp_path / "logs" / "orders-0")
+    pb = random_partition(pdir, 5)
+    plan = plan_compaction(pdir, CompactOptions(now_ms=NOW))
+    upper = plan.first_uncleanable_offset
+    data = [r for r in pb.records if not r.control and r.offset < upper and r.outcome != "abort" and r.key is not None]
+    latest = {r.key: r.offset for r in data}
+    superseded = sum(1 for r in data if latest[r.key] != r.offset)
+    t = plan.totals()
+    assert superseded > 0 and t["superseded_removed"] == superseded
+    markers = sum(s.markers_removed for s in plan.stats)
+    assert t["records_before"] - t["records_after"] == (t["superseded_removed"] + t["tombstones_removed"]
+                                                        + t["aborted_records_removed"] + t["keyless_removed"] + markers)
+    code, out, _err = run("compact", "--now-ms", str(NOW), pdir)
+    assert code == 1 and f"removed: {superseded} superseded by a later value of their key" in out

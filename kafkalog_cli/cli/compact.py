@@ -99,8 +99,8 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
             f"cleaning offsets below {plan.first_uncleanable_offset} (now={plan.now_ms})")
         for s in plan.stats:
             out(f"  segment {s.base}: records {s.records_before} -> {s.records_after}, batches {s.batches_before} -> "
-                f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.aborted_records_removed} "
-                f"aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
+                f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.superseded_removed} "
+                f"superseded, {s.aborted_records_removed} aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
                 f"{s.batches_rewritten} re-encoded, {s.batches_emptied} kept empty, {s.horizons_set} horizons set)")
         for base, bases in plan.splits:
             out(f"  split: segment {base} -> segments {', '.join(str(b) for b in bases)} (offset overflow)")
@@ -110,7 +110,9 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
                 + (f", FULL: cleaned up to offset {m['cleaned_up_to'] - 1}" if m["full"] else ""))
         t = plan.totals()
         out(f"  total: records {t['records_before']} -> {t['records_after']}, bytes {t['bytes_before']} -> "
-            f"{t['bytes_after']}")
+            f"{t['bytes_after']} (removed: {t['superseded_removed']} superseded by a later value of their key, "
+            f"{t['tombstones_removed']} tombstones, {t['aborted_records_removed']} aborted, {t['keyless_removed']} "
+            "keyless)")
         if not actions:
             out("  (no file changes: the cleanable range is already compact)")
         for a in actions:

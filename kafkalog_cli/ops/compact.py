@@ -92,6 +92,7 @@ class SegmentStats:
     tombstones_removed: int = 0
     keyless_removed: int = 0
     markers_removed: int = 0
+    superseded_removed: int = 0  # records with a later value of the same key: what compaction is for
 
 
 @dataclass
@@ -163,7 +164,8 @@ class CompactPlan:
         return bool(self.changed_groups)
 
     def totals(self) -> dict[str, int]:
-        keys = ("records_before", "records_after", "bytes_before", "bytes_after", "batches_before", "batches_after")
+        keys = ("records_before", "records_after", "bytes_before", "bytes_after", "batches_before", "batches_after",
+                "superseded_removed", "tombstones_removed", "aborted_records_removed", "keyless_removed")
         return {k: sum(getattr(s, k) for s in self.stats) for k in keys}
 
     def to_dict(self) -> dict:
@@ -858,6 +860,8 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
             keep = latest and (r.value is not None or horizon is None or now < horizon)
             if latest and not keep:
                 st.tombstones_removed += 1
+            elif not latest:
+                st.superseded_removed += 1
         if keep:
             retained.append(r)
             tombstones |= r.value is None

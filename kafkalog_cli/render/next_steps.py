@@ -16,7 +16,8 @@ from typing import Any
 LOG_DAMAGE = frozenset({"crc-mismatch", "bad-size", "size-too-large", "bad-magic", "truncated", "partial-entry"})
 # the CRC verifies but the records inside do not decode: recovery checks only the CRC, so the broker keeps it
 RECORD_DAMAGE = frozenset({"bad-records", "bad-count", "bad-codec"})
-INDEX_DAMAGE = frozenset({"index-position", "index-order", "index-offset", "timeindex-offset", "timeindex-order",
+INDEX_DAMAGE = frozenset({"index-size", "timeindex-size", "index-position", "index-order", "index-offset",
+                          "timeindex-offset", "timeindex-order",
                           "timeindex-mismatch"})
 ORDER = frozenset({"offset-order", "segment-order", "offset-below-base"})
 STATE_FILES = frozenset({"leader-epoch-checkpoint", "leader-epoch", "snapshot", "txnindex", "leftover",
