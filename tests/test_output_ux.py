@@ -258,3 +258,18 @@ def test_compact_plan_counts_superseded_records(tmp_path):
                                                         + t["aborted_records_removed"] + t["keyless_removed"] + markers)
     code, out, _err = run("compact", "--now-ms", str(NOW), pdir)
     assert code == 1 and f"removed: {superseded} superseded by a later value of their key" in out
+
+
+def test_dump_hints_follow_the_problem_and_stay_off_captured_streams(tmp_path):
+    from kafkalog_cli.cli.dump import dump_hints
+    from kafkalog_cli.ops.dump import DumpSummary
+
+    assert dump_hints(DumpSummary(), ["d"]) == []
+    [h] = dump_hints(DumpSummary(trailing_files=1), ["d"])
+    assert "kafkalog verify-crc d" in h and "salvage" in h
+    [h] = dump_hints(DumpSummary(index_mismatches={"d/0.index": [(1, 2)]}), ["d"])
+    assert "kafkalog rebuild-index d" in h
+    assert dump_hints(DumpSummary(index_mismatches={"i": [(1, 2)]}, valid_indexes=["i"]), ["d"]) == []
+    # a captured stderr (not a terminal) keeps Kafka's streams: no hint line
+    code, _out, err = run("dump", torn(tmp_path))
+    assert code == 1 and "hint:" not in err

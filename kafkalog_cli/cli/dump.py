@@ -162,7 +162,24 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         _run(events, renderer, notices, out)
     renderer.summary(dumper.summary)
     sys.stdout.flush()
+    if sys.stderr.isatty():  # an operator reading; scripts and Kafka-compatible captures get Kafka's streams only
+        for hint in dump_hints(dumper.summary, args):
+            err(f"hint: {hint}")
     sys.exit(dumper.summary.exit_code())
+
+
+def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001
+    """Next steps after a dump that found problems (the dump itself prints Kafka's text, which has none)."""
+    target = " ".join(args) if len(args) <= 2 else "PATH"
+    hints = []
+    if s.invalid_batches or s.trailing_files or s.errors or s.unreadable_ranges:
+        hints.append(f"'kafkalog verify-crc {target}' maps every damaged byte range and says what the broker's "
+                     "recovery will do with it ('kafkalog recover' previews it, 'kafkalog salvage' keeps the intact "
+                     "batches)")
+    if any(k not in s.valid_indexes for k in (*s.index_mismatches, *s.ts_mismatches, *s.not_found)):
+        hints.append(f"'kafkalog rebuild-index {target}' shows which index entries are wrong for lookups and "
+                     "rebuilds them by the broker's recovery rule (dry run, then --execute)")
+    return hints
 
 
 def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001
