@@ -273,3 +273,11 @@ def test_dump_hints_follow_the_problem_and_stay_off_captured_streams(tmp_path):
     # a captured stderr (not a terminal) keeps Kafka's streams: no hint line
     code, _out, err = run("dump", torn(tmp_path))
     assert code == 1 and "hint:" not in err
+
+
+def test_seek_time_after_the_newest_record_says_so(tmp_path):
+    pdir = str(tmp_path / "logs" / "orders-0")
+    random_partition(pdir, 2)
+    code, _out, err = run("seek-time", pdir, str(NOW))
+    assert code == 1 and "kafkalog: error: " in err
+    assert "hint: every record is older than that time" in err and "explain-retention" not in err

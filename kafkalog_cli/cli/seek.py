@@ -76,6 +76,9 @@ def _finish(res, stats, verbose: bool, err) -> None:  # noqa: ANN001
         sys.exit(EXIT_PROBLEMS)
 
 
+LATE_HINT = ("every record is older than that time: the broker's ListOffsets answers with no offset (-1; a "
+             "consumer's offsetsForTimes gives null); 'kafkalog dump PARTITION_DIR' shows the newest batches and their "
+             "timestamps")
 NOT_FOUND_HINT = ("kafkalog dump PARTITION_DIR lists the offsets the log holds; kafkalog explain-retention PARTITION_DIR "
                   "says whether retention removed older ones")
 
@@ -180,7 +183,7 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
         res = seek.seek_time(partition_dir, target, stats=stats)
     except seek.OffsetNotFound as exc:
         err(f"kafkalog: error: {exc.describe()}")
-        err(f"hint: {NOT_FOUND_HINT}")
+        err(f"hint: {LATE_HINT}")
         if verbose:
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)
