@@ -281,3 +281,14 @@ def test_seek_time_after_the_newest_record_says_so(tmp_path):
     code, _out, err = run("seek-time", pdir, str(NOW))
     assert code == 1 and "kafkalog: error: " in err
     assert "hint: every record is older than that time" in err and "explain-retention" not in err
+
+
+def test_no_help_text_cites_internal_documents_or_pypi():
+    import re
+
+    from kafkalog_cli.cli.main import COMMANDS
+
+    bad = re.compile(r"errata|§|\bE\d{1,2}\b|pip install kafkalog|kafkalog\[")
+    for name in COMMANDS:
+        code, out, _err = run(name, "--help")
+        assert code == 0 and not bad.search(out), (name, bad.search(out))
