@@ -57,7 +57,10 @@ if [[ ! -f "${so[0]}" ]] || ! "$VENV/bin/python" -c "$load_so" "${so[0]}" 2>/dev
          "a bundle without it is up to 20x slower, so none is built" >&2
     exit 2
 fi
-cp "${so[0]}" "$ROOT/kafkalog_cli/"
+# copy then rename (a new inode): cp over the tree's .so would rewrite, in place, a file that a running Python
+# (e.g. the test run that called this script) has mapped, and that process then crashes with SIGSEGV
+dest="$ROOT/kafkalog_cli/$(basename "${so[0]}")"
+cp "${so[0]}" "$dest.tmp.$$" && mv -f "$dest.tmp.$$" "$dest"
 if "$VENV/bin/python" -c "import pyspark" 2>/dev/null; then
     echo "error: pyspark is importable in $VENV; it must not be bundled (rm -rf $VENV and re-run)" >&2
     exit 2
