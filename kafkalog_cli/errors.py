@@ -10,7 +10,12 @@ from dataclasses import dataclass
 
 
 class KafkalogError(Exception):
-    """Base class of every error the engine raises on purpose."""
+    """Base class of every error the engine raises on purpose.
+
+    ``hint`` is the next step tied to the actual cause, when the raiser knows it (the CLI prints it after the
+    error; a command's generic hint is only the fallback)."""
+
+    hint: str | None = None
 
     def __init__(
         self,
@@ -20,9 +25,12 @@ class KafkalogError(Exception):
         position: int | None = None,
         expected: str | None = None,
         found: str | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
+        if hint is not None:
+            self.hint = hint
         self.file = file
         self.position = position
         self.expected = expected

@@ -133,8 +133,8 @@ def test_dump_reports_unreadable_range_and_resumes(bad_disk):
     findings = [x for x in lines if x["type"] == "read_finding"]
     assert [(f["kind"], f["start"], f["end"]) for f in findings] == [("unreadable", *BAD_PAGES)]
     batches = [x for x in lines if x["type"] == "batch"]
-    assert len(batches) == 95 and batches[-1]["lastOffset"] == 399  # resumed after the bad pages
-    assert all(b["isValid"] for b in batches)
+    assert len(batches) == 95 and batches[-1]["last_offset"] == 399  # resumed after the bad pages
+    assert all(b["is_valid"] for b in batches)
 
 
 def test_cat_fails_on_the_fuse_file(bad_disk):

@@ -220,7 +220,7 @@ def test_cluster_metadata_and_json_view() -> None:
     assert parse("cluster-metadata", "3.6", rec(None, value + b"\x00", 4))[1] == "Error at 4, skipping. Found 1 byte(s) of garbage after 2"
     assert decode_json("cluster-metadata", r)["data"] == {"name": "orders", "topicId": "tpx8pd1IQDqJwMfGzXj6GA"}
     j = decode_json("offsets", rec(offset_key(), offset_value()))
-    assert j["keyType"] == 1 and j["key"]["group"] == "g1" and j["valueVersion"] == 3 and j["value"]["offset"] == 42
+    assert j["key_type"] == 1 and j["key"]["group"] == "g1" and j["value_version"] == 3 and j["value"]["offset"] == 42
     assert decode_json("transaction-log", rec(txn_key(), None))["value"] is None
 
 

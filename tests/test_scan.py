@@ -202,7 +202,7 @@ def test_spark_engine_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     res = CliRunner().invoke(scan, ["fixtures/sample-logdir", "--engine", "spark"])
     assert res.exit_code == 2
-    assert "needs Java" in res.output and "pip install 'kafkalog[spark]'" in res.output
+    assert "needs Java" in res.output and "pip install '.[spark]'" in res.output and "kafkalog[" not in res.output
     monkeypatch.setattr(se.importlib.util, "find_spec", lambda name: None)
     res = CliRunner().invoke(scan, ["fixtures/sample-logdir", "--engine", "spark"])
     assert res.exit_code == 2 and "needs pyspark" in res.output

@@ -49,7 +49,7 @@ def test_json_document(tmp_path):
     res = run("--format", "json", str(tmp_path))
     assert res.exit_code == 1
     doc = json.loads(res.output)
-    assert set(doc) == {"files", "problems", "notes", "summary"}
+    assert set(doc) == {"schema_version", "files", "problems", "notes", "next_steps", "summary"}
     [p] = doc["problems"]
     assert {k: p[k] for k in ("file", "position", "end", "kind", "last_good_offset", "first_good_offset")} == {
         "file": str(path), "position": a, "end": b, "kind": "crc-mismatch",

@@ -147,6 +147,17 @@ def resolve_profile(kafka_version: str) -> Any:
     return profile
 
 
+def install_hint(extra: str, what: str, needs: str = "") -> str:
+    """Where to get an optional part. kafkalog is not published on PyPI, so never ``pip install kafkalog``: from a
+    source checkout, ``pip install '.[extra]'``; in the single-file binary (``sys.frozen``) the part is simply not
+    there, and the binary cannot install anything into itself."""
+    more = f"; it also needs {needs}" if needs else ""
+    if getattr(sys, "frozen", False):
+        return (f"{what} is not in the single-file binary; run it from a source checkout of kafkalog instead: "
+                f"pip install '.[{extra}]' there{more}")
+    return f"in your kafkalog source checkout: pip install '.[{extra}]' (kafkalog is not on PyPI){more}"
+
+
 def fail(message: str, hint: str | None = None, code: int = EXIT_USAGE) -> None:
     """Print one error line (and a hint) on stderr and exit."""
     click.echo(f"kafkalog: error: {message}", err=True)

@@ -9,6 +9,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -32,7 +33,7 @@ would then destroy committed data). Without --execute nothing is written.
 \b
 Exit codes: 0 done, or nothing to do; 1 dry run that would change files (plan
 printed); 2 usage error, unreadable input, corrupt batch, or refused repair
-(locked log dir, E1, overlapping segments or offsets going backwards).""",
+(locked log dir, a .txnindex missing an aborted transaction, overlapping segments or offsets going backwards).""",
 )
 @click.argument("partition_dir", type=click.Path(), metavar="PARTITION_DIR")
 @click.option("--execute/--dry-run", default=False, help="Write the compacted segments, or only print the plan (the default).")
@@ -75,15 +76,13 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     try:
         plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
                                           keep_backup=not no_backup)
-    except cp.OffsetOrderRefused as exc:
-        fail(exc.describe(), exc.hint)
     except RepairRefused as exc:
-        fail(exc.describe(), "nothing was changed; stop the broker, or repair the .txnindex first "
-             "(e.g. let the broker recover the segment) and run again")
+        fail(exc.describe(), exc.hint or "nothing was changed; stop the broker (or the other kafkalog command) if it "
+             "holds the log directory, and run again")
     except UnreadableFileError as exc:
-        fail(exc.describe(), "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
+        fail(exc.describe(), exc.hint or "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
     except KafkalogError as exc:
-        fail(exc.describe(), "nothing was changed; run 'kafkalog dump' on the file to see the damage")
+        fail(exc.describe(), exc.hint or "nothing was changed; 'kafkalog verify-crc PARTITION_DIR' maps the damage")
     except OSError as exc:
         fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
              "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
@@ -94,14 +93,14 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
         doc = plan.to_dict()
         doc.update({"execute": execute, "written": written is not None, "backup_dir": written,
                     "actions": [{"kind": a.kind, "path": a.path, "size": a.size, "detail": a.detail} for a in actions]})
-        out(json.dumps(doc, indent=1))
+        out(json.dumps(versioned(doc), indent=1))
     else:
         out(f"Compaction of {plan.partition_dir}: log {plan.log_start_offset}..{plan.log_end_offset - 1}, "
             f"cleaning offsets below {plan.first_uncleanable_offset} (now={plan.now_ms})")
         for s in plan.stats:
             out(f"  segment {s.base}: records {s.records_before} -> {s.records_after}, batches {s.batches_before} -> "
-                f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.aborted_records_removed} "
-                f"aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
+                f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.superseded_removed} "
+                f"superseded, {s.aborted_records_removed} aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
                 f"{s.batches_rewritten} re-encoded, {s.batches_emptied} kept empty, {s.horizons_set} horizons set)")
         for base, bases in plan.splits:
             out(f"  split: segment {base} -> segments {', '.join(str(b) for b in bases)} (offset overflow)")
@@ -111,7 +110,9 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
                 + (f", FULL: cleaned up to offset {m['cleaned_up_to'] - 1}" if m["full"] else ""))
         t = plan.totals()
         out(f"  total: records {t['records_before']} -> {t['records_after']}, bytes {t['bytes_before']} -> "
-            f"{t['bytes_after']}")
+            f"{t['bytes_after']} (removed: {t['superseded_removed']} superseded by a later value of their key, "
+            f"{t['tombstones_removed']} tombstones, {t['aborted_records_removed']} aborted, {t['keyless_removed']} "
+            "keyless)")
         if not actions:
             out("  (no file changes: the cleanable range is already compact)")
         for a in actions:

@@ -119,7 +119,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         try:
             from kafkalog_cli.internal import make_parser
         except ImportError:
-            fail("internal-topic decoders are not available in this build")
+            fail("internal-topic decoders are not available in this build",
+                 "the kafkalog_cli.internal package is missing; reinstall kafkalog from a complete source checkout")
         opts.parser = make_parser(decoder_kinds[0], profile)
         if fmt == "json":
             from kafkalog_cli.internal import decode_json
@@ -131,7 +132,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
             kdec = resolve_decoder(key_decoder_class)
             vdec = resolve_decoder(value_decoder_class)
         except ValueError as exc:
-            fail(str(exc))
+            fail(str(exc), "TAB after --value-decoder-class lists the decoders, e.g. StringDecoder")
         opts.parser = DecoderParser(kdec, vdec, tombstone_key=bool(profile.tombstone_key))
         if profile.deprecated_decoder_notice:
             for name in (value_decoder_class, key_decoder_class):
@@ -175,7 +176,24 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     finally:
         gc.unfreeze()  # an in-process caller (tests, an embedding tool) gets its collector back as it was
     sink.flush()
+    if sys.stderr.isatty():  # an operator reading; scripts and Kafka-compatible captures get Kafka's streams only
+        for hint in dump_hints(dumper.summary, args):
+            err(f"hint: {hint}")
     sys.exit(dumper.summary.exit_code())
+
+
+def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001
+    """Next steps after a dump that found problems (the dump itself prints Kafka's text, which has none)."""
+    target = " ".join(args) if len(args) <= 2 else "PATH"
+    hints = []
+    if s.invalid_batches or s.trailing_files or s.errors or s.unreadable_ranges:
+        hints.append(f"'kafkalog verify-crc {target}' maps every damaged byte range and says what the broker's "
+                     "recovery will do with it ('kafkalog recover' previews it, 'kafkalog salvage' keeps the intact "
+                     "batches)")
+    if any(k not in s.valid_indexes for k in (*s.index_mismatches, *s.ts_mismatches, *s.not_found)):
+        hints.append(f"'kafkalog rebuild-index {target}' shows which index entries are wrong for lookups and "
+                     "rebuilds them by the broker's recovery rule (dry run, then --execute)")
+    return hints
 
 
 def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001

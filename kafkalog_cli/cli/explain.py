@@ -7,19 +7,24 @@ exit 0 whatever they find, 2 for unreadable input or bad flags.
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
 from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.render.jsondoc import versioned
 
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
                        help="Output format.")
 
 
-def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"kafkalog: {message}", err=True)
-    sys.exit(code)
+_HINT = "give a partition directory (<topic>-<partition>) or a log directory; kafkalog verify-crc checks its files"
+
+
+def _fail(message: str, hint: str | None = _HINT) -> None:
+    """The project's one error format (``kafkalog: error:`` + ``hint:``), exit 2."""
+    from kafkalog_cli.cli.common import fail
+
+    fail(message, hint)
 
 
 def _read_config(path: str | None) -> dict[str, str]:
@@ -31,7 +36,8 @@ def _read_config(path: str | None) -> dict[str, str]:
         with open(path, encoding="utf-8") as f:
             return parse_config_text(f.read())
     except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"{path}: cannot read the config file ({exc})")
+        _fail(f"{path}: cannot read the config file ({exc})",
+              "give a file of key=value lines, e.g. the output of kafka-configs.sh --describe")
         return {}
 
 
@@ -82,7 +88,7 @@ def explain_retention(paths: tuple[str, ...], config_file: str | None, retention
     for n in notes:
         click.echo(f"kafkalog: warning: {n}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"partitions": [r.as_dict() for r in results]}))
+        click.echo(json.dumps(versioned({"partitions": [r.as_dict() for r in results]})))
         return
     for r in results:
         who = f", broker {r.broker}" if r.broker is not None else ""
@@ -164,7 +170,7 @@ def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanab
     for n in notes:
         click.echo(f"kafkalog: warning: {n}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"partitions": [r.as_dict() for r in results]}))
+        click.echo(json.dumps(versioned({"partitions": [r.as_dict() for r in results]})))
         return
     for r in results:
         who = f", broker {r.broker}" if r.broker is not None else ""

@@ -13,6 +13,7 @@ import click
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.internal.locate import DEFAULT_PARTITIONS, locate
+from kafkalog_cli.render.jsondoc import versioned
 
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
                        help="Output format.")
@@ -20,20 +21,26 @@ _PARTITIONS = click.option("--partitions", type=click.IntRange(min=1), default=D
                            help="Partition count of the internal topic (offsets/transaction.state.log.num.partitions).")
 
 
-def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"kafkalog: {message}", err=True)
-    sys.exit(code)
+_HINT = ("give a __transaction_state-<n> or data partition directory, a log directory, or one .log segment; "
+         "kafkalog verify-crc checks its files")
+
+
+def _fail(message: str, hint: str | None = _HINT) -> None:
+    """The project's one error format (``kafkalog: error:`` + ``hint:``), exit 2."""
+    from kafkalog_cli.cli.common import fail
+
+    fail(message, hint)
 
 
 def _locate(ident: str, kind: str, partitions: int, fmt: str) -> None:
     if ident == "":
-        _fail("the id must not be empty")
+        _fail("the id must not be empty", "give the group id or transactional.id exactly as the clients use it")
     info = locate(ident, kind, partitions)
     if fmt == "json":
-        click.echo(json.dumps(info, ensure_ascii=False))
+        click.echo(json.dumps(versioned(info), ensure_ascii=False))
     else:
         click.echo(f"{info['topic']} partition {info['partition']} (directory {info['directory']}, "
-                   f"hashCode {info['hashCode']}, {partitions} partitions)")
+                   f"hashCode {info['hash_code']}, {partitions} partitions)")
 
 
 @click.command("locate-group")
@@ -117,7 +124,7 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
         for t in findings:
             counts[t.classification] = counts.get(t.classification, 0) + 1
         view = report.coordinator
-        click.echo(json.dumps({
+        click.echo(json.dumps(versioned({
             "paths": list(paths),
             "path": paths[0] if len(paths) == 1 else None,
             "open": [t.as_dict() for t in findings],
@@ -127,7 +134,7 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
                             "transactional_ids": {k: (None if v is None else v.as_dict())
                                                   for k, v in sorted(view.latest.items())}},
             "counts": counts,
-        }))
+        })))
     else:
         _print_transactions(report, partitions)
     sys.exit(1 if problems else 0)
@@ -183,7 +190,7 @@ def _transactions_file(path: str, fmt: str) -> None:
     for w in warnings:
         click.echo(f"kafkalog: warning: {w}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"path": path, "segments": len(files), "open": [t.as_dict() for t in found]}))
+        click.echo(json.dumps(versioned({"path": path, "segments": len(files), "open": [t.as_dict() for t in found]})))
     elif not found:
         click.echo(f"No open transactions in {path} ({len(files)} segment(s)).")
     else:

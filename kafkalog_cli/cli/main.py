@@ -151,7 +151,7 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: one readable line, never a traceback
         if debug:
             raise
-        sys.stderr.write(f"kafkalog: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"kafkalog: error: internal error: {type(exc).__name__}: {exc}\n")
         sys.stderr.write("hint: re-run with --debug for the traceback, and please report it\n")
         sys.exit(2)
 

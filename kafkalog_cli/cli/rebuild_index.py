@@ -34,7 +34,7 @@ a segment has an invalid batch, 2 usage error, unreadable input or refused repai
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="The topic's index.interval.bytes.")
 @click.option("--segment-index-bytes", type=click.IntRange(min=12), default=10 * 1024 * 1024, show_default=True,
-              help="The topic's segment.index.bytes (bounds the number of entries, errata E16).")
+              help="The topic's segment.index.bytes (bounds the number of entries).")
 @click.option("--execute/--dry-run", default=False, help="Write the rebuilt files, or only compare (the default).")
 @click.option("--rewrite-valid", is_flag=True,
               help="Also replace indexes that differ from the rebuilt ones but are valid for lookups.")
@@ -54,20 +54,22 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
         res = rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
                      segment_index_bytes=segment_index_bytes, rewrite_valid=rewrite_valid)
     except RepairRefused as exc:
-        fail(exc.describe(), "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
+        fail(exc.describe(), exc.hint or "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
              "again; nothing was changed")
     except WriteFailedError as exc:
-        fail(exc.describe(), "free space or fix the device, then run again; an interrupted write is finished or "
+        fail(exc.describe(), exc.hint or "free space or fix the device, then run again; an interrupted write is finished or "
              "undone by the next --execute run")
     except KafkalogError as exc:
-        fail(exc.describe(), "check the path; nothing was changed")
+        fail(exc.describe(), exc.hint or "check the path; nothing was changed")
     except OSError as exc:
         fail(f"{exc.filename or ', '.join(paths)}: {exc.strerror or exc}", "check permissions and free space; "
              "an interrupted write is finished or undone by the next --execute run")
     for line in res.recovered:
         err(f"kafkalog: recovered an interrupted change: {line}")
     if fmt == "json":
-        out(json.dumps({
+        from kafkalog_cli.render.jsondoc import versioned
+
+        out(json.dumps(versioned({
             "execute": execute,
             "segments": [s.to_dict() for s in res.segments],
             "plans": [p.to_dict() for p in res.plans],
@@ -75,7 +77,7 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
             "recovered": res.recovered,
             "differences": res.differences,
             "problems": res.problems,
-        }, indent=1))
+        }), indent=1))
     else:
         for s in res.segments:
             tag = " (active segment)" if s.active else ""

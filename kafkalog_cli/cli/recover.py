@@ -10,6 +10,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 _COMMON_EXIT = """\b
 Exit codes: dry run 0 when nothing would change, 1 when something would
@@ -24,13 +25,13 @@ def _errors(fn):  # type: ignore[no-untyped-def]
     try:
         return fn()
     except RepairRefused as exc:
-        fail(exc.describe(), "nothing was changed")
+        fail(exc.describe(), exc.hint or "nothing was changed")
     except UnreadableFileError as exc:
-        fail(exc.describe(), "give a partition directory (e.g. /var/lib/kafka/orders-0) or a log directory")
+        fail(exc.describe(), exc.hint or "give a partition directory (e.g. /var/lib/kafka/orders-0) or a log directory")
     except KafkalogError as exc:
-        fail(exc.describe(), "nothing was changed; run 'kafkalog verify-crc' on the partition to see the damage")
+        fail(exc.describe(), exc.hint or "nothing was changed; run 'kafkalog verify-crc' on the partition to see the damage")
     except ValueError as exc:
-        fail(str(exc))
+        fail(str(exc), "kafkalog recover --help lists the accepted values")
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}",
              "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
@@ -122,7 +123,7 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
         elif not execute and plan.changes:
             out("  Dry run: nothing was written; re-run with --execute to do this now, or try 'kafkalog salvage'.")
     if fmt == "json":
-        out(json.dumps(docs if len(docs) != 1 else docs[0], indent=1))
+        out(json.dumps(versioned(docs if len(docs) != 1 else docs[0]), indent=1))
     sys.stdout.flush()
     if fatal:
         sys.exit(2)
@@ -196,6 +197,6 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
         elif not execute:
             out("  Dry run: nothing was written; re-run with --execute to apply.")
     if fmt == "json":
-        out(json.dumps(docs if len(docs) != 1 else docs[0], indent=1))
+        out(json.dumps(versioned(docs if len(docs) != 1 else docs[0]), indent=1))
     sys.stdout.flush()
     sys.exit(EXIT_PROBLEMS if changed and not execute else EXIT_CLEAN)

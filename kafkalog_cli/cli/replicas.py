@@ -7,6 +7,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -123,7 +124,7 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
         fail(f"{target}: {exc.strerror or exc}", "pick a writable --out directory")
     rows = table.to_pylist()
     if fmt == "json":
-        out(json.dumps({"divergence": rows, "out": target}, indent=1))
+        out(json.dumps(versioned({"divergence": rows, "out": target}), indent=1))
     else:
         for r in rows:
             where = f"{r['topic']}-{r['partition']} on brokers {','.join(r['brokers'])} (leader {r['leader']})"

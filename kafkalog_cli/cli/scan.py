@@ -9,7 +9,7 @@ import time
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, install_hint, line_writers
 from kafkalog_cli.errors import KafkalogError
 
 
@@ -33,7 +33,7 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 )
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="PATH...")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help="local = process pool, no Java; spark = PySpark (pip install 'kafkalog[spark]').")
+              help="local = process pool, no Java; spark = PySpark (the '[spark]' extra and Java 17).")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master (local[N], spark://host:7077, yarn, k8s://...). Default local[--jobs].")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
@@ -79,13 +79,16 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         import pyarrow  # noqa: F401
     except ImportError:
         fail("kafkalog scan writes Parquet and needs pyarrow, which is not installed",
-             "pip install 'kafkalog[parquet]'")
+             install_hint("parquet", "kafkalog scan (Parquet output)"))
     if engine == "spark":
-        from kafkalog_cli.scan.spark_engine import INSTALL_HINT, missing_requirements
-
+        try:
+            from kafkalog_cli.scan.spark_engine import missing_requirements
+        except ImportError:
+            fail("the Spark engine cannot be loaded", install_hint("spark", "the Spark engine", "a Java 17 runtime on PATH"))
         missing = missing_requirements()
         if missing:
-            fail(missing, INSTALL_HINT)
+            fail(missing, install_hint("spark", "the Spark engine", "pyspark >= 3.5 (about 450 MB) and a Java 17 "
+                                                                   "runtime on PATH"))
     from kafkalog_cli.scan import uri
 
     if endpoint_url:
@@ -109,6 +112,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
+        click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
     if not segments:
         fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
 

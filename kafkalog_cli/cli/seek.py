@@ -17,6 +17,7 @@ from kafkalog_cli.cli.common import (
     resolve_profile,
 )
 from kafkalog_cli.cli.timespec import parse_time
+from kafkalog_cli.render.jsondoc import versioned
 from kafkalog_cli.render.versions import DEFAULT_VERSION
 
 
@@ -75,6 +76,13 @@ def _finish(res, stats, verbose: bool, err) -> None:  # noqa: ANN001
         sys.exit(EXIT_PROBLEMS)
 
 
+LATE_HINT = ("every record is older than that time: the broker's ListOffsets answers with no offset (-1; a "
+             "consumer's offsetsForTimes gives null); 'kafkalog dump PARTITION_DIR' shows the newest batches and their "
+             "timestamps")
+NOT_FOUND_HINT = ("kafkalog dump PARTITION_DIR lists the offsets the log holds; kafkalog explain-retention PARTITION_DIR "
+                  "says whether retention removed older ones")
+
+
 @click.command(
     "seek-offset",
     epilog="""\b
@@ -104,19 +112,20 @@ def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str,
     try:
         res = seek.seek_offset(partition_dir, offset, want_record=print_data_log or fmt == "json", stats=stats)
     except seek.OffsetNotFound as exc:
-        err(f"kafkalog: {exc.describe()}")
+        err(f"kafkalog: error: {exc.describe()}")
+        err(f"hint: {NOT_FOUND_HINT}")
         if verbose:
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)
     except KafkalogError as exc:
-        fail(exc.describe(), "check the partition directory (kafkalog dump shows what is there)")
+        fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     try:
         if fmt == "json":
-            out(json.dumps(_json_events(res, profile, print_data_log)))
+            out(json.dumps(versioned(_json_events(res, profile, print_data_log))))
         else:
             _text_lines(res, profile, print_data_log, out)
     except KafkalogError as exc:
-        fail(exc.describe(), "the batch could not be decoded; kafkalog dump --deep-iteration shows it")
+        fail(exc.describe(), exc.hint or "the batch could not be decoded; kafkalog dump --deep-iteration shows it")
     _finish(res, stats, verbose, err)
     sys.stdout.flush()
     sys.exit(EXIT_CLEAN)
@@ -173,17 +182,18 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
     try:
         res = seek.seek_time(partition_dir, target, stats=stats)
     except seek.OffsetNotFound as exc:
-        err(f"kafkalog: {exc.describe()}")
+        err(f"kafkalog: error: {exc.describe()}")
+        err(f"hint: {LATE_HINT}")
         if verbose:
             err(stats.line())
         sys.exit(EXIT_PROBLEMS)
     except KafkalogError as exc:
-        fail(exc.describe(), "check the partition directory (kafkalog dump shows what is there)")
+        fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     rec = res.record
     if fmt == "json":
-        out(json.dumps({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
+        out(json.dumps(versioned({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
                         "position": res.position, "batch_base_offset": res.entry.base_offset,
-                        "batch_last_offset": res.entry.last_offset}))
+                        "batch_last_offset": res.entry.last_offset})))
     else:
         out(f"offset: {rec.offset} timestamp: {rec.timestamp} segment: {res.segment} position: {res.position}")
     _finish(res, stats, verbose, err)

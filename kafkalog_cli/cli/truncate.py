@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -52,14 +53,14 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
         plan, recovered, written = tr.run(partition_dir, epoch, to_offset, execute=execute, backup_dir=backup_dir,
                                           keep_backup=not no_backup)
     except RepairRefused as exc:
-        fail(exc.describe(), "nothing was changed; stop the broker or pick another epoch / --to-offset")
+        fail(exc.describe(), exc.hint or "nothing was changed; stop the broker or pick another epoch / --to-offset")
     except WriteFailedError as exc:
-        fail(exc.describe(), "free space or fix the device, then run again; an interrupted write is finished or "
+        fail(exc.describe(), exc.hint or "free space or fix the device, then run again; an interrupted write is finished or "
              "undone by the next --execute run")
     except UnreadableFileError as exc:
-        fail(exc.describe(), "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
+        fail(exc.describe(), exc.hint or "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
     except KafkalogError as exc:
-        fail(exc.describe(), "nothing was changed; run 'kafkalog dump' on the file to see the damage")
+        fail(exc.describe(), exc.hint or "nothing was changed; run 'kafkalog dump' on the file to see the damage")
     except OSError as exc:
         fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
              "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
@@ -68,7 +69,7 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
     if fmt == "json":
         doc = plan.to_dict()
         doc.update({"execute": execute, "written": written is not None, "backup_dir": written})
-        out(json.dumps(doc, indent=1))
+        out(json.dumps(versioned(doc), indent=1))
     else:
         what = f"epoch {epoch}" if epoch is not None else "--to-offset"
         out(f"Truncation of {plan.partition_dir} ({what}): target offset {plan.target_offset}, log end offset "

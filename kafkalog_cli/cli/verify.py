@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from typing import Any
 
 import click
 
 from kafkalog_cli.cli.common import ByteProgress, fail, line_writers
+from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -33,15 +35,17 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or a path cannot be read.""
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="PATH...")
 @click.option("--deep", is_flag=True, help="Also decompress each batch and parse every record to its end.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text = a table on a terminal, one line per problem otherwise; json = one JSON document.")
+              help="text = a table on a terminal of 120 columns or more, one line per problem otherwise; "
+                   "json = one JSON document.")
+@click.option("--plain", is_flag=True, help="One line per problem even on a wide terminal (no table, no colour).")
 @click.option("--jobs", "-j", type=int, default=1, show_default=True, help="Verify segments in N processes.")
 @click.option("--max-batch-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest declared or decompressed batch accepted; larger ones are reported, never allocated.")
 @click.option("--max-problems", type=int, default=10_000, show_default=True,
               help="Problems kept per file (more are counted, not listed).")
 @click.option("--no-index", is_flag=True, help="Skip the .index/.timeindex checks.")
-def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, jobs: int, max_batch_size: int, max_problems: int,
-               no_index: bool) -> None:
+def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: int, max_batch_size: int,
+               max_problems: int, no_index: bool) -> None:
     """Verify CRCs, lengths, offsets, timestamps, indexes and companion files of Kafka log data.
 
     PATH is a segment (.log), a partition directory or a whole log directory."""
@@ -65,8 +69,8 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, jobs: int, max_batc
     else:
         result = ops.verify_paths(list(paths), **kwargs)
     if fmt == "json":
-        out(json.dumps(_document(result), separators=(",", ":")))
-    elif sys.stdout.isatty():
+        out(json.dumps(versioned(_document(result)), separators=(",", ":")))
+    elif sys.stdout.isatty() and not plain and shutil.get_terminal_size().columns >= TABLE_MIN_COLUMNS:
         _rich_report(result)
     else:
         for line in _lines(result):
@@ -82,6 +86,17 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, jobs: int, max_batc
 
 
 # ---------------------------------------------------------------------------------------------------- output
+# below this width the six-column table folds every cell into a column of a few characters (73 broken lines for a
+# 6-line report at 80 columns, the usual SSH window): one problem per line reads better there
+TABLE_MIN_COLUMNS = 120
+
+
+def _next(result: Any) -> list[str]:
+    from kafkalog_cli.render.next_steps import next_steps
+
+    return next_steps(result.all_problems())
+
+
 def _summary(result: Any) -> dict[str, Any]:
     from kafkalog_cli.ops.verify_model import SegmentReport
 
@@ -106,6 +121,7 @@ def _document(result: Any) -> dict[str, Any]:
         "files": [f.to_dict() for f in result.files],
         "problems": [p.to_dict() for p in result.all_problems()],
         "notes": [p.to_dict() for p in result.all_notes()],
+        "next_steps": _next(result),
         "summary": _summary(result),
     }
 
@@ -122,6 +138,7 @@ def _lines(result: Any) -> list[str]:
     lines = []
     for p in result.all_problems() + result.all_notes():
         lines.append(f"{p.file}:{p.position}-{p.end}: {p.severity} {p.kind}: {p.message}{_offsets(p)}")
+    lines += [f"next: {step}" for step in _next(result)]
     s = _summary(result)
     status = "OK" if s["exit_code"] == 0 else "UNREADABLE" if s["unreadable"] else "PROBLEMS"
     lines.append(
@@ -133,6 +150,7 @@ def _lines(result: Any) -> list[str]:
 
 def _rich_report(result: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
@@ -151,6 +169,8 @@ def _rich_report(result: Any) -> None:
                           f"[{p.position}, {p.end})", f"[{style.get(p.severity, '')}]{p.severity}[/]", p.kind, offs,
                           p.message)
         console.print(table)
+    for step in _next(result):
+        console.print(f"[bold]next:[/] {escape(step)}")
     s = _summary(result)
     colour = "green" if s["exit_code"] == 0 else "red"
     console.print(

@@ -145,7 +145,7 @@ def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
     return {
         "offset": record.offset,
         "type": enum_name(msg),
-        "apiKey": msg.api_key,
+        "api_key": msg.api_key,
         "version": ver,
         "data": sc.plain_json(sc.to_json(msg.fields, values, ver)),
     }

@@ -156,11 +156,11 @@ class JsonCoordinatorParser:
 def structured(d: Decoded) -> dict[str, Any]:
     """The ``--format json`` view: always the full decoded key and value."""
     return {
-        "keyType": d.record_type,
-        "keySchema": d.key_schema.name,
+        "key_type": d.record_type,
+        "key_schema": d.key_schema.name,
         "key": sc.plain_json(sc.to_json(d.key_schema.fields, d.key, d.record_type)),
-        "valueVersion": d.value_version,
-        "valueSchema": None if d.value_schema is None else d.value_schema.name,
+        "value_version": d.value_version,
+        "value_schema": None if d.value_schema is None else d.value_schema.name,
         "value": None
         if d.value is None or d.value_schema is None
         else sc.plain_json(sc.to_json(d.value_schema.fields, d.value, d.value_version or 0)),

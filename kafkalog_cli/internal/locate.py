@@ -24,5 +24,5 @@ def locate(ident: str, kind: str, partitions: int = DEFAULT_PARTITIONS) -> dict[
     """Structured answer: id, Java hash, partition and the directory name to look in."""
     p = partition_for(ident, partitions)
     topic = TOPICS[kind]
-    return {"id": ident, "hashCode": java_string_hash(ident), "partitions": partitions, "partition": p,
+    return {"id": ident, "hash_code": java_string_hash(ident), "partitions": partitions, "partition": p,
             "topic": topic, "directory": f"{topic}-{p}"}

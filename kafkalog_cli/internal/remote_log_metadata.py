@@ -111,5 +111,5 @@ def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
         msg, ver, values = read_frame(None if record.value is None else bytes(record.value), 1, BY_KEY)
     except MetadataParseError as exc:
         return {"offset": record.offset, "error": str(exc)}
-    return {"offset": record.offset, "type": msg.name, "apiKey": msg.api_key, "version": ver,
+    return {"offset": record.offset, "type": msg.name, "api_key": msg.api_key, "version": ver,
             "data": sc.plain_json(sc.to_json(msg.fields, values, ver))}

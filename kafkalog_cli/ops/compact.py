@@ -92,6 +92,7 @@ class SegmentStats:
     tombstones_removed: int = 0
     keyless_removed: int = 0
     markers_removed: int = 0
+    superseded_removed: int = 0  # records with a later value of the same key: what compaction is for
 
 
 @dataclass
@@ -163,7 +164,8 @@ class CompactPlan:
         return bool(self.changed_groups)
 
     def totals(self) -> dict[str, int]:
-        keys = ("records_before", "records_after", "bytes_before", "bytes_after", "batches_before", "batches_after")
+        keys = ("records_before", "records_after", "bytes_before", "bytes_after", "batches_before", "batches_after",
+                "superseded_removed", "tombstones_removed", "aborted_records_removed", "keyless_removed")
         return {k: sum(getattr(s, k) for s in self.stats) for k in keys}
 
     def to_dict(self) -> dict:
@@ -245,6 +247,10 @@ class TxnTracker:
 
 
 # ------------------------------------------------------------------------------------------ planning
+TXNINDEX_HINT = ("nothing was changed; rebuild the .txnindex files from the log's own ABORT markers with 'kafkalog "
+                 "rebuild-index PARTITION_DIR' (dry run, then --execute), then run compact again")
+
+
 class OffsetOrderRefused(RepairRefused):
     """Overlapping segments or offsets going backwards: the cleaner would write a log whose offsets go backwards."""
 
@@ -451,9 +457,10 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
             raise RepairRefused(
                 f".txnindex entry of producer {e.producer_id} ending at offset {e.last_offset} has lastStableOffset "
                 f"{e.last_stable_offset} > lastOffset + 1, which no broker writes; it would stop the cleaner's search "
-                "early and hide later aborted transactions (errata E1)",
+                "early and hide later aborted transactions",
                 file=s.path("txnindex"), expected=f"lastStableOffset <= {e.last_offset + 1}",
                 found=str(e.last_stable_offset),
+                hint=TXNINDEX_HINT,
             )
         if e.last_offset < log_start or e.last_offset >= facts.log_end_offset:
             continue
@@ -464,6 +471,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 f".txnindex lists an aborted transaction of producer {e.producer_id} ending at offset {e.last_offset}, "
                 "but the log has no ABORT marker there; compaction would delete committed data",
                 file=s.path("txnindex"), expected=f"ABORT marker of producer {e.producer_id}", found=found,
+                hint=TXNINDEX_HINT,
             )
         earlier = [o for o in markers_by_pid.get(e.producer_id, []) if o < e.last_offset]
         if earlier and earlier[-1] >= e.first_offset:
@@ -471,6 +479,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 f".txnindex entry of producer {e.producer_id} starts at {e.first_offset}, before that producer's "
                 f"previous marker at {earlier[-1]}; compaction would delete a committed transaction",
                 file=s.path("txnindex"), expected=f"first offset > {earlier[-1]}", found=str(e.first_offset),
+                hint=TXNINDEX_HINT,
             )
     # what the cleaner will learn, range by range, with its own early-stopping search
     for start, end in ranges:
@@ -493,6 +502,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                     file=marker_seg.path("txnindex"),
                     expected=f"entry producer {t.producer_id} first<={t.first_offset} last={t.marker_offset}",
                     found="missing" if e is None else f"first offset {e.first_offset}",
+                    hint=TXNINDEX_HINT,
                 )
 
 
@@ -852,6 +862,8 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
             keep = latest and (r.value is not None or horizon is None or now < horizon)
             if latest and not keep:
                 st.tombstones_removed += 1
+            elif not latest:
+                st.superseded_removed += 1
         if keep:
             retained.append(r)
             tombstones |= r.value is None
@@ -927,7 +939,7 @@ def plan_actions(plan: CompactPlan) -> list:
         acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name), detail=why))
     for name in plan.snapshot_deletes:
         acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name),
-                                      detail="its segment base no longer exists (errata E13)"))
+                                      detail="its segment base no longer exists"))
     return acts
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused
 from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.ops.partition_scan import DAMAGE_HINT, LEGACY_HINT, TORN_TAIL_HINT
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
@@ -60,7 +61,7 @@ class SegmentReader:
             if magic < 2:
                 raise RepairRefused(
                     "legacy (v0/v1) message found; this repair handles magic v2 segments only",
-                    file=self.path, position=pos, expected="magic 2", found=f"magic {magic}",
+                    file=self.path, position=pos, expected="magic 2", found=f"magic {magic}", hint=LEGACY_HINT,
                 )
             b = read_entry(buf, pos, magic, file=self.path)
             assert isinstance(b, Batch)
@@ -68,6 +69,7 @@ class SegmentReader:
                 raise CorruptRecordError(
                     "batch fails its CRC or size check",
                     file=self.path, position=pos, expected=f"crc {b.crc}", found=f"crc {b.computed_crc(buf)}",
+                    hint=DAMAGE_HINT,
                 )
             yield b
             last_end = pos + size
@@ -77,6 +79,7 @@ class SegmentReader:
             raise RepairRefused(
                 f"{stop - last_end} bytes after the last complete batch (a torn write?)",
                 file=self.path, position=last_end, expected="end of file", found=f"{stop - last_end} trailing bytes",
+                hint=TORN_TAIL_HINT,
             )
 
     def close(self) -> None:

@@ -506,7 +506,7 @@ def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bo
         raw = comp.parse_leader_epoch_checkpoint(comp.read_checkpoint_text(path), path)
     except CheckpointError as exc:
         plan.fatal.append(f"{EPOCH_CHECKPOINT}: {exc.message} (the broker takes the log directory offline or fails "
-                          "to start, errata E7)")
+                          "to start)")
         return [], True
     cache: list[tuple[int, int]] = []
     for e, s in raw:
@@ -525,7 +525,7 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
     except pst.InvalidTxnStateError as exc:
         plan = holder[0]
         plan.fatal.append(f"{exc.message}: producer-state replay at load throws it and nothing catches it, the "
-                          "broker fails to start (errata E3)")
+                          "broker fails to start")
         plan.changes.clear()
         return plan
 
@@ -561,7 +561,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
             off = part.loader_offset(n)
             if off is None:
                 plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
-                                  "fails to start, errata E15)")
+                                  "fails to start)")
                 continue
             if f"{off:020d}.log" not in files:
                 changes.append(FileChange("delete", n, "orphaned index file (no .log)"))
@@ -573,7 +573,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         off = part.loader_offset(n)
         if off is None or n != f"{off:020d}.log":
             plan.fatal.append(f"{n}: not a segment name the loader handles (it parses the text before the first '.' "
-                              "as an offset, errata E15); move it out of the partition directory")
+                              "as an offset); move it out of the partition directory")
             continue
         logs.append((off, n))
     plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
@@ -599,8 +599,8 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         again = s.base in recovered_bases
         recovered_bases.add(s.base)
         if s.stop in ("fatal", "overflow"):
-            what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start "
-                    "(errata E3)") if s.stop == "overflow" else "the broker fails to start (errata E3, E16)"
+            what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start"
+                    if s.stop == "overflow" else "the broker fails to start")
             plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else s.stop}: {what}")
             return rec
         if s.stop == "empty" and at_load:
@@ -653,8 +653,8 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         s = scan(base)
         tname, iname, xname = f"{base:020d}.timeindex", f"{base:020d}.index", f"{base:020d}.txnindex"
         if iname in files and tname not in files:
-            changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt (errata "
-                                      "E14: retention then uses the .log mtime); run rebuild-index to rebuild it"))
+            changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt "
+                                      "(retention then uses the .log mtime); run rebuild-index to rebuild it"))
             files[tname] = ""
         reason = None
         if iname not in files:
@@ -663,14 +663,14 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
             txn_err = _txn_sanity(files.get(xname), base)
             if txn_err == "fatal":
                 plan.fatal.append(f"{xname}: an entry has a version > 0 (KafkaException at load: the broker fails to "
-                                  "start, errata E8)")
+                                  "start)")
                 return plan
             if txn_err:
                 reason = txn_err
             elif base in recover_now:
                 reason = recover_now[base]
         if reason:
-            recover(s, reason + " (recovered at load; truncation here keeps later segments, errata E2)", segs, True)
+            recover(s, reason + " (recovered at load; truncation here keeps later segments)", segs, True)
         segs.append(s)
     if plan.fatal:
         return plan
@@ -692,7 +692,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                 break
     elif clean:
         plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing .index "
-                          "or a .txnindex that fails its check (spec §8)")
+                          "or a .txnindex that fails its check")
     leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
     if segs and leo < plan.log_start_checkpoint:
         for s in list(segs):
@@ -702,7 +702,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         for off in store.offsets():
             store.delete(off)
         plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint {plan.log_start_checkpoint}: "
-                          "the broker deletes every segment (spec §8 step 5)")
+                          "the broker deletes every segment")
     if not segs:
         base = plan.log_start_checkpoint
         changes.append(FileChange("create-empty", f"{base:020d}.log", "no segment left: a new empty active segment"))
@@ -711,7 +711,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         segs = [Scan(base, "", 0, 0, [], b"", b"", None, None)]
     elif clean and not before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
         plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips rebuilding "
-                          "producer state and writes empty snapshots (idempotence/transaction state lost, spec §7.2); "
+                          "producer state and writes empty snapshots (idempotence/transaction state lost); "
                           f"remove {CLEAN_SHUTDOWN} first to make it replay the log")
     leo = segs[-1].reader_next_offset
     plan.log_end_offset = leo
@@ -739,7 +739,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                           "after 'recover --execute' it finds nothing left to change")
     if not version.catches_ioexception:
         plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory offline "
-                          "(only 4.0+ empties the segment instead, errata E3)")
+                          "(only 4.0+ empties the segment instead)")
     return plan
 
 
@@ -824,7 +824,7 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
         elif kind in ("cleaned", "swap"):
             if part.loader_offset(n) is None:
                 plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
-                                  "fails to start, errata E15)")
+                                  "fails to start)")
                 continue
             (cleaned if kind == "cleaned" else swaps).append(n)
     for c in ch:

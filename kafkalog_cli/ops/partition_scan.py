@@ -83,6 +83,18 @@ def leftovers(partition_dir: str) -> list[str]:
     return layout.leftovers(partition_dir)
 
 
+DAMAGE_HINT = ("nothing was changed; at its next unclean start the broker truncates the segment at the bad batch and "
+               "deletes every later segment ('kafkalog recover PARTITION_DIR' previews that); 'kafkalog salvage "
+               "PARTITION_DIR' cuts out only the damaged bytes and keeps every intact batch (add --execute to do it), "
+               "then run again")
+LEGACY_HINT = ("nothing was changed; the broker keeps legacy messages as they are ('kafkalog dump' shows them); let "
+               "the broker's own log cleaner compact this partition")
+TORN_TAIL_HINT = ("nothing was changed; a torn write (an append cut short by a crash): at its next unclean start the "
+                  "broker's recovery cuts the segment there and deletes every later segment ('kafkalog recover "
+                  "PARTITION_DIR' previews that); 'kafkalog salvage PARTITION_DIR' cuts only the partial batch (add "
+                  "--execute to do it), then run again")
+
+
 def read_batches(seg_path: str, buf: bytes | memoryview, *, check_crc: bool = True, allow_tail: bool = False) -> list[Batch]:
     """Every v2 batch header of a segment, validated as the broker's recovery validates them (size, CRC).
 
@@ -97,6 +109,7 @@ def read_batches(seg_path: str, buf: bytes | memoryview, *, check_crc: bool = Tr
             raise RepairRefused(
                 "legacy (v0/v1) message found; this repair handles magic v2 segments only",
                 file=seg_path, position=pos, expected="magic 2", found=f"magic {magic}",
+                hint=LEGACY_HINT,
             )
         b = read_entry(buf, pos, magic, file=seg_path)
         assert isinstance(b, Batch)
@@ -104,6 +117,7 @@ def read_batches(seg_path: str, buf: bytes | memoryview, *, check_crc: bool = Tr
             raise CorruptRecordError(
                 "batch fails its CRC or size check",
                 file=seg_path, position=pos, expected=f"crc {b.crc}", found=f"crc {b.computed_crc(buf)}",
+                hint=DAMAGE_HINT,
             )
         out.append(b)
         end = pos + size
@@ -111,6 +125,7 @@ def read_batches(seg_path: str, buf: bytes | memoryview, *, check_crc: bool = Tr
         raise RepairRefused(
             f"{len(buf) - end} bytes after the last complete batch (a torn write?)",
             file=seg_path, position=end, expected="end of file", found=f"{len(buf) - end} trailing bytes",
+            hint=TORN_TAIL_HINT,
         )
     return out
 

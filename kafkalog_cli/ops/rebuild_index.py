@@ -254,6 +254,8 @@ class Comparison:
             return "matches after trimming the preallocated tail (zero-filled slots)"
         if self.status == "missing":
             return "missing (the rebuilt one would be created)"
+        if self.lookup_valid is False and self.lookup_note.startswith("size-invalid"):
+            return f"WRONG: {self.lookup_note}; {self.rebuilt_entries} entries rebuilt"
         d = self.first_difference or {}
         text = (
             f"differs at entry {d.get('entry')}: expected {d.get('expected')}, found {d.get('found')} "
@@ -331,8 +333,15 @@ def check_lookup_validity(
     Offset entry (off, pos): pos is a batch start inside the valid data and off is above the last offset of the batch
     before pos (so the forward scan from pos finds every target >= off). Time entry (ts, off): off lies inside a
     batch whose maxTimestamp == ts and no earlier batch reached ts (errata E4: accepts the recovery form, the <= 3.6
-    leader form and the per-append-chunk form).
+    leader form and the per-append-chunk form). A file whose size is not a multiple of its entry size is never
+    valid: the broker's load-time sanity check (OffsetIndex/TimeIndex.sanityCheck) throws CorruptIndexException for
+    it and the loader recovers the segment, rebuilding the index.
     """
+    o_size, t_size = _size_invalid(index, 8, ".index"), _size_invalid(timeindex, 12, ".timeindex")
+    if o_size or t_size:
+        o_ok, o_note, t_ok, t_note = check_lookup_validity(
+            buf, base, valid_bytes, None if o_size else index, None if t_size else timeindex)
+        return (not o_size and o_ok), (o_size or o_note), (not t_size and t_ok), (t_size or t_note)
     oents = []
     if index is not None:
         for i in range(_valid_count(index, 8, 0)):
@@ -376,6 +385,14 @@ def check_lookup_validity(
     if t_ok and ti < len(tents):
         t_ok, t_note = False, f"entry {ti} (offset {tents[ti][1]}) is past the last batch"
     return o_ok, o_note, t_ok, t_note
+
+
+def _size_invalid(data: bytes | memoryview | None, entry: int, what: str) -> str:
+    """The reason a ``what`` file of this size cannot be loaded, or "" when its size is whole entries."""
+    if data is None or len(data) % entry == 0:
+        return ""
+    return (f"size-invalid {what}: {len(data)} bytes is not a multiple of the {entry}-byte entry size (the broker's "
+            "sanity check throws CorruptIndexException and it rebuilds the index when it loads the log)")
 
 
 def _headers(buf: bytes | memoryview, end: int) -> Iterator[tuple[int, int, int, int]]:
@@ -469,10 +486,10 @@ def examine_segment(
                 )
                 if ic.status == "differs":
                     ic.lookup_valid = o_ok
-                    ic.lookup_note = o_note or "e.g. written per append chunk by a broker <= 4.0 or by the cleaner, spec §6.5, errata E10/E11"
+                    ic.lookup_note = o_note or "e.g. written per append chunk by a broker <= 4.0 or by the cleaner"
                 if tc.status == "differs":
                     tc.lookup_valid = t_ok
-                    tc.lookup_note = t_note or "e.g. offsets of another append path, e.g. a <= 3.6 leader, errata E4"
+                    tc.lookup_note = t_note or "e.g. offsets of another append path, e.g. a <= 3.6 leader"
         finally:
             for mf in (idx_mf, tim_mf):
                 if mf is not None:
@@ -631,7 +648,7 @@ def _stage_txn_indexes(pdir: str, bases: list[int], plan: object, txn: object) -
         n += 1
         plan.actions.append(safety.FileAction(  # type: ignore[attr-defined]
             "create" if t.status == "missing" else "replace", os.path.join(pdir, t.name), len(t.data),
-            f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries, errata E1)"))
+            f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries)"))
         if txn is not None:
             txn.stage(t.name, t.data)  # type: ignore[attr-defined]
     return n

@@ -139,8 +139,8 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
             for pos, _size, b_base, b_last in m.entries:
                 if prev_last is not None and b_base <= prev_last:
                     raise _refuse(f"kept batch at offset {b_base} does not follow offset {prev_last}: offsets would go "
-                                  "backwards. Its CRC verifies, but the baseOffset field is outside the CRC (errata "
-                                  "E3): a damaged offset field, or a stale/misplaced batch. Decide which bytes to keep "
+                                  "backwards. Its CRC verifies, but the baseOffset field is outside the CRC: "
+                                  "a damaged offset field, or a stale/misplaced batch. Decide which bytes to keep "
                                   "first (verify-crc lists it as offset-order)", pdir,
                                   file=path, position=pos, expected=f"offset > {prev_last}", found=str(b_base))
                 if b_base < base or b_last - base > INT32_MAX:
@@ -232,11 +232,11 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     if cache != plan.epochs_before:
         text = comp.encode_leader_epoch_checkpoint(cache).encode()
         plan.changes.append(ld.FileChange("write", ld.EPOCH_CHECKPOINT, "regenerated from the kept batches (first "
-                                          "batch of each higher epoch, errata E7)", len(text), data=text))
+                                          "batch of each higher epoch)", len(text), data=text))
         dropped = [e for e in plan.epochs_before if e not in cache]
         if dropped:
             plan.notes.append("leader-epoch entries dropped: " + ", ".join(f"{e}@{s}" for e, s in dropped)
-                              + " (not consistent with the kept batches or at/after the log end; errata E7)")
+                              + " (not consistent with the kept batches or at/after the log end)")
     rewritten = {c.name for c in plan.changes}
     blocking = [f for f in broker.fatal if f.split(":", 1)[0] not in rewritten]
     if blocking:

@@ -285,7 +285,7 @@ def _largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: Se
     mtime_ms = os.stat(log.path).st_mtime_ns // 10**6
     warnings.append(
         f"{os.path.basename(path)} is missing or empty: the .log mtime {mtime_ms} stands in for the segment's largest "
-        "timestamp when choosing the segment, as in the broker (errata E14)"
+        "timestamp when choosing the segment, as in the broker"
     )
     return mtime_ms
 

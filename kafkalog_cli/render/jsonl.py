@@ -16,8 +16,11 @@ from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.text import java_utf8
 from kafkalog_cli.ops import dump as d
+from kafkalog_cli.render.jsondoc import SCHEMA_VERSION
 
 Write = Callable[[str], None]
+# the dump events keep Kafka's text labels (DumpLogSegments prints "startOffset:"); JSON keys are snake_case
+_CHECKPOINT_KEYS = {"startOffset": "start_offset", "topicId": "topic_id"}
 
 
 def _b64(b: bytes | None) -> str | None:
@@ -45,12 +48,12 @@ class JsonRenderer:
 
     def on_FileBegin(self, ev: d.FileBegin) -> None:
         self.file = ev.arg
-        self.emit({"type": "file", "file": ev.arg, "absolutePath": ev.path, "kind": ev.kind})
+        self.emit({"type": "file", "schema_version": SCHEMA_VERSION, "file": ev.arg, "absolute_path": ev.path, "kind": ev.kind})
 
     def on_LogHeader(self, ev: d.LogHeader) -> None:
         self.emit(
-            {"type": "header", "file": self.file, "kind": ev.kind, "baseOffset": ev.base_offset,
-             "snapshotEndOffset": ev.end_offset, "snapshotEpoch": ev.epoch}
+            {"type": "header", "file": self.file, "kind": ev.kind, "base_offset": ev.base_offset,
+             "snapshot_end_offset": ev.end_offset, "snapshot_epoch": ev.epoch}
         )
 
     def on_BatchEvent(self, ev: d.BatchEvent) -> None:
@@ -62,14 +65,14 @@ class JsonRenderer:
             "file": self.file,
             "position": e.position,
             "magic": e.magic,
-            "baseOffset": e.base_offset,
-            "lastOffset": e.last_offset,
+            "base_offset": e.base_offset,
+            "last_offset": e.last_offset,
             "size": e.size,
-            "compressCodec": CODEC_NAMES[e.codec],
-            "timestampType": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
+            "compress_codec": CODEC_NAMES[e.codec],
+            "timestamp_type": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
             "crc": e.crc,
-            "computedCrc": computed_crc,
-            "isValid": valid,
+            "computed_crc": computed_crc,
+            "is_valid": valid,
         }
         if e.is_legacy:
             obj["timestamp"] = e.timestamp
@@ -77,16 +80,16 @@ class JsonRenderer:
             obj.update(
                 {
                     "count": e.records_count,
-                    "baseSequence": e.base_sequence,
-                    "lastSequence": e.last_sequence,
-                    "producerId": e.producer_id,
-                    "producerEpoch": e.producer_epoch,
-                    "partitionLeaderEpoch": e.partition_leader_epoch,
-                    "isTransactional": e.is_transactional,
-                    "isControl": e.is_control,
-                    "deleteHorizonMs": e.delete_horizon_ms,
-                    "baseTimestamp": e.base_timestamp,
-                    "maxTimestamp": e.max_timestamp,
+                    "base_sequence": e.base_sequence,
+                    "last_sequence": e.last_sequence,
+                    "producer_id": e.producer_id,
+                    "producer_epoch": e.producer_epoch,
+                    "partition_leader_epoch": e.partition_leader_epoch,
+                    "is_transactional": e.is_transactional,
+                    "is_control": e.is_control,
+                    "delete_horizon_ms": e.delete_horizon_ms,
+                    "base_timestamp": e.base_timestamp,
+                    "max_timestamp": e.max_timestamp,
                     "attributes": e.attributes,
                 }
             )
@@ -152,15 +155,15 @@ class JsonRenderer:
         obj = {
             "type": "record",
             "file": self.file,
-            "batchPosition": e.position,
+            "batch_position": e.position,
             "offset": r.offset,
-            "timestampType": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
+            "timestamp_type": TIMESTAMP_TYPE_NAMES[e.timestamp_type],
             "timestamp": r.timestamp,
-            "keySize": r.key_size,
-            "valueSize": r.value_size,
+            "key_size": r.key_size,
+            "value_size": r.value_size,
         }
         if e.is_legacy:
-            obj["isValid"] = r.is_valid
+            obj["is_valid"] = r.is_valid
             obj["crc"] = r.crc
         else:
             obj["sequence"] = r.sequence
@@ -171,8 +174,8 @@ class JsonRenderer:
             c = ev.control
             ctrl = {"type": c.type, "version": c.version}
             if c.coordinator_epoch is not None:
-                ctrl["endTxnMarker"] = "ABORT" if c.type == 0 else "COMMIT"
-                ctrl["coordinatorEpoch"] = c.coordinator_epoch
+                ctrl["end_txn_marker"] = "ABORT" if c.type == 0 else "COMMIT"
+                ctrl["coordinator_epoch"] = c.coordinator_epoch
             if c.data is not None:
                 ctrl["data"] = c.data
             obj["control"] = ctrl
@@ -203,10 +206,10 @@ class JsonRenderer:
     def on_SnapshotEntryEvent(self, ev: d.SnapshotEntryEvent) -> None:
         e = ev.entry
         self.emit(
-            {"type": "snapshot_entry", "file": self.file, "producerId": e.producer_id, "producerEpoch": e.producer_epoch,
-             "lastSequence": e.last_sequence, "lastOffset": e.last_offset, "offsetDelta": e.offset_delta,
-             "timestamp": e.timestamp, "coordinatorEpoch": e.coordinator_epoch,
-             "currentTxnFirstOffset": e.current_txn_first_offset}
+            {"type": "snapshot_entry", "file": self.file, "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
+             "last_sequence": e.last_sequence, "last_offset": e.last_offset, "offset_delta": e.offset_delta,
+             "timestamp": e.timestamp, "coordinator_epoch": e.coordinator_epoch,
+             "current_txn_first_offset": e.current_txn_first_offset}
         )
 
     def on_SnapshotFailure(self, ev: d.SnapshotFailure) -> None:
@@ -215,11 +218,12 @@ class JsonRenderer:
 
     def on_TxnEntryEvent(self, ev: d.TxnEntryEvent) -> None:
         e = ev.entry
-        self.emit({"type": "txn_entry", "file": self.file, "version": e.version, "producerId": e.producer_id,
-                   "firstOffset": e.first_offset, "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
+        self.emit({"type": "txn_entry", "file": self.file, "version": e.version, "producer_id": e.producer_id,
+                   "first_offset": e.first_offset, "last_offset": e.last_offset, "last_stable_offset": e.last_stable_offset})
 
     def on_CheckpointEvent(self, ev: d.CheckpointEvent) -> None:
-        self.emit({"type": "checkpoint", "file": self.file, "kind": ev.kind, "version": ev.version, "entries": ev.entries})
+        entries = [{_CHECKPOINT_KEYS.get(k, k): v for k, v in e.items()} for e in ev.entries]
+        self.emit({"type": "checkpoint", "file": self.file, "kind": ev.kind, "version": ev.version, "entries": entries})
 
     def on_TrailingBytes(self, ev: d.TrailingBytes) -> None:
         self.emit({"type": "trailing_bytes", "file": self.file, "count": ev.count})
@@ -235,23 +239,24 @@ class JsonRenderer:
                    "message": e.message, "expected": e.expected, "found": e.found, "unreadable": ev.unreadable})
 
     def summary(self, s: d.DumpSummary) -> None:
-        disk = {"unreadableRanges": s.unreadable_ranges, "notes": s.notes} if s.unreadable_ranges or s.notes else {}
+        disk = {"unreadable_ranges": s.unreadable_ranges, "notes": s.notes} if s.unreadable_ranges or s.notes else {}
         self.emit(
             {
                 **disk,
                 "type": "summary",
+                "schema_version": SCHEMA_VERSION,
                 "files": s.files,
                 "batches": s.batches,
                 "records": s.records,
-                "invalidBatches": s.invalid_batches,
-                "filesWithTrailingBytes": s.trailing_files,
+                "invalid_batches": s.invalid_batches,
+                "files_with_trailing_bytes": s.trailing_files,
                 "errors": s.errors,
                 "unreadable": s.unreadable,
-                "indexMismatches": {k: [list(x) for x in v] for k, v in s.index_mismatches.items()},
-                "timestampMismatches": {k: [list(x) for x in v] for k, v in s.ts_mismatches.items()},
-                "outOfOrderTimestamps": {k: [list(x) for x in v] for k, v in s.out_of_order.items()},
-                "indexedOffsetsNotFound": {k: [list(x) for x in v] for k, v in s.not_found.items()},
-                "nonConsecutiveOffsets": {k: [list(x) for x in v] for k, v in s.gaps.items()},
-                "exitCode": s.exit_code(),
+                "index_mismatches": {k: [list(x) for x in v] for k, v in s.index_mismatches.items()},
+                "timestamp_mismatches": {k: [list(x) for x in v] for k, v in s.ts_mismatches.items()},
+                "out_of_order_timestamps": {k: [list(x) for x in v] for k, v in s.out_of_order.items()},
+                "indexed_offsets_not_found": {k: [list(x) for x in v] for k, v in s.not_found.items()},
+                "non_consecutive_offsets": {k: [list(x) for x in v] for k, v in s.gaps.items()},
+                "exit_code": s.exit_code(),
             }
         )

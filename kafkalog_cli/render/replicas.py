@@ -11,10 +11,11 @@ import json
 from collections.abc import Iterator
 
 from kafkalog_cli.ops.replicas import Comparison, ReplicaReport
+from kafkalog_cli.render.jsondoc import versioned
 
 
 def render_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_dict(), indent=1)
+    return json.dumps(versioned(cmp.to_dict()), indent=1)
 
 
 def _ts(v: int | None) -> str:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from kafkalog_cli.render.jsondoc import versioned
+
 HEADERS = ("partition", "segments", "batches", "offsets", "time range (UTC)", "bytes by codec", "producers",
            "leader epochs", "problems")
 
@@ -131,4 +133,4 @@ def render_rich(summary: dict[str, Any], *, out_dir: str | None, engine: str, se
 def render_json(summary: dict[str, Any], out: Callable[[str], None], *, out_dir: str | None, engine: str,
                 seconds: float, exit_code: int) -> None:
     doc = {"engine": engine, "out": out_dir, "seconds": round(seconds, 3), "exit_code": exit_code, **summary}
-    out(json.dumps(doc, indent=2, default=str))
+    out(json.dumps(versioned(doc), indent=2, default=str))

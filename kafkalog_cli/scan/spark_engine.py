@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from kafkalog_cli.scan.schema import DATASETS
 
-INSTALL_HINT = "pip install 'kafkalog[spark]' (pyspark >= 3.5, about 450 MB) and a Java 17 runtime on PATH"
+INSTALL_HINT = "pip install '.[spark]' in a kafkalog source checkout (pyspark >= 3.5, about 450 MB) and a Java 17 runtime on PATH"
 
 
 def missing_requirements() -> str | None:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import struct
 from dataclasses import dataclass
@@ -250,9 +251,38 @@ def parse_partition_metadata(text: str, path: str = "") -> tuple[int, str]:
         raise CheckpointError(f"Invalid version {version} in partition.metadata", file=path, position=0)
     if len(second) != 2 or second[0] != "topic_id:":
         raise CheckpointError(f"Malformed topic_id line in partition.metadata: {lines[1]}", file=path, position=len(lines[0]) + 1)
-    if second[1] == "AAAAAAAAAAAAAAAAAAAAAA":
-        raise CheckpointError("partition.metadata holds the all-zero topic id", file=path)
+    pos = len(lines[0]) + 1 + lines[1].index(second[1])
+    try:
+        raw = uuid_from_string(second[1])
+    except ValueError as exc:
+        raise CheckpointError(f"Invalid topic id in partition.metadata: {exc}", file=path, position=pos,
+                              expected="22 characters of URL-safe base64 encoding 16 bytes", found=second[1],
+                              hint="the broker cannot load this partition (Uuid.fromString fails); the topic id is "
+                                   "in the cluster metadata ('kafka-topics.sh --describe'): write it back, or move "
+                                   "the file away so the broker writes it again") from None
+    if raw == bytes(16):
+        raise CheckpointError("partition.metadata holds the all-zero topic id", file=path, position=pos)
     return version, second[1]
+
+
+def uuid_from_string(text: str) -> bytes:
+    """The 16 bytes of a topic id, by Kafka's ``Uuid.fromString`` (clients/.../common/Uuid.java): at most 24
+    characters, ``Base64.getUrlDecoder()`` (URL-safe alphabet, padding optional but correct when present), exactly
+    16 bytes decoded. Raises ValueError with the reason, as Java's IllegalArgumentException does."""
+    if len(text) > 24:
+        raise ValueError(f"input string with prefix {text[:24]!r} is too long to be decoded as a base64 UUID")
+    body = text.rstrip("=")
+    pad = len(text) - len(body)
+    bad = next((c for c in body if not (c.isascii() and (c.isalnum() or c in "-_"))), None)
+    if bad is not None:
+        raise ValueError(f"illegal base64 character {bad!r}")
+    if len(body) % 4 == 1 or (pad and (pad > 2 or (len(body) + pad) % 4 != 0)):
+        raise ValueError(f"{text!r} is not a complete base64 encoding")
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    if len(raw) != 16:
+        raise ValueError(f"input string {text!r} decoded as {len(raw)} bytes, which is not equal to the expected "
+                         "16 bytes of a base64-encoded UUID")
+    return raw
 
 
 # ------------------------------------------------------------------------------------------ names
