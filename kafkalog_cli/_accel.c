@@ -1691,7 +1691,7 @@ static inline size_t json_need(Py_ssize_t n) { return (size_t)n * 6 + 2 + 4 * ((
 /*
  * json_records(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq, prefix, ts_part,
  *              print_data, last, java_gaps) -> (bytes, last, gaps) | None
- * prefix = '{"type":"record","file":...,"batchPosition":N,"offset":' and ts_part = ',"timestampType":"X","timestamp":'
+ * prefix = '{"type":"record","file":...,"batch_position":N,"offset":' and ts_part = ',"timestamp_type":"X","timestamp":'
  * (both made by Python with json.dumps). One line per record, each ending in a newline.
  */
 static PyObject *json_records(PyObject *self, PyObject *args) {
@@ -1793,9 +1793,9 @@ static PyObject *json_records(PyObject *self, PyObject *args) {
         ob_int(&o, offset);
         ob_put(&o, ts_part, (size_t)ts_len);
         ob_int(&o, ts);
-        PUTLIT(&o, ",\"keySize\":");
+        PUTLIT(&o, ",\"key_size\":");
         ob_int(&o, klen >= 0 ? klen : -1);
-        PUTLIT(&o, ",\"valueSize\":");
+        PUTLIT(&o, ",\"value_size\":");
         ob_int(&o, vlen >= 0 ? vlen : -1);
         PUTLIT(&o, ",\"sequence\":");
         ob_int(&o, seq);

@@ -124,7 +124,7 @@ class JsonRenderer:
         json_records = accel._accel.json_records
         print_data = bool(o.print_data_log)
         dumps = json.dumps
-        ts_parts = {k: (',"timestampType":' + dumps(v) + ',"timestamp":').encode() for k, v in TIMESTAMP_TYPE_NAMES.items()}
+        ts_parts = {k: (',"timestamp_type":' + dumps(v) + ',"timestamp":').encode() for k, v in TIMESTAMP_TYPE_NAMES.items()}
 
         file_json: list = [object(), ""]
 
@@ -139,7 +139,7 @@ class JsonRenderer:
             head = dumps(self._batch_obj(batch, valid, batch.crc), ensure_ascii=False, separators=(",", ":"))
             if file_json[0] != self.file:  # the file's JSON string, made once per file
                 file_json[:] = [self.file, '{"type":"record","file":' + dumps(self.file, ensure_ascii=False)]
-            prefix = (file_json[1] + f',"batchPosition":{batch.position},"offset":').encode()
+            prefix = (file_json[1] + f',"batch_position":{batch.position},"offset":').encode()
             res = json_records(data, start, end, batch.records_count, batch.base_offset, batch.base_timestamp,
                                batch.max_timestamp, batch.timestamp_type == 1, batch.base_sequence, prefix,
                                ts_parts[batch.timestamp_type], print_data, last, java_gaps)
