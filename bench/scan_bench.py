@@ -214,12 +214,17 @@ def _measure_child(rfile: str, argv: list[str]) -> None:
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else 1
     finally:
+        hwm = 0.0
+        with open("/proc/self/status") as f:  # peak RSS of this process image (ru_maxrss also counts the forking parent)
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) / 1024
         ru_self = resource.getrusage(resource.RUSAGE_SELF)
         ru_kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         me, kids = ru_self.ru_maxrss / 1024, ru_kids.ru_maxrss / 1024
         cpu = ru_self.ru_utime + ru_self.ru_stime + ru_kids.ru_utime + ru_kids.ru_stime
         with open(rfile, "w") as f:
-            json.dump({"self_mib": me, "children_mib": kids, "tree_mib": max(me, kids), "cpu": cpu}, f)
+            json.dump({"self_mib": me, "hwm_mib": hwm, "children_mib": kids, "tree_mib": max(me, kids), "cpu": cpu}, f)
     sys.exit(rc)
 
 
@@ -244,7 +249,7 @@ def duckdb_count(directory: Path, repeat: int = 3) -> str:
     for _ in range(repeat):
         con = duckdb.connect()
         t0 = time.perf_counter()
-        n = con.sql(f"select count(*) from read_parquet('{directory}/*.parquet')").fetchone()[0]
+        n = con.execute(f"select count(*) from read_parquet('{directory}/*.parquet')").fetchall()[0][0]
         times.append(time.perf_counter() - t0)
         con.close()
     return f"count(*) = {n} in {statistics.median(times) * 1000:.0f} ms (median of {repeat}, duckdb {duckdb.__version__})"
@@ -262,13 +267,17 @@ def bench_segment(args: argparse.Namespace) -> None:
             part.mkdir(parents=True)
             seg = part / "00000000000000000000.log"
             t0 = time.perf_counter()
-            n = make_small_batch_segment(seg, mib)
+            # in a child process: this one stays small, since a child's ru_maxrss starts at its forking parent's
+            import subprocess
+
+            n = int(subprocess.run([sys.executable, __file__, "_make", str(seg), str(mib)], check=True,
+                                   capture_output=True, text=True).stdout)
             print(f"== {mib} MiB segment, {n:,} batches of {len(small_batch())} bytes "
                   f"(generated in {time.perf_counter() - t0:.1f} s); {_load()}", flush=True)
             measure(["verify-crc", str(seg)])  # page cache warm-up
             v = measure(["verify-crc", str(seg)])
             print(f"  kafkalog verify-crc {seg.name}: {v['wall']:.2f} s wall, {v['cpu']:.2f} s CPU, rc {v['rc']}, "
-                  f"ru_maxrss {v['self_mib']:.0f} MiB", flush=True)
+                  f"ru_maxrss {v['self_mib']:.0f} MiB (VmHWM {v['hwm_mib']:.0f} MiB)", flush=True)
             out = Path(tmp) / f"out{mib}"
             cmd = ["scan", str(part), "--out", str(out), "--jobs", "2", "--format", "json"]
             if args.records:
@@ -276,8 +285,8 @@ def bench_segment(args: argparse.Namespace) -> None:
             s = measure(cmd)
             assert s["rc"] == 0, s["stderr"][-2000:]
             print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s wall, "
-                  f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (largest child {s['children_mib']:.0f} MiB)",
-                  flush=True)
+                  f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB, largest child "
+                  f"{s['children_mib']:.0f} MiB)", flush=True)
             print(f"  scan throughput / verify-crc throughput = {v['wall'] / s['wall']:.3f} by wall time, "
                   f"{v['cpu'] / s['cpu']:.3f} by CPU time (target >= 0.25); {n / s['wall'] / 1e6:.2f} M batches/s",
                   flush=True)
@@ -301,7 +310,7 @@ def bench_fleet(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="scan-bench14-") as tmp:
         logs = Path(tmp) / "logs"
         t0 = time.perf_counter()
-        make_fleet(logs, args.partitions)
+        make_fleet(logs, args.partitions)  # small objects only: this process stays small
         print(f"== {args.partitions:,} one-segment partitions, one {len(small_batch())}-byte batch each (generated in "
               f"{time.perf_counter() - t0:.1f} s); records={'yes' if args.records else 'no'}; {_load()}", flush=True)
         extra = ["--records"] if args.records else []
@@ -310,8 +319,8 @@ def bench_fleet(args: argparse.Namespace) -> None:
             s = measure(["scan", str(logs), "--out", str(out), "--engine", engine, "--jobs", "2", "--format", "json",
                          *extra])
             assert s["rc"] == 0, s["stderr"][-2000:]
-            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), {s['cpu']:.1f} s CPU (the JVM's included), "
-                  f"parent ru_maxrss {s['self_mib']:.0f} MiB, "
+            print(f"  {engine}: {s['wall']:.1f} s wall (CLI end to end), {s['cpu']:.1f} s CPU (local: with its workers; "
+                  f"Spark: the driver only), parent ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB), "
                   f"largest child {s['children_mib']:.0f} MiB; {_load()}", flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)
@@ -322,6 +331,8 @@ def bench_fleet(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_measure":
         _measure_child(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) > 1 and sys.argv[1] == "_make":
+        print(make_small_batch_segment(Path(sys.argv[2]), int(sys.argv[3])))
     elif len(sys.argv) > 1 and sys.argv[1] in ("segment", "fleet"):
         ap14 = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         ap14.add_argument("what", choices=["segment", "fleet"])

@@ -104,7 +104,9 @@ def test_files_carry_version_utc_timestamps_and_nulls(logdir: Path, tmp_path: Pa
     assert pa.compute.min(b["first_timestamp"]).as_py().year == 2023
 
 
-def test_writer_cuts_row_groups_whatever_the_input_chunks(tmp_path: Path) -> None:
+def test_writer_cuts_row_groups_whatever_the_input_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups of row_group rows; the rest goes into the last group when it would be below MIN_ROW_GROUP."""
+    monkeypatch.setattr(output, "MIN_ROW_GROUP", 300)
     w = DatasetWriter(str(tmp_path), "problems", row_group=1000)
     rows = [{"log_dir": "/l", "topic": "t", "partition": 0, "partition_dir": "t-0", "segment": "s", "file": "s",
              "position": i, "end": i, "kind": "k", "severity": "warning", "message": "m", "offset": None}
@@ -116,6 +118,12 @@ def test_writer_cuts_row_groups_whatever_the_input_chunks(tmp_path: Path) -> Non
     w.close()
     md = pq.read_metadata(tmp_path / "problems" / "part-00000.parquet")
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [1000, 1000, 500]
+    w = DatasetWriter(str(tmp_path / "b"), "problems", row_group=1000)
+    for k in range(0, 2200, 7):
+        w.write(to_table("problems", rows[k : min(k + 7, 2200)]))
+    w.close()
+    md = pq.read_metadata(tmp_path / "b" / "problems" / "part-00000.parquet")
+    assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [1000, 1200]  # not 1000, 1000, 200
     assert pq.read_table(tmp_path / "problems")["position"].to_pylist() == list(range(2500))
 
 
@@ -225,3 +233,21 @@ def test_report_from_the_written_chunks_equals_the_report_from_the_files(fleet: 
         acc = Summary(segments)
         run_local(segments, str(out), records=True, jobs=jobs, summary=acc)
         assert acc.result() == summarize(str(out), segments)
+
+
+def test_small_segments_gathered_as_rows_equal_the_table_path(fleet: tuple[Path, int], logdir: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small segments become Python rows gathered across partitions; the datasets are the same as when every
+    segment goes the Arrow way (both local paths, and the worker processes)."""
+    from kafkalog_cli.scan import work
+
+    segments, _ = expand([str(fleet[0]), str(logdir)])
+    run_local(segments, str(tmp_path / "rows"), records=True, jobs=1)
+    run_local(segments, str(tmp_path / "rows2"), records=True, jobs=2)
+    monkeypatch.setattr(work, "SMALL_SEGMENT", -1)
+    run_local(segments, str(tmp_path / "tables"), records=True, jobs=1)
+    for name in ("batches", "problems", "records"):
+        expected = load_sorted(tmp_path / "tables", name)
+        assert expected, name
+        assert load_sorted(tmp_path / "rows", name) == expected, name
+        assert load_sorted(tmp_path / "rows2", name) == expected, name

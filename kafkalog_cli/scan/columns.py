@@ -31,8 +31,20 @@ RAW = [
     ("crc_ok", pa.bool_()),
 ]
 RAW_NAMES = [n for n, _t in RAW]
-_CODECS = pa.array([CODEC_NAMES.get(c, f"unknown-{c}") for c in range(8)])
-_TS_TYPES = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"])  # index: timestamp type + 1
+_CODECS = pa.array([CODEC_NAMES.get(c, f"unknown-{c}") for c in range(8)], pa.string())
+_TS_TYPES = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"], pa.string())  # index: timestamp type + 1
+_LITERALS: dict[tuple[Any, pa.DataType], pa.Scalar] = {}
+
+
+def lit(value: Any, typ: pa.DataType) -> pa.Scalar:
+    """A typed Arrow scalar (cached). Always pass these, never bare Python values, to ``pyarrow.compute``: an
+    untyped value makes pyarrow infer its type, which tries ``import pandas`` (and dateutil) on every call, a full
+    failed search of sys.path each time when they are not installed (a third of the scan's time, measured)."""
+    key = (value, typ)
+    s = _LITERALS.get(key)
+    if s is None:
+        s = _LITERALS[key] = pa.scalar(value, typ)
+    return s
 _PREFIX = struct.Struct(">qiib")
 _V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
 V2_HEADER = 61
@@ -115,23 +127,24 @@ def accel_to_raw(data: bytes, n: int, base: int) -> dict[str, pa.Array]:
     ok = pa.Array.from_buffers(pa.uint8(), n, [None, buf.slice(off, n)])
     attrs = raw.pop("attributes")
     if base:
-        raw["position"] = pc.add(raw["position"], base)
+        raw["position"] = pc.add(raw["position"], pa.scalar(base, pa.int64()))
     raw["magic"] = pa.repeat(pa.scalar(2, pa.int8()), n)
-    raw["codec_id"] = pc.bit_wise_and(attrs, 7).cast(pa.int8())
-    raw["ts_type"] = pc.bit_wise_and(pc.shift_right(attrs, 3), 1).cast(pa.int8())
-    raw["transactional"] = pc.not_equal(pc.bit_wise_and(attrs, 0x10), 0)
-    raw["control"] = pc.not_equal(pc.bit_wise_and(attrs, 0x20), 0)
-    raw["crc_ok"] = pc.not_equal(ok, 0)
+    i16 = pa.int16()
+    raw["codec_id"] = pc.bit_wise_and(attrs, lit(7, i16)).cast(pa.int8())
+    raw["ts_type"] = pc.bit_wise_and(pc.shift_right(attrs, lit(3, i16)), lit(1, i16)).cast(pa.int8())
+    raw["transactional"] = pc.not_equal(pc.bit_wise_and(attrs, lit(0x10, i16)), lit(0, i16))
+    raw["control"] = pc.not_equal(pc.bit_wise_and(attrs, lit(0x20, i16)), lit(0, i16))
+    raw["crc_ok"] = pc.not_equal(ok, lit(0, pa.uint8()))
     return raw
 
 
 def _ts(arr: pa.Array) -> pa.Array:
     """int64 milliseconds -> timestamp(ms, UTC), -1 (Kafka's NO_TIMESTAMP) -> null."""
-    return pc.if_else(pc.equal(arr, -1), pa.scalar(None, pa.int64()), arr).cast(TIMESTAMP)
+    return pc.if_else(pc.equal(arr, lit(-1, pa.int64())), lit(None, pa.int64()), arr).cast(TIMESTAMP)
 
 
 def _constant_dict(value: str, n: int) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([value]))
+    return pa.DictionaryArray.from_arrays(pa.repeat(lit(0, pa.int32()), n), pa.array([value], pa.string()))
 
 
 def _ids_dict(ids: pa.Array, names: pa.Array) -> pa.Array:
@@ -149,17 +162,33 @@ def location_columns(loc: dict[str, Any], n: int) -> dict[str, pa.Array]:
             elif pa.types.is_string(f.type):
                 out[f.name] = _constant_dict(value, n)
             else:
-                out[f.name] = pa.repeat(pa.scalar(value, f.type), n)
+                out[f.name] = pa.repeat(lit(value, f.type), n)
     return out
 
 
-def batch_table(loc: dict[str, Any], raw: dict[str, pa.Array]) -> pa.Table:
-    """A ``batches`` table (``schema.WIRE``) from walk columns: location columns, names for ids, null timestamps."""
+def location_columns_of(locs: list[dict[str, Any]], fields: pa.Schema) -> dict[str, pa.Array]:
+    """Location columns of rows from many segments (one location dict per row; strings dictionary-encoded)."""
+    out = {}
+    for f in fields:
+        if f.name in LOCATION:
+            values = [loc[f.name] for loc in locs]
+            out[f.name] = (pa.array(values, pa.string()).dictionary_encode() if pa.types.is_string(f.type)
+                           else pa.array(values, f.type))
+    return out
+
+
+LOCATION = ("log_dir", "topic", "partition", "partition_dir", "segment")
+
+
+def batch_table(loc: dict[str, Any] | dict[str, pa.Array], raw: dict[str, pa.Array]) -> pa.Table:
+    """A ``batches`` table (``schema.WIRE``) from walk columns: location columns (one segment's location, or
+    ready-made columns), names for ids, null timestamps."""
     n = len(raw["position"])
-    cols = location_columns(loc, n)
+    cols = loc if loc and isinstance(next(iter(loc.values())), pa.Array) else location_columns(loc, n)
+    cols = dict(cols)
     cols.update({k: v for k, v in raw.items() if k in BATCHES.names})
     cols["codec"] = _ids_dict(raw["codec_id"], _CODECS)
-    cols["timestamp_type"] = _ids_dict(pc.add(raw["ts_type"].cast(pa.int32()), 1), _TS_TYPES)
+    cols["timestamp_type"] = _ids_dict(pc.add(raw["ts_type"].cast(pa.int32()), lit(1, pa.int32())), _TS_TYPES)
     cols["first_timestamp"] = _ts(raw["first_timestamp"])
     cols["max_timestamp"] = _ts(raw["max_timestamp"])
     return pa.Table.from_arrays([cols[f.name] for f in WIRE["batches"]], schema=WIRE["batches"])

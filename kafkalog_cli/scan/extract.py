@@ -55,10 +55,22 @@ def scan_segment(path: str, *, records: bool = False, use_accel: bool | None = N
     return out
 
 
+def scan_segment_rows(path: str, *, records: bool = False) -> tuple[dict[str, Any], list[tuple], list[dict[str, Any]],
+                                                                    dict[str, list[Any]]]:
+    """One small segment as Python values, for gathering many small segments into one table (``work.SmallRows``):
+    (location, batch rows as ``columns.RAW`` tuples, problem rows, record columns). The pure-Python walk, which
+    the compiled one equals; for a few batches, building Arrow arrays per segment would cost more than the walk."""
+    s = _SegmentScan(path, records, WINDOW, None, collect=True)
+    for _ in s.run():
+        pass
+    return s.loc, s.rows, [{**s.loc, **p} for p in s.problems], s.rec
+
+
 class _SegmentScan:
     """State of one segment walk (a class to keep the loop's locals together)."""
 
-    def __init__(self, path: str, records: bool, window: int, walk: Any) -> None:
+    def __init__(self, path: str, records: bool, window: int, walk: Any, collect: bool = False) -> None:
+        self.collect = collect  # keep Python rows instead of yielding tables (small segments, see work.SmallRows)
         self.path = path
         self.loc = locate(path).as_dict()
         self.records = records
@@ -76,19 +88,18 @@ class _SegmentScan:
     def run(self) -> Iterator[tuple[str, pa.Table]]:
         found, regions, unreadable = verify_pass.verify(self.path)
         self.problems.extend(found)
-        if unreadable:
-            yield "problems", self._problems_table()
+        if not unreadable:
+            try:
+                fd, n = open_segment(self.path)
+            except OSError as exc:
+                self.problem(0, 0, "unreadable", f"cannot open: {os.strerror(exc.errno) if exc.errno else exc}")
+            else:
+                try:
+                    yield from self._walk(fd, n, regions)
+                finally:
+                    os.close(fd)
+        if self.collect:
             return
-        try:
-            fd, n = open_segment(self.path)
-        except OSError as exc:
-            self.problem(0, 0, "unreadable", f"cannot open: {os.strerror(exc.errno) if exc.errno else exc}")
-            yield "problems", self._problems_table()
-            return
-        try:
-            yield from self._walk(fd, n, regions)
-        finally:
-            os.close(fd)
         if self.rec["offset"]:
             yield "records", self._records_table()
         yield "problems", self._problems_table()
@@ -231,6 +242,8 @@ class _SegmentScan:
             self.rows = []
 
     def _chunk(self) -> Iterator[tuple[str, pa.Table]]:
+        if self.collect:
+            return
         self._flush_batches()
         if self.pieces:
             table = self.pieces[0] if len(self.pieces) == 1 else pa.concat_tables(self.pieces)

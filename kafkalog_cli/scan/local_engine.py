@@ -31,7 +31,7 @@ from kafkalog_cli.scan.output import DatasetWriter
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import to_table
 from kafkalog_cli.scan.summary import Summary
-from kafkalog_cli.scan.work import scan_partition
+from kafkalog_cli.scan.work import SmallRows, scan_partition
 
 FLUSH_ROWS = 1 << 16  # rows a worker gathers before sending them
 FLUSH_BYTES = 32 << 20
@@ -96,12 +96,18 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
     stats: dict[str, Any] = {"workers_died": 0}
     try:
         if jobs <= 1 or len(parts) <= 1:
+            small = SmallRows()
             for paths in parts:
-                for name, table in scan_partition(paths, records=records):
+                for name, table in scan_partition(paths, records=records, small=small):
                     writers[name].write(table)
+                if len(small) >= FLUSH_ROWS:
+                    for name, table, _runs in small.tables():
+                        writers[name].write(table)
                 if progress is not None:
                     for p in paths:
                         progress(p)
+            for name, table, _runs in small.tables():
+                writers[name].write(table)
         else:
             _Pool(parts, writers, records, jobs, progress, stats).run()
     finally:
@@ -151,8 +157,12 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
     tables: dict[str, list[pa.Table]] = {}
     runs: dict[str, list[tuple[int, int]]] = {}
     state: dict[str, Any] = {"rows": 0, "bytes": 0, "done": [], "progress": None}
+    small = SmallRows()
 
     def flush() -> None:
+        for name, table, parts in small.tables():  # the gathered rows of small segments go last, with their runs
+            tables.setdefault(name, []).append(table)
+            runs.setdefault(name, []).extend(parts)
         conn.send(("chunk", {k: pa.concat_tables(v) for k, v in tables.items()}, dict(runs), state["done"],
                    state["progress"]))
         tables.clear()
@@ -166,7 +176,8 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
                 flush()
 
         state["progress"] = (part, start)
-        for name, table in scan_partition(paths, records=records, start=start, on_segment=on_segment):
+        for name, table in scan_partition(paths, records=records, start=start, on_segment=on_segment, small=small,
+                                          part=part):
             tables.setdefault(name, []).append(table)
             r = runs.setdefault(name, [])
             if r and r[-1][0] == part:
@@ -177,7 +188,9 @@ def _run_task(conn: Connection, task: Task, records: bool) -> None:
             state["bytes"] += table.nbytes
             if state["rows"] >= FLUSH_ROWS or state["bytes"] >= FLUSH_BYTES:
                 flush()
-        state["done"].append(part)
+        state["done"].append(part)  # reported with the flush that carries its last rows (small ones included)
+        if len(small) >= FLUSH_ROWS:
+            flush()
     flush()
     conn.send(("end",))
 
@@ -251,19 +264,22 @@ class _Pool:
         running = self.workers[conn][1]
         assert running is not None
         for name, table in tables.items():
-            keep: list[pa.Table] = []
+            keep: list[tuple[int, int]] = []  # [start, end) row ranges to write, adjacent ones merged
             at = 0
             for part, n in runs[name]:
                 seen = self.seen.setdefault(part, {}).get(name, 0)
                 cur = self.cursor.setdefault(part, {}).get(name, 0)
                 drop = max(0, min(n, seen - cur))  # rows an earlier attempt already wrote
                 if drop < n:
-                    keep.append(table.slice(at + drop, n - drop))
+                    if keep and keep[-1][1] == at + drop:
+                        keep[-1] = (keep[-1][0], at + n)
+                    else:
+                        keep.append((at + drop, at + n))
                 self.cursor[part][name] = cur + n
                 self.seen[part][name] = max(seen, cur + n)
                 at += n
-            for t in keep:
-                self.writers[name].write(t)
+            for start, end in keep:
+                self.writers[name].write(table if (start, end) == (0, table.num_rows) else table.slice(start, end - start))
         running.done.update(done)
         running.progress = progress
         if self.progress is not None:

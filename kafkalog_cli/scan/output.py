@@ -77,22 +77,29 @@ class DatasetWriter:
         self.pending_rows += table.num_rows
         self.pending_bytes += table.nbytes
         self.rows += table.num_rows
-        if self.pending_rows >= self.row_group or (self.pending_bytes >= MAX_PENDING_BYTES
-                                                   and self.pending_rows >= MIN_ROW_GROUP):
+        if self.pending_rows >= self.row_group + MIN_ROW_GROUP or (self.pending_bytes >= MAX_PENDING_BYTES
+                                                                    and self.pending_rows >= MIN_ROW_GROUP):
             self._flush(final=False)
 
     def _flush(self, final: bool) -> None:
+        """Write full groups, keeping back at least MIN_ROW_GROUP rows (so the file's last group, written by
+        ``close``, is never smaller than that unless the whole file is): every group has 64k..192k rows."""
         if not self.pending:
             return
         table = pa.concat_tables(self.pending).cast(self.schema)
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
-        size = self.row_group if table.num_rows >= self.row_group else table.num_rows
-        full = table.num_rows if final else table.num_rows - table.num_rows % size
-        if full:
-            self._thread.put(table.slice(0, full), size)
-            self.groups += -(-full // size)
-        if full < table.num_rows:
-            rest = table.slice(full)
+        n = table.num_rows
+        if final or n < self.row_group + MIN_ROW_GROUP:  # the rest, or a group cut early by its size in bytes
+            groups = [(0, n)]
+        else:
+            full = (n - MIN_ROW_GROUP) // self.row_group * self.row_group
+            groups = [(k, self.row_group) for k in range(0, full, self.row_group)]
+        for start, size in groups:
+            self._thread.put(table.slice(start, size), size)
+            self.groups += 1
+        done = groups[-1][0] + groups[-1][1]
+        if done < n:
+            rest = table.slice(done)
             self.pending, self.pending_rows, self.pending_bytes = [rest], rest.num_rows, rest.nbytes
 
     def close(self) -> None:
@@ -129,6 +136,7 @@ class _WriteThread:
             if self.error is None:
                 try:
                     self.writer.write_table(item[0], row_group_size=item[1])
+                    pa.default_memory_pool().release_unused()  # give freed chunks back: keeps the RSS flat
                 except BaseException as exc:  # re-raised in the scanning thread
                     self.error = exc
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkalog_cli.format.text import increment_sequence
+from kafkalog_cli.scan.columns import lit
 from kafkalog_cli.scan.paths import SEGMENT_RE
 from kafkalog_cli.scan.schema import to_rows
 
@@ -161,7 +162,7 @@ class PartitionPass:
 
         # timestamp-order: each timed batch against the previous timed batch
         ts = t.column("max_timestamp")
-        timed = pc.and_(pc.is_valid(ts), pc.greater_equal(ts, 0)).fill_null(False)
+        timed = pc.and_(pc.is_valid(ts), pc.greater_equal(ts, lit(0, pa.int64()))).fill_null(False)
         idx = pc.indices_nonzero(timed)
         if len(idx):
             vals = pc.take(ts, idx)
@@ -184,8 +185,9 @@ class PartitionPass:
                             "segment": last["segment"]}
 
         # sequence-gap: per (producer, epoch), each batch against the previous one of the same key
-        seq_rows = None if pc.max(t.column("producer_id")).as_py() < 0 else pc.and_(pc.and_(pc.greater_equal(t.column("producer_id"), 0),
-                                   pc.greater_equal(t.column("base_sequence"), 0)), pc.invert(t.column("control")))
+        seq_rows = None if pc.max(t.column("producer_id")).as_py() < 0 else pc.and_(
+            pc.and_(pc.greater_equal(t.column("producer_id"), lit(0, pa.int64())),
+                    pc.greater_equal(t.column("base_sequence"), lit(0, pa.int32()))), pc.invert(t.column("control")))
         sidx = pc.indices_nonzero(seq_rows) if seq_rows is not None else []
         if len(sidx):
             s = pa.table({"i": sidx, "pid": pc.take(t.column("producer_id"), sidx),
@@ -198,7 +200,8 @@ class PartitionPass:
             m = s.num_rows
             same = pc.and_(pc.equal(pid.slice(1), pid.slice(0, m - 1)), pc.equal(epoch.slice(1), epoch.slice(0, m - 1)))
             prev_last = s.column("last").chunk(0).slice(0, m - 1)
-            expected = pc.if_else(pc.equal(prev_last, INT32_MAX), 0, pc.add(prev_last, 1))
+            i64 = pa.int64()
+            expected = pc.if_else(pc.equal(prev_last, lit(INT32_MAX, i64)), lit(0, i64), pc.add(prev_last, lit(1, i64)))
             bad = pc.and_(same, pc.not_equal(s.column("seq").chunk(0).slice(1), expected))
             starts = [0] + [k + 1 for k in pc.indices_nonzero(pc.invert(same)).to_pylist()]
             cols = {c: s.column(c).chunk(0) for c in ("i", "pid", "epoch", "last", "base")}

@@ -49,7 +49,8 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
 
 def locate(path: str) -> Location:
     """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike."""
-    path = os.path.abspath(path)
+    if not os.path.isabs(path) or "/." in path or "//" in path:  # expand() hands out normalized absolute paths
+        path = os.path.abspath(path)
     part_dir = os.path.dirname(path)
     topic, partition = parse_partition_dir(os.path.basename(part_dir))
     return Location(os.path.dirname(part_dir), topic, partition, os.path.basename(part_dir), os.path.basename(path))

@@ -116,14 +116,24 @@ def _scan_partitions(records: bool):
 
     def run(bins: Any) -> Any:
         from kafkalog_cli.scan.schema import DATASETS as D
-        from kafkalog_cli.scan.work import scan_partition
+        from kafkalog_cli.scan.work import SmallRows, scan_partition
 
         names = {n: D[n].names for n in D}
+
+        def rows(name: str, table: Any) -> Any:
+            cols = [table.column(c).to_pylist() for c in names[name]]
+            for row in zip(*cols):
+                yield name, row
+
+        small = SmallRows()
         for paths in (p for chunk in bins for p in chunk):
-            for name, table in scan_partition(paths, records=records):
-                cols = [table.column(c).to_pylist() for c in names[name]]
-                for row in zip(*cols):
-                    yield name, row
+            for name, table in scan_partition(paths, records=records, small=small):
+                yield from rows(name, table)
+            if len(small) >= 1 << 16:
+                for name, table, _runs in small.tables():
+                    yield from rows(name, table)
+        for name, table, _runs in small.tables():
+            yield from rows(name, table)
 
     return run
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kafkalog_cli.scan.columns import lit
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import DATASETS
 
@@ -150,7 +151,7 @@ class Summary:
             return
         parts = self.parts
         self.problems += pr.num_rows
-        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), "unreadable")).as_py() or 0)
+        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), lit("unreadable", pa.string()))).as_py() or 0)
         for r in pc.value_counts(pr.column("severity")).to_pylist():
             self.severities[r["values"]] = self.severities.get(r["values"], 0) + r["counts"]
         for r in _groups(pr, [("position", "count")], ["kind"]):
@@ -201,44 +202,121 @@ class Summary:
         }
 
 
+def _single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
+    """The key values when every row of ``t`` has the same ones (cheap to tell for the one-entry dictionaries the
+    scan builds), else None."""
+    out = {}
+    for k in keys:
+        col = t.column(k)
+        if col.null_count == len(col) and len(col):
+            out[k] = None
+            continue
+        if col.null_count:
+            return None
+        if not pa.types.is_dictionary(col.type):
+            mm = pc.min_max(col).as_py()
+            if not pa.types.is_integer(col.type) or mm["min"] != mm["max"]:
+                return None
+            out[k] = mm["min"]
+            continue
+        values = set()
+        for chunk in col.chunks:
+            if not len(chunk):
+                continue
+            if len(chunk.dictionary) == 1:
+                values.add(chunk.dictionary[0].as_py())
+                continue
+            mm = pc.min_max(chunk.indices).as_py()
+            if mm["min"] != mm["max"]:
+                return None
+            values.add(chunk.dictionary[mm["min"]].as_py())
+        if len(values) != 1:
+            return None
+        out[k] = values.pop()
+    return out
+
+
 def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:
-    return pc.if_else(mask, b.column(name), pa.scalar(None, b.column(name).type))
+    return pc.if_else(mask, b.column(name), lit(None, b.column(name).type))
 
 
 def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) -> None:
-    """Merge one chunk of batch rows into the per-partition entries: one group-by over columns masked to null where
-    a row must not count (a failing CRC, no timestamp, no producer), since min/max/distinct skip nulls."""
+    """Merge one chunk of batch rows into the per-partition entries."""
+    keys = KEY + ["topic", "partition"]  # topic and partition are functions of the directory: keys, no aggregate
+    one = _single_key(b, keys)
+    if one is not None:
+        _one_partition(parts, one, b)
+        return
+    # several partitions: one group-by over columns masked to null where a row must not count (a failing CRC, no
+    # timestamp, no producer), since min/max/distinct skip nulls
     good = b.column("crc_ok")
-    timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), 0)).fill_null(False)
+    zero = lit(0, pa.int64())
+    timed = pc.and_(good, pc.greater_equal(b.column("max_timestamp"), zero)).fill_null(False)
     t = pa.table({
         "log_dir": b.column("log_dir"), "partition_dir": b.column("partition_dir"), "topic": b.column("topic"),
         "partition": b.column("partition"), "size": b.column("size"), "count": b.column("count"),
         "good_base": _masked(b, "base_offset", good), "good_last": _masked(b, "last_offset", good),
         "first_ts": _masked(b, "first_timestamp",
-                            pc.and_(timed, pc.greater_equal(b.column("first_timestamp"), 0)).fill_null(False)),
+                            pc.and_(timed, pc.greater_equal(b.column("first_timestamp"), zero)).fill_null(False)),
         "last_ts": _masked(b, "max_timestamp", timed),
-        "pid": _masked(b, "producer_id", pc.and_(good, pc.greater_equal(b.column("producer_id"), 0))),
+        "pid": _masked(b, "producer_id", pc.and_(good, pc.greater_equal(b.column("producer_id"), zero))),
         "epoch": _masked(b, "partition_leader_epoch",
-                         pc.and_(good, pc.greater_equal(b.column("partition_leader_epoch"), 0))),
+                         pc.and_(good, pc.greater_equal(b.column("partition_leader_epoch"), lit(0, pa.int32())))),
     })
     aggs = [("size", "sum"), ("count", "sum"), ("size", "count"),
             ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
             ("pid", "distinct", pc.CountOptions(mode="only_valid")),
             ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
-    # topic and partition are functions of the directory: as keys they need no aggregate
-    for r in t.group_by(KEY + ["topic", "partition"], use_threads=False).aggregate(aggs).to_pylist():
-        e = _entry(parts, r["log_dir"], r["partition_dir"])
-        e["topic"] = e["topic"] or r["topic"]
-        e["partition"] = e["partition"] if e["partition"] is not None else r["partition"]
-        e["bytes"] += r["size_sum"]
-        e["records"] += r["count_sum"]
-        e["batches"] += r["size_count"]
-        e["first_offset"] = _lo(e["first_offset"], r["good_base_min"])
-        e["last_offset"] = _hi(e["last_offset"], r["good_last_max"])
-        e["first_timestamp"] = _lo(e["first_timestamp"], r["first_ts_min"])
-        e["last_timestamp"] = _hi(e["last_timestamp"], r["last_ts_max"])
-        e["producers"].update(v for v in r["pid_distinct"] if v is not None)
-        e["leader_epochs"].update(v for v in r["epoch_distinct"] if v is not None)
+    for r in t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist():
+        _merge(parts, r, r["size_sum"], r["count_sum"], r["size_count"], r["good_base_min"], r["good_last_max"],
+               r["first_ts_min"], r["last_ts_max"], r["pid_distinct"], r["epoch_distinct"])
     for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
         codecs = _entry(parts, r["log_dir"], r["partition_dir"])["bytes_by_codec"]
+        codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
+
+
+def _merge(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, Any], size: int, count: int, batches: int,
+           first_offset: int | None, last_offset: int | None, first_ts: int | None, last_ts: int | None,
+           pids: list[Any], epochs: list[Any]) -> None:
+    e = _entry(parts, key["log_dir"], key["partition_dir"])
+    e["topic"] = e["topic"] or key["topic"]
+    e["partition"] = e["partition"] if e["partition"] is not None else key["partition"]
+    e["bytes"] += size
+    e["records"] += count
+    e["batches"] += batches
+    e["first_offset"] = _lo(e["first_offset"], first_offset)
+    e["last_offset"] = _hi(e["last_offset"], last_offset)
+    e["first_timestamp"] = _lo(e["first_timestamp"], first_ts)
+    e["last_timestamp"] = _hi(e["last_timestamp"], last_ts)
+    e["producers"].update(v for v in pids if v is not None)
+    e["leader_epochs"].update(v for v in epochs if v is not None)
+
+
+def _nonneg(t: pa.Table, name: str) -> pa.Table:
+    """Rows of ``t`` whose ``name`` is not null and >= 0 (``t`` itself when all are: the common case, no copy)."""
+    col = t.column(name)
+    mm = pc.min_max(col).as_py()
+    if col.null_count == 0 and (mm["min"] is None or mm["min"] >= 0):
+        return t
+    return t.filter(pc.greater_equal(col, lit(0, col.type)).fill_null(False))
+
+
+def _one_partition(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, Any], b: pa.Table) -> None:
+    """The aggregates of a chunk of one partition with plain reductions (no hash group-by, no masks)."""
+    ok = b.column("crc_ok")
+    good = b if pc.all(ok).as_py() else b.filter(ok)
+    timed = _nonneg(good, "max_timestamp")
+    first = _nonneg(timed, "first_timestamp")
+    pids = [v for v in pc.unique(good.column("producer_id")).to_pylist() if v is not None and v >= 0]
+    epochs = [v for v in pc.unique(good.column("partition_leader_epoch")).to_pylist() if v is not None and v >= 0]
+    _merge(parts, key, pc.sum(b.column("size")).as_py() or 0, pc.sum(b.column("count")).as_py() or 0, b.num_rows,
+           pc.min(good.column("base_offset")).as_py(), pc.max(good.column("last_offset")).as_py(),
+           pc.min(first.column("first_timestamp")).as_py(), pc.max(timed.column("max_timestamp")).as_py(), pids, epochs)
+    codecs = _entry(parts, key["log_dir"], key["partition_dir"])["bytes_by_codec"]
+    col = b.column("codec")
+    single = _single_key(b, ["codec"]) if pa.types.is_dictionary(col.type) else None
+    if single is not None:
+        codecs[single["codec"]] = codecs.get(single["codec"], 0) + (pc.sum(b.column("size")).as_py() or 0)
+        return
+    for r in b.select(["codec", "size"]).group_by(["codec"], use_threads=False).aggregate([("size", "sum")]).to_pylist():
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
