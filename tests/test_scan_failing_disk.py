@@ -4,6 +4,7 @@ test_failing_disk.py through both workers' paths, files that vanish, leftovers, 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -39,3 +40,54 @@ def test_scan_reports_exact_unreadable_range_and_keeps_the_rest(bad_disk, tmp_pa
     assert len([b for b in batches if b["partition_dir"] == "t-0"]) == 95  # the rest of the segment is listed
     assert len([b for b in batches if b["partition_dir"] == "t-1"]) == 100
     assert doc["totals"]["unreadable"] == 0
+
+
+def _logdir(tmp_path: Path) -> tuple[Path, Path]:
+    from verify_helpers import make_segment
+
+    part = tmp_path / "ld" / "t-0"
+    part.mkdir(parents=True)
+    (part / SEG_NAME).write_bytes(make_segment(4).data)
+    victim = part / "00000000000000000016.log"
+    victim.write_bytes(make_segment(4, base=16).data)
+    return tmp_path / "ld", victim
+
+
+def test_segment_deleted_between_listing_and_opening_is_a_vanished_note(tmp_path, monkeypatch):
+    from kafkalog_cli.scan import paths
+
+    ld, victim = _logdir(tmp_path)
+    real = paths.expand
+
+    def expand_then_delete(args):
+        found = real(args)
+        victim.unlink()  # retention deleted it after the listing
+        return found
+
+    monkeypatch.setattr(paths, "expand", expand_then_delete)
+    out = tmp_path / "out"
+    code, doc = _scan("--jobs", "1", str(ld), out=out)
+    assert code == 0, doc  # a note, not a problem
+    notes = [(p["kind"], p["severity"], p["segment"]) for p in _rows(out, "problems")]
+    assert notes == [("vanished", "info", victim.name)]
+    assert len(_rows(out, "batches")) == 4  # the other segment was scanned
+
+
+def test_segment_truncated_after_verify_pass_is_a_note_and_rows_before_are_kept(tmp_path, monkeypatch):
+    from kafkalog_cli.scan import extract
+    from kafkalog_cli.scan.extract import scan_segment
+
+    ld, victim = _logdir(tmp_path)
+    data = victim.read_bytes()
+    real = extract.open_segment
+
+    def open_then_truncate(path):
+        opened = real(path)
+        os.truncate(path, len(data) // 2)  # the broker shortened it while we read it
+        return opened
+
+    monkeypatch.setattr(extract, "open_segment", open_then_truncate)
+    rows = scan_segment(str(victim))
+    notes = [(p["kind"], p["severity"], p["position"], p["end"]) for p in rows["problems"]]
+    assert notes == [("truncated-during-read", "info", len(data) // 2, len(data))]
+    assert 0 < len(rows["batches"]) < 4 and all(b["crc_ok"] for b in rows["batches"])

@@ -110,7 +110,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
             tmp.cleanup()
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
-    if summary["problems"]["total"]:
+    if any(n for sev, n in summary["problems"]["by_severity"].items() if sev != "info"):  # notes are not problems
         code = EXIT_PROBLEMS
     if unmatched or summary["totals"]["unreadable"]:
         code = EXIT_USAGE
