@@ -91,3 +91,27 @@ def test_segment_truncated_after_verify_pass_is_a_note_and_rows_before_are_kept(
     notes = [(p["kind"], p["severity"], p["position"], p["end"]) for p in rows["problems"]]
     assert notes == [("truncated-during-read", "info", len(data) // 2, len(data))]
     assert 0 < len(rows["batches"]) < 4 and all(b["crc_ok"] for b in rows["batches"])
+
+
+@pytest.mark.parametrize(("name", "want"), [("t-2147483647", ("t", 2147483647)), ("t-2147483648", ("t-2147483648", None)),
+                                            ("t-" + "9" * 30, ("t-" + "9" * 30, None)), ("t-٣", ("t-٣", None))])
+def test_partition_number_beyond_int32_is_no_partition(name, want):
+    from kafkalog_cli.scan.paths import parse_partition_dir
+
+    assert parse_partition_dir(name) == want  # Kafka: LocalLog.scala partitionString.toInt
+
+
+def test_non_utf8_and_huge_partition_directory_names_are_scanned(tmp_path):
+    from verify_helpers import make_segment
+
+    ld = tmp_path / "ld"
+    for name in (b"t\xff-0", b"big-" + b"9" * 25):
+        part = os.path.join(os.fsencode(ld), name)
+        os.makedirs(part)
+        with open(os.path.join(part, os.fsencode(SEG_NAME)), "wb") as f:
+            f.write(make_segment(2).data)
+    out = tmp_path / "out"
+    code, doc = _scan("--jobs", "1", str(ld), out=out)
+    assert code == 0, doc
+    got = sorted((b["partition_dir"], b["topic"], b["partition"]) for b in _rows(out, "batches"))
+    assert got == [("big-" + "9" * 25, "big-" + "9" * 25, None)] * 2 + [("t\\xff-0", "t\\xff", 0)] * 2

@@ -16,6 +16,7 @@ from kafkalog_cli.storage.layout import SEGMENT_RE, is_segment_name
 __all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
 
 # <topic>-<partition>[.<32 hex>-(delete|future|stray)]
+MAX_PARTITION = 2**31 - 1  # Java's Int.MaxValue
 _SUFFIXED = re.compile(r"^(?P<tp>.+)\.[0-9a-fA-F]{32}-(?:delete|future|stray)$")
 
 
@@ -42,9 +43,17 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
     m = _SUFFIXED.match(name)
     tp = m.group("tp") if m else name
     topic, dash, num = tp.rpartition("-")
-    if dash and num.isdigit() and topic:
+    # Kafka parses the number with ``toInt`` (core/src/main/scala/kafka/log/LocalLog.scala:667): a number that does
+    # not fit a signed 32-bit int makes the name no partition directory (and never an OverflowError here)
+    if dash and num.isascii() and num.isdigit() and topic and int(num) <= MAX_PARTITION:
         return topic, int(num)
     return name, None
+
+
+def display_name(name: str) -> str:
+    """A file or directory name as valid UTF-8 text (Parquet strings must be): bytes that are not UTF-8 (an
+    ``os.listdir`` name with surrogate escapes) are shown as ``\\xNN``, so the row names the file unambiguously."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def locate(path: str) -> Location:
@@ -53,7 +62,8 @@ def locate(path: str) -> Location:
         path = os.path.abspath(path)
     part_dir = os.path.dirname(path)
     topic, partition = parse_partition_dir(os.path.basename(part_dir))
-    return Location(os.path.dirname(part_dir), topic, partition, os.path.basename(part_dir), os.path.basename(path))
+    return Location(display_name(os.path.dirname(part_dir)), display_name(topic), partition,
+                    display_name(os.path.basename(part_dir)), display_name(os.path.basename(path)))
 
 
 def segment_sort_key(path: str) -> tuple[str, int, str]:

@@ -17,6 +17,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from kafkalog_cli.scan.paths import display_name
+
 MAX_BATCH_SIZE = 256 * 1024 * 1024
 MAX_PROBLEMS = 100_000  # per segment; more are counted in one ``problems-dropped`` row
 MADV_DONTNEED = 4  # Linux
@@ -34,7 +36,7 @@ REGION_KINDS = frozenset({"truncated", "bad-magic", "bad-size", "size-too-large"
 def problem(file: str, position: int, end: int, kind: str, message: str, severity: str = "error",
             offset: int | None = None) -> dict[str, Any]:
     """A problem row without its location columns."""
-    return {"file": os.path.basename(file), "position": position, "end": end, "kind": kind, "severity": severity,
+    return {"file": display_name(os.path.basename(file)), "position": position, "end": end, "kind": kind, "severity": severity,
             "message": message, "offset": offset}
 
 
