@@ -115,3 +115,38 @@ def test_non_utf8_and_huge_partition_directory_names_are_scanned(tmp_path):
     assert code == 0, doc
     got = sorted((b["partition_dir"], b["topic"], b["partition"]) for b in _rows(out, "batches"))
     assert got == [("big-" + "9" * 25, "big-" + "9" * 25, None)] * 2 + [("t\\xff-0", "t\\xff", 0)] * 2
+
+
+def test_unlistable_partition_directory_is_reported_and_the_rest_scanned(bad_disk, tmp_path):  # noqa: F811
+    disk = bad_disk({f"ld/a-0/{SEG_NAME}": _segment(), f"ld/c-0/{SEG_NAME}": _segment()}, {}, bad_dirs=["ld/b-0"])
+    out = tmp_path / "out"
+    code, doc = _scan("--jobs", "1", disk.path("ld"), out=out)
+    assert code == 2, doc  # a directory unreadable as a whole (was: exit 0, "no problems found")
+    bad = [(p["partition_dir"], p["topic"], p["partition"], p["kind"], p["end"]) for p in _rows(out, "problems")]
+    assert bad == [("b-0", "b", 0, "unreadable", 0)]
+    assert "cannot list directory" in _rows(out, "problems")[0]["message"]
+    assert len(_rows(out, "batches")) == 200  # a-0 and c-0 were scanned
+    assert doc["totals"]["unreadable"] == 1
+
+
+def test_leftovers_are_reported_with_what_the_broker_does(tmp_path):
+    from verify_helpers import make_segment
+
+    ld, _victim = _logdir(tmp_path)
+    part = ld / "t-0"
+    data = make_segment(2, base=32).data
+    for name in ("00000000000000000032.log.swap", "00000000000000000040.log.cleaned", "00000000000000000048.log.deleted"):
+        (part / name).write_bytes(data)
+    out = tmp_path / "out"
+    code, doc = _scan("--jobs", "1", str(ld), out=out)
+    assert code == 1, doc  # the .swap is a warning: the broker will serve other data than what was scanned
+    rows = {p["segment"]: p for p in _rows(out, "problems")}
+    assert set(rows) == {"00000000000000000032.log.swap", "00000000000000000040.log.cleaned",
+                         "00000000000000000048.log.deleted"}
+    assert {n: (p["kind"], p["severity"], p["partition_dir"]) for n, p in rows.items()} == {
+        "00000000000000000032.log.swap": ("leftover", "warning", "t-0"),
+        "00000000000000000040.log.cleaned": ("leftover", "info", "t-0"),
+        "00000000000000000048.log.deleted": ("leftover", "info", "t-0")}
+    assert "deletes it at start-up" in rows["00000000000000000048.log.deleted"]["message"]
+    assert "deletes it at start-up" in rows["00000000000000000040.log.cleaned"]["message"]
+    assert len(_rows(out, "batches")) == 8  # leftovers are not scanned as segments

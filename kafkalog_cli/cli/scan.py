@@ -63,7 +63,10 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
         missing = missing_requirements()
         if missing:
             fail(missing, INSTALL_HINT)
-    segments, unmatched = expand(list(paths))
+    from kafkalog_cli.scan.listing import Listing
+
+    listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
+    segments, unmatched = expand(list(paths), listing)
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
     if not segments:
@@ -98,6 +101,9 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, out_dir: str |
 
             acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
             run_local(segments, target, records=records, jobs=jobs, summary=acc)
+        listed = listing.write(target)
+        if engine != "spark":
+            acc.add("problems", listed)
         seconds = time.perf_counter() - t0
         if engine == "spark":
             from kafkalog_cli.scan.summary import summarize

@@ -10,8 +10,12 @@ import glob
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.storage.layout import SEGMENT_RE, is_segment_name
+
+if TYPE_CHECKING:
+    from kafkalog_cli.scan.listing import Listing
 
 __all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
 
@@ -72,21 +76,24 @@ def segment_sort_key(path: str) -> tuple[str, int, str]:
     return os.path.dirname(os.path.abspath(path)), base, name
 
 
-def _segments_in(directory: str) -> list[str]:
+def _segments_in(directory: str, listing: Listing | None = None) -> list[str]:
     out = []
-    for root, dirs, files in os.walk(directory):
+    for root, dirs, files in os.walk(directory, onerror=listing.walk_error if listing is not None else None):
         dirs.sort()
         out.extend(os.path.join(root, f) for f in files if is_segment_name(f))
+        if listing is not None:
+            listing.saw(root, files)
     return out
 
 
-def expand(args: list[str]) -> tuple[list[str], list[str]]:
+def expand(args: list[str], listing: Listing | None = None) -> tuple[list[str], list[str]]:
     """Expand PATH arguments (log dirs, partition dirs, segment files or globs, quoted or not) into absolute
     segment paths in (directory, base offset) order, and the arguments that matched nothing.
 
     Every directory below an argument that holds ``<20 digits>.log`` files counts as a partition directory, so a
     fleet mount (``/mnt/brokers/*/kafka-logs``) works as well as one log dir. Transient files (``.log.deleted``,
-    ``.cleaned``, ``.swap``) are not segments and are skipped.
+    ``.cleaned``, ``.swap``) are not segments and are skipped; with ``listing``, they and the directories that
+    cannot be listed are collected there (``scan.listing``).
     """
     found: set[str] = set()
     missing: list[str] = []
@@ -95,7 +102,7 @@ def expand(args: list[str]) -> tuple[list[str], list[str]]:
         hits = 0
         for m in matches:
             if os.path.isdir(m):
-                segs = _segments_in(m)
+                segs = _segments_in(m, listing)
             elif os.path.isfile(m):
                 segs = [m]
             else:
