@@ -59,8 +59,8 @@ def test_segment_deleted_between_listing_and_opening_is_a_vanished_note(tmp_path
     ld, victim = _logdir(tmp_path)
     real = paths.expand
 
-    def expand_then_delete(args):
-        found = real(args)
+    def expand_then_delete(*args):
+        found = real(*args)
         victim.unlink()  # retention deleted it after the listing
         return found
 
