@@ -117,13 +117,14 @@ class _SegmentScan:
         reported the same range already; adjacent unreadable ranges of consecutive windows are one row; notes
         (``vanished``, ``truncated-during-read``) are info rows."""
         key = (f.kind, f.start, f.end)
-        if key in self.seen:
+        if key in self.seen or any(k == f.kind and a <= f.start and f.end <= b for k, a, b in self.seen_verify):
             return
         last = self.problems[-1] if self.problems else None
         if (f.kind == UNREADABLE and last is not None and last["kind"] == UNREADABLE and last["end"] == f.start
                 and (UNREADABLE, last["position"], last["end"]) not in self.seen_verify):
             last["end"] = f.end
-            last["message"] = unreadable_findings(f.file, [(last["position"], f.end)], "I/O error reading with pread")[0].message
+            merged = unreadable_findings(f.file, [(last["position"], f.end)], "I/O error reading with pread")
+            last["message"] = merged[0].message
             self.seen.add((f.kind, last["position"], f.end))
             return
         self.seen.add(key)
