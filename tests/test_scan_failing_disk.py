@@ -94,7 +94,8 @@ def test_segment_truncated_after_verify_pass_is_a_note_and_rows_before_are_kept(
 
 
 @pytest.mark.parametrize(("name", "want"), [("t-2147483647", ("t", 2147483647)), ("t-2147483648", ("t-2147483648", None)),
-                                            ("t-" + "9" * 30, ("t-" + "9" * 30, None)), ("t-٣", ("t-٣", None))])
+                                            ("t-" + "9" * 30, ("t-" + "9" * 30, None)), ("t-٣", ("t", 3)),
+                                            ("t-²", ("t-²", None))])
 def test_partition_number_beyond_int32_is_no_partition(name, want):
     from kafkalog_cli.scan.paths import parse_partition_dir
 

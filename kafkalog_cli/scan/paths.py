@@ -49,7 +49,7 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
     topic, dash, num = tp.rpartition("-")
     # Kafka parses the number with ``toInt`` (core/src/main/scala/kafka/log/LocalLog.scala:667): a number that does
     # not fit a signed 32-bit int makes the name no partition directory (and never an OverflowError here)
-    if dash and num.isascii() and num.isdigit() and topic and int(num) <= MAX_PARTITION:
+    if dash and num.isdecimal() and topic and int(num) <= MAX_PARTITION:  # Unicode Nd digits too, as parseInt
         return topic, int(num)
     return name, None
 
