@@ -14,6 +14,7 @@ if shutil.which("java") is None:
     pytest.skip("Java is not on PATH (the Spark engine needs a JVM)", allow_module_level=True)
 
 from scan_data import load_sorted, make_logdir, realdata_dirs  # noqa: E402
+from test_failing_disk import bad_disk  # noqa: E402, F401 - a fixture
 
 from kafkalog_cli.scan import output  # noqa: E402
 from kafkalog_cli.scan.local_engine import run_local  # noqa: E402
@@ -75,3 +76,19 @@ def test_spark_schema_matches_arrow_schema(spark) -> None:
         st = spark_schema(name)
         assert [f.name for f in st.fields] == schema.names
         assert [f.nullable for f in st.fields] == [f.nullable for f in schema]
+
+
+def test_spark_worker_reports_exact_unreadable_range_like_local(tmp_path: Path, spark, bad_disk) -> None:  # noqa: F811
+    """Real EIO (the FUSE file system of test_failing_disk.py) read by the Spark executors' worker path: the same
+    exact page-rounded range and the same rows as the local engine."""
+    from test_failing_disk import BAD, BAD_PAGES, SEG_NAME, _segment
+
+    disk = bad_disk({f"t-0/{SEG_NAME}": _segment(), f"t-1/{SEG_NAME}": _segment()}, {f"t-0/{SEG_NAME}": [BAD]})
+    segments, _ = expand([str(disk.mnt)])
+    local, remote = _both(segments, tmp_path, spark, records=False)
+    bad = [(p["partition_dir"], p["position"], p["end"]) for p in load_sorted(remote, "problems")
+           if p["kind"] == "unreadable"]
+    assert bad == [("t-0", *BAD_PAGES)]
+    for name in ("batches", "problems"):
+        assert load_sorted(local, name) == load_sorted(remote, name), name
+    assert len(load_sorted(remote, "batches")) == 195

@@ -15,9 +15,9 @@ pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 from scan_data import load_sorted, make_corrupt_fleet, make_logdir  # noqa: E402
 
-from kafkalog_cli.scan import output  # noqa: E402
+from kafkalog_cli.scan import output, verify_pass  # noqa: E402
 from kafkalog_cli.scan import window as window_mod  # noqa: E402
-from kafkalog_cli.scan.extract import scan_segment, scan_segment_chunks  # noqa: E402
+from kafkalog_cli.scan.extract import scan_segment_chunks  # noqa: E402
 from kafkalog_cli.scan.local_engine import run_local  # noqa: E402
 from kafkalog_cli.scan.output import DatasetWriter  # noqa: E402
 from kafkalog_cli.scan.partition import COLUMNS, PartitionPass, partition_problems  # noqa: E402
@@ -25,7 +25,7 @@ from kafkalog_cli.scan.paths import expand  # noqa: E402
 from kafkalog_cli.scan.schema import BATCHES, SCHEMA_VERSION, TIMESTAMP, VERSION_KEY  # noqa: E402
 from kafkalog_cli.scan.summary import summarize  # noqa: E402
 from kafkalog_cli.scan.work import CRASH_ENV  # noqa: E402
-from kafkalog_cli.storage import accel  # noqa: E402
+from kafkalog_cli.storage import accel, safe_read  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -184,26 +184,35 @@ def test_streaming_partition_pass_matches_the_reference(seed: int) -> None:
         assert got == expected, vector_from
 
 
-def test_unreadable_window_becomes_a_located_problem(logdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    seg = str(logdir / "orders-0" / "00000000000000000020.log")
-    real = os.pread
+def test_unreadable_window_becomes_a_located_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows read through safe_read.read_into: pages that fail are probed one by one, reported as one
+    page-rounded ``unreadable`` range (consecutive windows merged), and the batches before them are kept."""
+    from verify_helpers import make_segment
 
-    def failing_pread(fd: int, n: int, offset: int) -> bytes:
-        if offset > 0:
+    (tmp_path / "t-0").mkdir()
+    seg = str(tmp_path / "t-0" / "00000000000000000000.log")
+    Path(seg).write_bytes(make_segment(10, records=4, value_size=500).data)  # 10 batches of 2105 bytes
+    real = os.preadv
+    calls = {"n": 0}
+
+    def failing_preadv(fd: int, bufs: list, offset: int) -> int:
+        if offset >= 8192:
+            calls["n"] += 1
             raise OSError(errno.EIO, "Input/output error")
-        return real(fd, n, offset)
+        return real(fd, bufs, offset)
 
-    monkeypatch.setattr(window_mod.os, "pread", failing_pread)
-    rows = scan_segment(seg, use_accel=True) if accel.module() else scan_segment(seg)
-    assert rows["batches"]  # the first window was read
-    monkeypatch.setattr(window_mod, "WINDOW", 64)
+    monkeypatch.setattr(verify_pass, "verify", lambda path: ([], {}, False))  # only the windows see the bad disk
+    monkeypatch.setattr(safe_read.os, "preadv", failing_preadv)
+    size = os.path.getsize(seg)
     rows = {name: [] for name in ("batches", "problems")}
     for name, t in scan_segment_chunks(seg, window=300):
         rows[name].extend(t.to_pylist())
+    assert calls["n"]
     bad = [p for p in rows["problems"] if p["kind"] == "unreadable"]
-    assert len(bad) == 1 and bad[0]["position"] % 4096 == 0 and bad[0]["end"] % 4096 == 0
-    assert bad[0]["end"] > bad[0]["position"] and "Input/output error" in bad[0]["message"]
-    assert len(rows["batches"]) == 1  # the batch in the first window; the rest of the file is unreadable
+    assert len(bad) == 1 and bad[0]["position"] == 8192  # the first bad page; no row per window or per page
+    assert bad[0]["end"] > 8192 and (bad[0]["end"] % 4096 == 0 or bad[0]["end"] == size)
+    assert "could not be read" in bad[0]["message"] and bad[0]["severity"] == "error"
+    assert [b["position"] for b in rows["batches"]] == [0, 2105, 4210, 6315]  # the batches before the bad pages
 
 
 def test_a_dying_worker_loses_no_other_partition(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

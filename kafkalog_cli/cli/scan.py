@@ -6,11 +6,15 @@ import os
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, install_hint, line_writers
 from kafkalog_cli.errors import KafkalogError
+
+if TYPE_CHECKING:
+    from kafkalog_cli.scan.listing import Listing
 
 
 @click.command(
@@ -106,8 +110,11 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
                      "disks", "give --out a path every executor and this host share, or use --engine local")
         elif uri.is_uri(out_dir):
             fail(f"{out_dir}: unsupported --out URI (use a path, file:///path or s3://bucket/prefix)")
+    from kafkalog_cli.scan.listing import Listing
+
+    listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
     try:
-        segments, unmatched = expand(list(paths))
+        segments, unmatched = expand(list(paths), listing)
     except (OSError, ValueError) as exc:
         fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
     for arg in unmatched:
@@ -165,7 +172,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         names = ["batches", "problems"] + (["records"] if records else [])
         t0 = time.perf_counter()
         try:
-            summary = _run(engine, segments, staging, records, master, jobs, spark_settings)
+            summary = _run(engine, segments, staging, records, master, jobs, spark_settings, listing)
             source = fleet.source_key(segments)
             fleet.publish(target, scan_id, source, names)
             if remote_out is not None:  # publish to the bucket: upload, then drop this source's older objects
@@ -186,8 +193,9 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
 
 
 def _run(engine: str, segments: list[str], target: str, records: bool, master: str | None, jobs: int,
-         spark_settings: dict[str, str]) -> dict:
-    """Run one engine into ``target``; the report's aggregates."""
+         spark_settings: dict[str, str], listing: Listing) -> dict:
+    """Run one engine into ``target``, then the listing's problem rows (unlistable directories, leftovers); the
+    report's aggregates."""
     if engine == "spark":
         from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
         from kafkalog_cli.scan.spark_engine import run_spark
@@ -197,12 +205,14 @@ def _run(engine: str, segments: list[str], target: str, records: bool, master: s
             run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
         except ExecutorEnvironmentError as exc:
             fail(str(exc))
+        listing.write(target)
         return summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
     from kafkalog_cli.scan.local_engine import run_local
     from kafkalog_cli.scan.summary import Summary
 
     acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
     run_local(segments, target, records=records, jobs=jobs, summary=acc)
+    acc.add("problems", listing.write(target))
     return acc.result()
 
 
@@ -210,7 +220,7 @@ def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | N
             fmt: str) -> None:
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
-    if summary["problems"]["total"]:
+    if any(n for sev, n in summary["problems"]["by_severity"].items() if sev != "info"):  # notes are not problems
         code = EXIT_PROBLEMS
     if unmatched or summary["totals"]["unreadable"]:
         code = EXIT_USAGE

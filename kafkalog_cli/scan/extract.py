@@ -20,14 +20,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import UNREADABLE, KafkalogError, ReadFinding
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan import verify_pass
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import DATASETS, RECORDS, WIRE
-from kafkalog_cli.scan.window import WINDOW, WindowError, open_segment, read_window
+from kafkalog_cli.scan.window import WINDOW, open_segment, read_window
 from kafkalog_cli.storage import accel
+from kafkalog_cli.storage.safe_read import shrink_finding, unreadable_findings, vanished_finding
 from kafkalog_cli.storage.segment import read_entry
 
 MAX_BATCH_SIZE = verify_pass.MAX_BATCH_SIZE
@@ -80,6 +81,9 @@ class _SegmentScan:
         self.rows: list[tuple] = []  # Python-built batch rows not yet in a table
         self.pieces: list[pa.Table] = []
         self.rec: dict[str, list[Any]] = {f.name: [] for f in RECORDS if f.name not in self.loc}
+        self.seen: set[tuple[str, int, int]] = set()  # read findings already reported (by verify's pass or by us)
+        self.seen_verify: set[tuple[str, int, int]] = set()
+        self.shrunk = False
 
     def problem(self, position: int, end: int, kind: str, message: str, offset: int | None = None) -> None:
         self.problems.append(verify_pass.problem(self.path, position, end, kind, message, offset=offset))
@@ -88,9 +92,13 @@ class _SegmentScan:
     def run(self) -> Iterator[tuple[str, pa.Table]]:
         found, regions, unreadable = verify_pass.verify(self.path)
         self.problems.extend(found)
-        if not unreadable:
+        self.seen = {(p["kind"], p["position"], p["end"]) for p in found if p["kind"] == UNREADABLE}
+        self.seen_verify = set(self.seen)
+        if not unreadable and not any(p["kind"] == "vanished" and p["end"] == 0 for p in found):
             try:
                 fd, n = open_segment(self.path)
+            except FileNotFoundError:  # deleted between verify's open and ours: a note, as verify gives it
+                self.finding(vanished_finding(self.path))
             except OSError as exc:
                 self.problem(0, 0, "unreadable", f"cannot open: {os.strerror(exc.errno) if exc.errno else exc}")
             else:
@@ -103,6 +111,34 @@ class _SegmentScan:
         if self.rec["offset"]:
             yield "records", self._records_table()
         yield "problems", self._problems_table()
+
+    def finding(self, f: ReadFinding) -> None:
+        """What the disk did to one of our windows (``storage.safe_read``), as a problem row unless verify's pass
+        reported the same range already; adjacent unreadable ranges of consecutive windows are one row; notes
+        (``vanished``, ``truncated-during-read``) are info rows."""
+        key = (f.kind, f.start, f.end)
+        if key in self.seen or any(k == f.kind and a <= f.start and f.end <= b for k, a, b in self.seen_verify):
+            return
+        last = self.problems[-1] if self.problems else None
+        if (f.kind == UNREADABLE and last is not None and last["kind"] == UNREADABLE and last["end"] == f.start
+                and (UNREADABLE, last["position"], last["end"]) not in self.seen_verify):
+            last["end"] = f.end
+            merged = unreadable_findings(f.file, [(last["position"], f.end)], "I/O error reading with pread")
+            last["message"] = merged[0].message
+            self.seen.add((f.kind, last["position"], f.end))
+            return
+        self.seen.add(key)
+        self.problems.append(verify_pass.problem(f.file, f.start, f.end, f.kind, f.message,
+                                                 verify_pass.INFO if f.is_note else "error"))
+
+    def _read(self, fd: int, pos: int, length: int, n: int) -> bytearray:
+        w, findings = read_window(fd, self.path, pos, length, n)
+        for f in findings:
+            self.finding(f)
+        if len(w) < length and not self.shrunk:
+            self.shrunk = True
+            self.finding(shrink_finding(self.path, pos + len(w), n))
+        return w
 
     def _walk(self, fd: int, n: int, regions: dict[int, tuple[int, str]]) -> Iterator[tuple[str, pa.Table]]:
         starts = sorted(regions)
@@ -121,12 +157,9 @@ class _SegmentScan:
             stop = starts[ri] if ri < len(starts) else n
             length = min(stop - pos, max(want, self.window))
             want = self.window
-            try:
-                w = read_window(fd, self.path, pos, length)
-            except WindowError as exc:
-                self.problems.append(exc.problem)
-                pos = stop  # entry boundaries after an unreadable range are unknown until the next region
-                continue
+            w = self._read(fd, pos, length, n)
+            if len(w) < length:  # the file shrank under us: walk what is there, then stop
+                n = stop = pos + len(w)
             rel, why = self._window_rows(w, pos)
             if why != "end":  # bytes that are no entry outside any region: only when verify dropped problems
                 yield from self._chunk()
@@ -190,11 +223,7 @@ class _SegmentScan:
 
     def _crc_row(self, fd: int, pos: int, n: int) -> None:
         """The row of a batch whose header is sound and whose checksum fails (verify's ``crc-mismatch`` region)."""
-        try:
-            head = read_window(fd, self.path, pos, min(n - pos, C.V2_HEADER))
-        except WindowError as exc:
-            self.problems.append(exc.problem)
-            return
+        head = self._read(fd, pos, min(n - pos, C.V2_HEADER), n)
         if len(head) < 17:
             return
         magic = head[16]

@@ -312,7 +312,8 @@ class _Pool:
 
     def _fault(self, path: str, exitcode: int | None) -> None:
         how = f"signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
-        row = {**locate(path).as_dict(), "file": os.path.basename(path), "position": 0, "end": _size(path),
+        loc = locate(path)
+        row = {**loc.as_dict(), "file": loc.segment, "position": 0, "end": 0,  # end 0: the file as a whole
                "kind": "unreadable", "severity": "error", "offset": None,
                "message": f"the scan worker died ({how}) twice while reading this segment (a failing disk, or the file "
                           "changed under the scan); rows of it before that point are kept; copy the file off the disk "

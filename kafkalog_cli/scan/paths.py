@@ -11,12 +11,17 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.storage.layout import SEGMENT_RE, is_scannable_segment
+
+if TYPE_CHECKING:
+    from kafkalog_cli.scan.listing import Listing
 
 __all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
 
 # <topic>-<partition>[.<32 hex>-(delete|future|stray)]
+MAX_PARTITION = 2**31 - 1  # Java's Int.MaxValue
 _SUFFIXED = re.compile(r"^(?P<tp>.+)\.[0-9a-fA-F]{32}-(?:delete|future|stray)$")
 
 
@@ -46,9 +51,17 @@ def parse_partition_dir(name: str) -> tuple[str, int | None]:
     m = _SUFFIXED.match(name)
     tp = m.group("tp") if m else name
     topic, dash, num = tp.rpartition("-")
-    if dash and num.isdigit() and topic:
+    # Kafka parses the number with ``toInt`` (core/src/main/scala/kafka/log/LocalLog.scala:667): a number that does
+    # not fit a signed 32-bit int makes the name no partition directory (and never an OverflowError here)
+    if dash and num.isdecimal() and topic and int(num) <= MAX_PARTITION:  # Unicode Nd digits too, as parseInt
         return topic, int(num)
     return name, None
+
+
+def display_name(name: str) -> str:
+    """A file or directory name as valid UTF-8 text (Parquet strings must be): bytes that are not UTF-8 (an
+    ``os.listdir`` name with surrogate escapes) are shown as ``\\xNN``, so the row names the file unambiguously."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def locate(path: str) -> Location:
@@ -69,7 +82,8 @@ def locate(path: str) -> Location:
         path = os.path.abspath(path)
     part_dir = os.path.dirname(path)
     topic, partition = parse_partition_dir(os.path.basename(part_dir))
-    return Location(os.path.dirname(part_dir), topic, partition, os.path.basename(part_dir), os.path.basename(path))
+    return Location(display_name(os.path.dirname(part_dir)), display_name(topic), partition,
+                    display_name(os.path.basename(part_dir)), display_name(os.path.basename(path)))
 
 
 def segment_sort_key(path: str) -> tuple[str, int, str]:
@@ -81,21 +95,24 @@ def segment_sort_key(path: str) -> tuple[str, int, str]:
     return os.path.dirname(os.path.abspath(path)), base, name
 
 
-def _segments_in(directory: str) -> list[str]:
+def _segments_in(directory: str, listing: Listing | None = None) -> list[str]:
     out = []
-    for root, dirs, files in os.walk(directory):
+    for root, dirs, files in os.walk(directory, onerror=listing.walk_error if listing is not None else None):
         dirs.sort()
         out.extend(os.path.join(root, f) for f in files if is_scannable_segment(os.path.join(root, f)))
+        if listing is not None:
+            listing.saw(root, files)
     return out
 
 
-def expand(args: list[str]) -> tuple[list[str], list[str]]:
+def expand(args: list[str], listing: Listing | None = None) -> tuple[list[str], list[str]]:
     """Expand PATH arguments (log dirs, partition dirs, segment files or globs, quoted or not) into absolute
     segment paths in (directory, base offset) order, and the arguments that matched nothing.
 
     Every directory below an argument that holds ``<20 digits>.log`` files counts as a partition directory, so a
     fleet mount (``/mnt/brokers/*/kafka-logs``) works as well as one log dir. Transient files (``.log.deleted``,
-    ``.cleaned``, ``.swap``) are not segments and are skipped.
+    ``.cleaned``, ``.swap``) are not segments and are skipped; with ``listing``, they and the directories that
+    cannot be listed are collected there (``scan.listing``).
     """
     from kafkalog_cli.scan import uri
 
@@ -113,7 +130,7 @@ def expand(args: list[str]) -> tuple[list[str], list[str]]:
         hits = 0
         for m in matches:
             if os.path.isdir(m):
-                segs = _segments_in(m)
+                segs = _segments_in(m, listing)
             elif os.path.isfile(m):
                 segs = [m]
             else:

@@ -135,7 +135,7 @@ class Summary:
         self.by_kind: dict[str, int] = {}
         self.severities: dict[str, int] = {}
         self.shown: list[tuple[tuple, int, dict[str, Any]]] = []
-        self.problems = self.unreadable = self.seq = 0
+        self.problems = self.unreadable = self.unreadable_ranges = self.seq = 0
 
     def add(self, name: str, table: pa.Table) -> None:
         """A chunk as the engine built it (any column order, timestamps as timestamps, strings as dictionaries)."""
@@ -158,7 +158,12 @@ class Summary:
             return
         parts = self.parts
         self.problems += pr.num_rows
-        self.unreadable += int(pc.sum(pc.equal(pr.column("kind"), lit("unreadable", pa.string()))).as_py() or 0)
+        # ``unreadable`` with a byte range: pages the disk could not deliver (the rest was scanned; exit 1); with
+        # ``end == 0``: the file as a whole (cannot open, the worker died on it; exit 2)
+        bad = pc.equal(pr.column("kind"), lit("unreadable", pa.string()))
+        whole = pc.and_(bad, pc.equal(pr.column("end"), lit(0, pa.int64())))
+        self.unreadable += int(pc.sum(whole).as_py() or 0)
+        self.unreadable_ranges += int(pc.sum(bad).as_py() or 0) - int(pc.sum(whole).as_py() or 0)
         for r in pc.value_counts(pr.column("severity")).to_pylist():
             self.severities[r["values"]] = self.severities.get(r["values"], 0) + r["counts"]
         for r in _groups(pr, [("position", "count")], ["kind"]):
@@ -204,7 +209,8 @@ class Summary:
                 "batches": self.batches,
                 "records": sum(e["records"] for e in partitions),
                 "bytes": sum(e["bytes"] for e in partitions),
-                "unreadable": self.unreadable,
+                "unreadable": self.unreadable,  # files unreadable as a whole (exit 2)
+                "unreadable_ranges": self.unreadable_ranges,  # byte ranges that could not be read (exit 1)
             },
         }
 

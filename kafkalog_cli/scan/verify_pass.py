@@ -17,21 +17,26 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from kafkalog_cli.scan.paths import display_name
+
 MAX_BATCH_SIZE = 256 * 1024 * 1024
 MAX_PROBLEMS = 100_000  # per segment; more are counted in one ``problems-dropped`` row
 MADV_DONTNEED = 4  # Linux
 DROP_ABOVE = 16 << 20  # smaller segments are not worth the /proc lookup
 INFO = "info"
+# the disk's notes (storage/safe_read.py: the file was deleted or shortened while read, normal on a live broker) are
+# kept as info rows; verify's other info notes are not problems of the scan
+READ_NOTES = frozenset({"vanished", "truncated-during-read"})
 # kinds verify reports for a region whose bytes are not a valid entry (``_Walker.on_bad``); every other kind is a
 # finding about a valid entry, which still gets its batch row
 REGION_KINDS = frozenset({"truncated", "bad-magic", "bad-size", "size-too-large", "crc-mismatch", "bad-codec",
-                          "zero-tail", "zero-filled", "unreadable"})
+                          "zero-tail", "zero-filled", "unreadable", "partial-entry"})
 
 
 def problem(file: str, position: int, end: int, kind: str, message: str, severity: str = "error",
             offset: int | None = None) -> dict[str, Any]:
     """A problem row without its location columns."""
-    return {"file": os.path.basename(file), "position": position, "end": end, "kind": kind, "severity": severity,
+    return {"file": display_name(os.path.basename(file)), "position": position, "end": end, "kind": kind, "severity": severity,
             "message": message, "offset": offset}
 
 
@@ -51,7 +56,7 @@ def verify(path: str) -> tuple[list[dict[str, Any]], dict[int, tuple[int, str]],
         d = p.to_dict()
         if d["file"] == path and d["end"] > d["position"] and d["kind"] in REGION_KINDS:
             regions.setdefault(d["position"], (d["end"], d["kind"]))
-        if d.get("severity", "error") == INFO:
+        if d.get("severity", "error") == INFO and d["kind"] not in READ_NOTES:
             continue
         problems.append(problem(d["file"], d["position"], d["end"], d["kind"], d["message"],
                                 d.get("severity", "error"), d.get("offset")))

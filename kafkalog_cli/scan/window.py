@@ -1,38 +1,33 @@
-"""Reading a segment in windows of a few MiB with ``os.pread``, instead of keeping the whole file mapped.
+"""Reading a segment in windows of a few MiB with ``pread``, instead of keeping the whole file mapped.
 
 Why: a mapped page counts in the process's RSS once touched, so walking a 1 GiB segment through one mmap costs
 1 GiB of RSS (and evicts that much of a live broker's page cache from everyone else's working set). A ``pread``
 window is a private buffer that is dropped when the next one is read, so memory stays flat in the segment size.
-And a read error comes back as an ``OSError`` (EIO on a failing disk) instead of a SIGBUS that kills the process.
 
-``read_window`` is the one place that touches the file: it is where the issue-13 reader (located ``unreadable`` /
-``vanished`` / ``truncated-during-read`` findings) plugs in later.
+``read_window`` is the one place the row walk touches the file, and it reads through ``storage.safe_read.read_into``
+(the same ddrescue-style prober every other read path uses, not a second implementation): a failing window is
+probed page by page, unreadable pages come back as zeros and as located ``unreadable`` findings rounded to 4 KiB
+pages, and a file that shrank under us gives the bytes still there and a ``truncated-during-read`` note.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from typing import Any
+import stat
+
+from kafkalog_cli.errors import ReadFinding
+from kafkalog_cli.storage.safe_read import merge_pages, read_into, unreadable_findings
 
 WINDOW = 4 << 20  # bytes per pread window (a few MiB: big enough that the per-window Python work is noise)
 PAGE = 4096
 
 
-class WindowError(Exception):
-    """A window could not be read; ``problem`` is the located finding (kind ``unreadable``, page-rounded range)."""
-
-    def __init__(self, problem: dict[str, Any]) -> None:
-        super().__init__(problem["message"])
-        self.problem = problem
-
-
 def open_segment(path: str) -> tuple[int, int]:
-    """(fd, size) of a segment opened read-only for sequential windows. Raises OSError."""
+    """(fd, size) of a segment opened read-only for sequential windows. Raises OSError (FileNotFoundError when the
+    file vanished after it was listed)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        import stat
-
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
@@ -44,18 +39,15 @@ def open_segment(path: str) -> tuple[int, int]:
         raise
 
 
-def read_window(fd: int, path: str, offset: int, length: int) -> bytes:
-    """``length`` bytes at ``offset`` (fewer at the end of the file). An OSError becomes a WindowError whose problem
-    covers the pages of the failed read, so the caller can report it and go on with the next readable region."""
-    try:
-        return os.pread(fd, length, offset)
-    except OSError as exc:
-        start = offset - offset % PAGE
-        end = -(-(offset + length) // PAGE) * PAGE
-        what = os.strerror(exc.errno) if exc.errno else str(exc)
-        raise WindowError({
-            "file": os.path.basename(path), "position": start, "end": end, "kind": "unreadable", "severity": "error",
-            "message": f"read of bytes {start}..{end} failed: {what} (errno {exc.errno}); the batches in this range "
-                       "are not listed; copy the file off the disk (ddrescue) and scan the copy",
-            "offset": None,
-        }) from None
+def read_window(fd: int, path: str, offset: int, length: int, size: int | None = None) -> tuple[bytearray,
+                                                                                             list[ReadFinding]]:
+    """(bytes, findings) for ``length`` bytes at ``offset``. Unreadable pages are zeros in the bytes and
+    ``unreadable`` findings (page-rounded, clipped to ``size``, the file size the caller saw); fewer bytes than asked means the file
+    ends there (the caller, who knows the size it saw at open, tells whether it shrank: ``shrink_finding``)."""
+    buf = bytearray(length)
+    got, pages = read_into(fd, memoryview(buf), offset)
+    end = offset + got if got < length else max(offset + length, size or 0)  # pages are whole up to the file end
+    findings = unreadable_findings(path, merge_pages(pages, end), "I/O error reading with pread")
+    if got < length:
+        del buf[got:]
+    return buf, findings

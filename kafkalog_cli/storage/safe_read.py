@@ -129,7 +129,11 @@ def read_into(fd: int, buf: memoryview, start: int = 0, *, window: int = WINDOW)
     except (OSError, AttributeError):
         pass
     end_seen = start + n
-    for a, b in data_extents(fd, start, start + n):
+    try:  # a file that shrank: the extents stop at its end, and the bytes after it are not a hole
+        end_seen = max(start, min(end_seen, os.fstat(fd).st_size))
+    except OSError:
+        pass
+    for a, b in data_extents(fd, start, end_seen):
         pos = a
         while pos < b:
             q = min(b, pos + window)
