@@ -40,7 +40,9 @@ def iter_dataset(out_dir: str, name: str, columns: list[str], dictionary: bool =
 
     for f, values in dataset_files(path):  # broker_id=<id>/ directories, recursively
         # repeated strings (paths, names) stay dictionary-encoded: decoding them row by row is most of a read
-        pf = pq.ParquetFile(f, read_dictionary=[c for c in columns if c in dict_cols])
+        # (a column that is only in the directory name, as Spark's partitionBy writes it, cannot be asked for)
+        in_file = set(pq.read_schema(f).names)
+        pf = pq.ParquetFile(f, read_dictionary=[c for c in columns if c in dict_cols and c in in_file])
         present = [c for c in columns if c in pf.schema_arrow.names]
         missing = [DATASETS[name].field(c) for c in columns if c not in present]
         for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=present):
