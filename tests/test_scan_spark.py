@@ -127,3 +127,22 @@ def test_report_engine_options_are_checked() -> None:
     assert r.exit_code == 2 and "--engine spark" in r.output
     r = CliRunner().invoke(cli, ["report", "--replicas", "x", "y", "--engine", "spark"])
     assert r.exit_code == 2 and "without --replicas" in r.output
+
+
+def test_spark_reads_the_broker_topic_partitioning(tmp_path: Path, spark) -> None:
+    """Spark's own partition discovery on the local engine's broker_id=/topic= layout: both columns, the topic
+    unescaped (files keep the columns too: Spark takes them from the path), the same rows as kafkalog's reader."""
+    import shutil as sh
+
+    logdir = make_logdir(tmp_path)
+    (logdir / "meta.properties").write_text("node.id=9\n")
+    sh.copytree(logdir / "orders-0", logdir / "we:ird=t%p-0")
+    segments, _ = expand([str(logdir)])
+    out = tmp_path / "out"
+    output.prepare(str(out), False)
+    run_local(segments, str(out), jobs=1)
+    got = {(r["broker_id"], r["topic"], r["count"])
+           for r in spark.read.parquet(str(out / "batches")).groupBy("broker_id", "topic").count().collect()}
+    rows = load_sorted(out, "batches")
+    want = {(9, t, sum(1 for r in rows if r["topic"] == t)) for t in {r["topic"] for r in rows}}
+    assert got == want and any(t == "we:ird=t%p" for _b, t, _n in got)
