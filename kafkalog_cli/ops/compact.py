@@ -98,9 +98,6 @@ class Progress:
             self._advance(n)
 
 
-_NO_PROGRESS = Progress()
-
-
 @dataclass
 class SegmentStats:
     """What happens to one source segment (the dry run prints one line per segment)."""
@@ -368,13 +365,14 @@ class _SegFacts:
     next_offset: int = 0
 
 
-def _scan(segments: list[ps.Segment], progress: Progress = _NO_PROGRESS
+def _scan(segments: list[ps.Segment], progress: Progress | None = None
           ) -> tuple[dict[int, _SegFacts], dict[int, int | None], ps.LogFacts]:
     """Pass 1: validate every batch (size, CRC, offset order), replay producers and transactions, keep per-segment
     offsets and the control types (one per marker)."""
     seg_facts: dict[int, _SegFacts] = {}
     ctypes: dict[int, int | None] = {}
     order = _OrderCheck()
+    progress = progress or Progress()
     progress.add_total(sum(seg.size for seg in segments))
 
     def items():  # noqa: ANN202
@@ -593,10 +591,11 @@ def check_dedupe_buffer(memory: int) -> None:
 
 
 def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
-                    progress: Progress = _NO_PROGRESS) -> CompactPlan:
+                    progress: Progress | None = None) -> CompactPlan:
     """Compute everything ``compact`` would write, without writing. Raises RepairRefused when it must not run.
     ``progress`` hears of every segment each pass finished (pass 1, the offset map, the dry-run filter)."""
     opts = opts or CompactOptions()
+    progress = progress or Progress()
     check_dedupe_buffer(opts.dedupe_buffer_bytes)
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
@@ -784,13 +783,14 @@ class _Cleaner:
         self.groups: list[list[Part]] = []
         self.seg_ranges: dict[int, tuple[int, int]] = {}
 
-    def build_offset_map(self, start: int, progress: Progress = _NO_PROGRESS) -> int:
+    def build_offset_map(self, start: int, progress: Progress | None = None) -> int:
         """LogCleaner.buildOffsetMap over the parts below ``upper``; returns the end offset of the round
         (``offsetMap.latestOffset + 1``). When the map reaches slots x load factor, it stops at that record, as
         ``buildOffsetMapForSegment`` returns, and later segments are not read."""
         omap = self.omap
         dirty = [p for p in self.parts if p.base < self.upper]
         tracker = TxnTracker(ps.collect_aborted(self.segments, start, self.upper))
+        progress = progress or Progress()
         progress.add_total(sum(p.size for p in dirty))
         for i, part in enumerate(dirty):
             next_start = dirty[i + 1].base if i + 1 < len(dirty) else self.upper
@@ -1000,7 +1000,7 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes
 
 
 def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: bool = True,
-                       on_staged: Callable[[], None] | None = None, progress: Progress = _NO_PROGRESS) -> str:
+                       on_staged: Callable[[], None] | None = None, progress: Progress | None = None) -> str:
     """Write the plan through ``safety.Transaction``; return the backup directory.
 
     The groups are filtered again in plan order with a fresh round tracker: unchanged groups only advance it, changed
@@ -1011,6 +1011,7 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
     assert cleaner is not None
     pdir = plan.partition_dir
     tracker = TxnTracker()
+    progress = progress or Progress()
     progress.add_total(sum(p.size for g in plan.groups for p in g.parts))
     with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
         for g in plan.groups:
@@ -1047,7 +1048,7 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
 
 
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
-        keep_backup: bool = True, progress: Progress = _NO_PROGRESS) -> tuple[CompactPlan, list[str], str | None]:
+        keep_backup: bool = True, progress: Progress | None = None) -> tuple[CompactPlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
     from kafkalog_cli.ops import safety
 
