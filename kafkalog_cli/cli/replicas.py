@@ -69,9 +69,13 @@ Examples:
   kafkalog scan --records --out /srv/scan/b1 /mnt/b1/kafka-logs
   kafkalog scan --records --out /srv/scan/b2 /mnt/b2/kafka-logs
   kafkalog report --replicas /srv/scan/b1 /srv/scan/b2 --broker-ids /srv/scan/b1=1,/srv/scan/b2=2
+  kafkalog report /srv/scan/fleet --format json                  # the fleet report
+  kafkalog report /srv/scan/fleet --engine spark --master spark://head:7077
 
 \b
-For every topic-partition present on two or more brokers, the first divergent
+Without --replicas: the report 'kafkalog scan' prints, from the datasets only
+(--engine spark: aggregated by Spark SQL, same text and JSON). With --replicas:
+for every topic-partition present on two or more brokers, the first divergent
 offset and its kind, as compare-replicas computes them, written as a Parquet
 dataset (--out, default DATASET/divergence). Brokers come from --broker-ids
 (a dataset directory or a log_dir value = id), else the log_dir path.
@@ -89,7 +93,8 @@ unreadable datasets.""",
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Who aggregates the fleet report: this process (streaming), or Spark SQL on the executors.")
-@click.option("--master", default=None, help="Spark master URL for --engine spark (default: the site's, else local[*]).")
+@click.option("--master", default=None, metavar="URL",
+              help="Spark master URL for --engine spark (default: the site's, else local[*]).")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
               help="A Spark setting for --engine spark (repeatable); the site's spark-defaults.conf is kept.")
 def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, out_dir: str | None, fmt: str,
