@@ -215,3 +215,30 @@ def test_partitioned_writer_bounds_open_files(tmp_path: Path) -> None:
     assert sorted((r["topic"], r["position"]) for r in got) == sorted(
         [(t, i) for t in ("a", "b", "c", "a", "b.x", "c") for i in range(3)] + [("a", 0), ("a", 1), ("d", 0),
                                                                            ("d", 1), ("a", 0)])
+
+
+def test_summary_of_chunks_with_differing_dictionaries() -> None:
+    """The local engine feeds the report tables whose string columns are chunked dictionaries with a different
+    dictionary per chunk (chunks of several workers); the group-by of several partitions failed with
+    ArrowNotImplementedError "Unifying differing dictionaries" (a scan of ../shared/realdata with -j 2)."""
+    import pyarrow as pa
+
+    from kafkalog_cli.scan.summary import BATCH_COLUMNS, Summary
+
+    def chunk(topics: list[str]) -> pa.Table:
+        n = len(topics)
+        d = pa.dictionary(pa.int32(), pa.string())
+        cols = {"log_dir": pa.array(["/l"] * n).cast(d), "topic": pa.array(topics).cast(d),
+                "partition": pa.array([0] * n, pa.int32()), "partition_dir": pa.array([f"{t}-0" for t in topics]).cast(d),
+                "size": pa.array([100] * n, pa.int64()), "base_offset": pa.array(range(n), pa.int64()),
+                "last_offset": pa.array(range(n), pa.int64()), "count": pa.array([1] * n, pa.int32()),
+                "codec": pa.array(["none"] * n).cast(d), "first_timestamp": pa.array([5] * n, pa.int64()),
+                "max_timestamp": pa.array([6] * n, pa.int64()), "producer_id": pa.array([-1] * n, pa.int64()),
+                "partition_leader_epoch": pa.array([0] * n, pa.int32()), "crc_ok": pa.array([True] * n)}
+        return pa.table({c: cols[c] for c in BATCH_COLUMNS})
+
+    acc = Summary()
+    acc.add_batches(pa.concat_tables([chunk(["a", "b"]), chunk(["c", "a"])]))
+    parts = {p["topic"]: p for p in acc.result()["partitions"]}
+    assert {t: p["batches"] for t, p in parts.items()} == {"a": 2, "b": 1, "c": 1}
+    assert parts["a"]["bytes_by_codec"] == {"none": 200}

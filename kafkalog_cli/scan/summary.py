@@ -71,6 +71,7 @@ def _cast(col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
 def _groups(t: pa.Table, aggs: list[tuple[str, str]], extra: list[str] | None = None) -> list[dict[str, Any]]:
     if t.num_rows == 0:
         return []
+    t = t.unify_dictionaries()  # chunks of several workers or files: Acero's group-by wants one dictionary per column
     return t.group_by(KEY + (extra or []), use_threads=False).aggregate(aggs).to_pylist()
 
 
@@ -276,7 +277,7 @@ def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) ->
             ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
             ("pid", "distinct", pc.CountOptions(mode="only_valid")),
             ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
-    for r in t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist():
+    for r in t.unify_dictionaries().group_by(keys, use_threads=False).aggregate(aggs).to_pylist():
         _merge(parts, r, r["size_sum"], r["count_sum"], r["size_count"], r["good_base_min"], r["good_last_max"],
                r["first_ts_min"], r["last_ts_max"], r["pid_distinct"], r["epoch_distinct"])
     for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
@@ -327,5 +328,5 @@ def _one_partition(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, 
     if single is not None:
         codecs[single["codec"]] = codecs.get(single["codec"], 0) + (pc.sum(b.column("size")).as_py() or 0)
         return
-    for r in b.select(["codec", "size"]).group_by(["codec"], use_threads=False).aggregate([("size", "sum")]).to_pylist():
+    for r in b.select(["codec", "size"]).unify_dictionaries().group_by(["codec"], use_threads=False).aggregate([("size", "sum")]).to_pylist():
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
