@@ -336,3 +336,41 @@ def test_second_run_accepts_an_aborted_transaction_reduced_to_empty_batches(tmp_
     r2 = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert r2.exit_code in (0, 1), r2.stdout + r2.stderr
     assert "do not record" not in r2.stderr
+
+
+def test_compact_passes_report_progress_in_bytes(tmp_path):
+    """Issue 19: every pass reports the bytes it read through the progress callback, ending at its total; the engine
+    prints nothing (the bar is the command's)."""
+    from kafkalog_cli.ops.compact import Progress, run
+
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 5)
+    seg_bytes = sum(os.path.getsize(os.path.join(pdir, n)) for n in os.listdir(pdir) if n.endswith(".log"))
+    for execute in (False, True):
+        advanced: list[int] = []
+        totals: list[int] = []
+        progress = Progress(advanced.append, totals.append)
+        plan, _, written = run(pdir, CompactOptions(now_ms=NOW), execute=execute, backup_dir=str(tmp_path / "bk"),
+                               progress=progress)
+        assert plan.has_changes and (written is not None) == execute
+        assert totals == sorted(totals) and totals[-1] == progress.total  # the total only grows, pass by pass
+        assert sum(advanced) == progress.done == progress.total
+        # pass 1 reads every segment, the offset map and the filter the cleaned ones again, the execution once more
+        cleaned = plan.totals()["bytes_before"]
+        assert progress.total >= seg_bytes + (3 if execute else 2) * cleaned > seg_bytes
+
+
+def test_compact_progress_bar_only_on_a_terminal(tmp_path):
+    """The bar goes to stderr when it is a terminal (like dump's), never into a pipe."""
+    from shipping_helpers import python_argv, run_in_pty
+
+    pdir = str(tmp_path / "logs" / "t-0")
+    random_partition(pdir, 5)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "TERM": "xterm-256color", "COLUMNS": "120"}
+    argv = [*python_argv(), "compact", pdir, "--now-ms", str(NOW)]
+    code, raw = run_in_pty(argv, env, cwd=tmp_path)
+    assert code == 1 and b"compacting" in raw, raw[-500:]
+    piped = subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
+    assert piped.returncode == 1
+    assert b"compacting" not in piped.stderr + piped.stdout and b"\x1b" not in piped.stderr

@@ -84,8 +84,10 @@ def test_endpoint_flag_and_a_second_host_share_the_prefix(seaweed, logdir: Path,
     _download("s3://kafkalog/t2/fleet", tmp_path / "got", env)
     rows = load_sorted(tmp_path / "got", "batches")
     assert sorted({r["broker_id"] for r in rows}) == [5, 6]
-    assert sorted(p.parent.name for p in (tmp_path / "got" / "batches").rglob("*.parquet")) == \
+    assert sorted({p.parent.parent.name for p in (tmp_path / "got" / "batches").rglob("*.parquet")}) == \
         ["broker_id=5", "broker_id=6"]
+    assert {p.parent.name for p in (tmp_path / "got" / "batches").rglob("*.parquet")} == \
+        {f"topic={t}" for t in {r["topic"] for r in rows}}
 
 
 def test_spark_workers_read_objects(seaweed, logdir: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -92,3 +92,74 @@ def test_spark_worker_reports_exact_unreadable_range_like_local(tmp_path: Path, 
     for name in ("batches", "problems"):
         assert load_sorted(local, name) == load_sorted(remote, name), name
     assert len(load_sorted(remote, "batches")) == 195
+
+
+def test_fleet_report_spark_equals_local(tmp_path: Path, spark) -> None:
+    """``kafkalog report DATASET... --engine spark``: Spark SQL aggregates the shared dataset of two brokers (and a
+    second dataset) into the very report the local engine prints, text and JSON (only the engine's name and the
+    seconds differ)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    out = tmp_path / "fleet"
+    for broker in (1, 2):
+        logdir = make_logdir(tmp_path / f"host{broker}")
+        (logdir / "meta.properties").write_text(f"version=1\nnode.id={broker}\ncluster.id=abc\n")
+        r = CliRunner().invoke(cli, ["scan", str(logdir), "--out", str(out if broker == 1 else tmp_path / "b2"),
+                                     "-j", "1"])
+        assert r.exit_code == 1, r.output
+    runner = CliRunner()
+    docs, texts = {}, {}
+    for engine in ("local", "spark"):
+        args = ["report", str(out), str(tmp_path / "b2"), "--engine", engine]
+        r = runner.invoke(cli, [*args, "--format", "json"])
+        assert r.exit_code == 1, r.output
+        docs[engine] = json.loads(r.stdout)
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 1, r.output
+        texts[engine] = r.stdout.splitlines()
+    assert docs["spark"]["engine"] == "spark"
+    for doc in docs.values():
+        del doc["engine"], doc["seconds"]
+    assert docs["spark"] == docs["local"]
+    assert docs["local"]["totals"]["partitions"] >= 4 and docs["local"]["problems"]["total"]
+    assert {p["log_dir"] for p in docs["local"]["partitions"]} == {str(tmp_path / f"host{b}" / "kafka-logs")
+                                                                  for b in (1, 2)}
+    footer = [i for i, line in enumerate(texts["local"]) if "scanned by the" in line]
+    assert len(footer) == 1
+    same = [line for i, line in enumerate(texts["local"]) if i != footer[0]]
+    assert [line for line in texts["spark"] if "scanned by the" not in line] == same
+    assert "scanned by the spark engine" in "\n".join(texts["spark"])
+
+
+def test_report_engine_options_are_checked() -> None:
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["report", "x", "--master", "local[1]"])
+    assert r.exit_code == 2 and "--engine spark" in r.output
+    r = CliRunner().invoke(cli, ["report", "--replicas", "x", "y", "--engine", "spark"])
+    assert r.exit_code == 2 and "without --replicas" in r.output
+
+
+def test_spark_reads_the_broker_topic_partitioning(tmp_path: Path, spark) -> None:
+    """Spark's own partition discovery on the local engine's broker_id=/topic= layout: both columns, the topic
+    unescaped (files keep the columns too: Spark takes them from the path), the same rows as kafkalog's reader."""
+    import shutil as sh
+
+    logdir = make_logdir(tmp_path)
+    (logdir / "meta.properties").write_text("node.id=9\n")
+    sh.copytree(logdir / "orders-0", logdir / "we:ird=t%p-0")
+    segments, _ = expand([str(logdir)])
+    out = tmp_path / "out"
+    output.prepare(str(out), False)
+    run_local(segments, str(out), jobs=1)
+    got = {(r["broker_id"], r["topic"], r["count"])
+           for r in spark.read.parquet(str(out / "batches")).groupBy("broker_id", "topic").count().collect()}
+    rows = load_sorted(out, "batches")
+    want = {(9, t, sum(1 for r in rows if r["topic"] == t)) for t in {r["topic"] for r in rows}}
+    assert got == want and any(t == "we:ird=t%p" for _b, t, _n in got)

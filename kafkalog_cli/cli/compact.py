@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers
 from kafkalog_cli.render.jsondoc import versioned
 
 
@@ -74,8 +74,14 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     except ValueError as exc:
         fail(str(exc), "give --dedupe-buffer-bytes 48 or more (the broker's default is 134217728)")
     try:
-        plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
-                                          keep_backup=not no_backup)
+        # a progress bar on stderr only when it is a terminal (pipes and logs never see it), as dump and verify-crc
+        if sys.stderr.isatty():
+            with ByteProgress("compacting") as (advance, set_total):
+                plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
+                                                  keep_backup=not no_backup, progress=cp.Progress(advance, set_total))
+        else:
+            plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
+                                              keep_backup=not no_backup)
     except RepairRefused as exc:
         fail(exc.describe(), exc.hint or "nothing was changed; stop the broker (or the other kafkalog command) if it "
              "holds the log directory, and run again")

@@ -69,9 +69,13 @@ Examples:
   kafkalog scan --records --out /srv/scan/b1 /mnt/b1/kafka-logs
   kafkalog scan --records --out /srv/scan/b2 /mnt/b2/kafka-logs
   kafkalog report --replicas /srv/scan/b1 /srv/scan/b2 --broker-ids /srv/scan/b1=1,/srv/scan/b2=2
+  kafkalog report /srv/scan/fleet --format json                  # the fleet report
+  kafkalog report /srv/scan/fleet --engine spark --master spark://head:7077
 
 \b
-For every topic-partition present on two or more brokers, the first divergent
+Without --replicas: the report 'kafkalog scan' prints, from the datasets only
+(--engine spark: aggregated by Spark SQL, same text and JSON). With --replicas:
+for every topic-partition present on two or more brokers, the first divergent
 offset and its kind, as compare-replicas computes them, written as a Parquet
 dataset (--out, default DATASET/divergence). Brokers come from --broker-ids
 (a dataset directory or a log_dir value = id), else the log_dir path.
@@ -87,14 +91,25 @@ unreadable datasets.""",
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Where the divergence dataset goes (default: <first DATASET>/divergence).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, out_dir: str | None, fmt: str) -> None:
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="Who aggregates the fleet report: this process (streaming), or Spark SQL on the executors.")
+@click.option("--master", default=None, metavar="URL",
+              help="Spark master URL for --engine spark (default: the site's, else local[*]).")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting for --engine spark (repeatable); the site's spark-defaults.conf is kept.")
+def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, out_dir: str | None, fmt: str,
+           engine: str, master: str | None, confs: tuple[str, ...]) -> None:
     """The scan report of one or more scan datasets (a fleet's shared --out), without re-reading segments; with
     --replicas, replica divergence across scan datasets of several brokers (the fleet form of compare-replicas)."""
     import json
     import os
 
+    if replicas and (engine != "local" or master is not None or confs):
+        fail("--engine, --master and --conf apply to the fleet report only (without --replicas)", "drop them")
+    if engine != "spark" and (master is not None or confs):
+        fail("--master and --conf apply to --engine spark only", "add --engine spark")
     if not replicas:
-        _fleet_report(datasets, fmt)
+        _fleet_report(datasets, fmt, engine, master, confs)
 
     import pyarrow.parquet as pq
 
@@ -137,9 +152,11 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
     sys.exit(EXIT_PROBLEMS if any(r["first_divergent_offset"] is not None for r in rows) else EXIT_CLEAN)
 
 
-def _fleet_report(datasets: tuple[str, ...], fmt: str) -> None:
+def _fleet_report(datasets: tuple[str, ...], fmt: str, engine: str = "local", master: str | None = None,
+                  confs: tuple[str, ...] = ()) -> None:
     """``kafkalog report DATASET...``: the same report (text or JSON, same keys) that ``kafkalog scan`` prints,
-    aggregated from the datasets' batches and problems (every broker_id=<id>/ part file, every host)."""
+    aggregated from the datasets' batches and problems (every broker_id=<id>/ part file, every host); with
+    ``--engine spark`` by Spark SQL (``scan.spark_summary``), with the same result."""
     import os
     import tempfile
     import time
@@ -165,7 +182,7 @@ def _fleet_report(datasets: tuple[str, ...], fmt: str) -> None:
                      "give the --out directory of kafkalog scan")
             local.append(path)
         try:
-            summary = summarize_many(local)
+            summary = summarize_many(local) if engine == "local" else _spark_summary(local, master, confs)
         except OSError as exc:
             fail(f"{exc.filename or ''}: {exc.strerror or exc}", "check the dataset paths")
     summary["totals"]["with_records"] = all(os.path.isdir(os.path.join(ds, "records")) for ds in datasets)
@@ -176,8 +193,41 @@ def _fleet_report(datasets: tuple[str, ...], fmt: str) -> None:
     shown = ",".join(d if "://" in d else os.path.abspath(d) for d in datasets)
     out, _err = line_writers()
     if fmt == "json":
-        scan_report.render_json(summary, out, out_dir=shown, engine="local", seconds=seconds, exit_code=code)
+        scan_report.render_json(summary, out, out_dir=shown, engine=engine, seconds=seconds, exit_code=code)
     else:
-        scan_report.render_text(summary, out, out_dir=None, engine="local", seconds=seconds)  # nothing written
+        scan_report.render_text(summary, out, out_dir=None, engine=engine, seconds=seconds)  # nothing written
     sys.stdout.flush()
     sys.exit(code)
+
+
+def _spark_summary(local: list[str], master: str | None, confs: tuple[str, ...]) -> dict:
+    """The fleet report's aggregates by Spark SQL. A session that was already running (a test's, a notebook's) is
+    used and left running; one started here is stopped. Only SQL runs on the executors (no Python worker), so no
+    executor environment is needed."""
+    from kafkalog_cli.cli.common import install_hint
+
+    try:
+        from kafkalog_cli.scan.spark_conf import parse_conf_args
+        from kafkalog_cli.scan.spark_engine import missing_requirements
+    except ImportError:
+        fail("the Spark engine cannot be loaded", install_hint("spark", "the Spark engine", "a Java 17 runtime on PATH"))
+    missing = missing_requirements()
+    if missing:
+        fail(missing, install_hint("spark", "the Spark engine", "pyspark >= 3.5 (about 450 MB) and a Java 17 runtime "
+                                                               "on PATH"))
+    try:
+        settings = parse_conf_args(confs)
+    except ValueError as exc:
+        fail(str(exc))
+    from pyspark.sql import SparkSession
+
+    from kafkalog_cli.scan.spark_engine import get_session
+    from kafkalog_cli.scan.spark_summary import summarize_spark
+
+    running = SparkSession.getActiveSession()
+    spark = running or get_session(master, conf=settings)
+    try:
+        return summarize_spark(spark, local)
+    finally:
+        if running is None:
+            spark.stop()

@@ -74,6 +74,30 @@ class CompactOptions:
     dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
 
 
+class Progress:
+    """Where the passes report how far they got, in bytes of segment read; the command draws the bar (issue 19), the
+    engine never prints. A pass adds what it will read to the total when it knows it (the later passes read only the
+    cleanable part, which pass 1 finds), then advances by each segment or part it finished. Both callbacks are
+    optional, so the engine calls them unconditionally."""
+
+    def __init__(self, advance: Callable[[int], None] | None = None,
+                 set_total: Callable[[int], None] | None = None) -> None:
+        self._advance = advance
+        self._set_total = set_total
+        self.total = 0
+        self.done = 0
+
+    def add_total(self, n: int) -> None:
+        self.total += n
+        if self._set_total is not None:
+            self._set_total(self.total)
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self._advance is not None:
+            self._advance(n)
+
+
 @dataclass
 class SegmentStats:
     """What happens to one source segment (the dry run prints one line per segment)."""
@@ -341,12 +365,15 @@ class _SegFacts:
     next_offset: int = 0
 
 
-def _scan(segments: list[ps.Segment]) -> tuple[dict[int, _SegFacts], dict[int, int | None], ps.LogFacts]:
+def _scan(segments: list[ps.Segment], progress: Progress | None = None
+          ) -> tuple[dict[int, _SegFacts], dict[int, int | None], ps.LogFacts]:
     """Pass 1: validate every batch (size, CRC, offset order), replay producers and transactions, keep per-segment
     offsets and the control types (one per marker)."""
     seg_facts: dict[int, _SegFacts] = {}
     ctypes: dict[int, int | None] = {}
     order = _OrderCheck()
+    progress = progress or Progress()
+    progress.add_total(sum(seg.size for seg in segments))
 
     def items():  # noqa: ANN202
         for seg in segments:
@@ -365,6 +392,7 @@ def _scan(segments: list[ps.Segment]) -> tuple[dict[int, _SegFacts], dict[int, i
                     sf.batches += 1
                     yield b, ct
             order.end()
+            progress.advance(seg.size)
 
     facts = ps.replay_log(items(), 0)
     return seg_facts, ctypes, facts
@@ -562,9 +590,12 @@ def check_dedupe_buffer(memory: int) -> None:
                          f"at the load factor {LOAD_FACTOR} (24 bytes a slot, so at least 48 bytes)")
 
 
-def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> CompactPlan:
-    """Compute everything ``compact`` would write, without writing. Raises RepairRefused when it must not run."""
+def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
+                    progress: Progress | None = None) -> CompactPlan:
+    """Compute everything ``compact`` would write, without writing. Raises RepairRefused when it must not run.
+    ``progress`` hears of every segment each pass finished (pass 1, the offset map, the dry-run filter)."""
     opts = opts or CompactOptions()
+    progress = progress or Progress()
     check_dedupe_buffer(opts.dedupe_buffer_bytes)
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
@@ -581,7 +612,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     now = opts.now_ms if opts.now_ms is not None else int(time.time() * 1000)
 
     # pass 1: validate every batch, replay producers and transactions
-    seg_facts, ctypes, facts = _scan(segments)
+    seg_facts, ctypes, facts = _scan(segments, progress)
     leo = segments[-1].base
     for seg in reversed(segments):
         if seg_facts[seg.base].batches:
@@ -649,7 +680,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
     # pass 2: the offset map over [log start, upper), bounded like the broker's dedupe buffer
     ranges = [(log_start, upper)]
     cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
-    end_offset = cleaner.build_offset_map(log_start)
+    end_offset = cleaner.build_offset_map(log_start, progress)
     cleaned_parts = [p for p in parts if p.base < end_offset]  # LogCleaner.doClean: logSegments(0, endOffset)
     omap = cleaner.omap
     plan.offset_map = {"bytes": omap.memory, "slots": omap.slots, "max_entries": omap.max_entries,
@@ -672,6 +703,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
 
     # pass 3: group and filter (nothing is kept but sizes and statistics)
     tracker = TxnTracker()
+    progress.add_total(sum(p.size for g in groups for p in g))
     for group in groups:
         out = OutputGroup([p.base for p in group], mtime_ns=group[-1].seg.mtime_ns, parts=group,
                           had_txnindex=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "txnindex"))),
@@ -679,6 +711,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None) -> C
         stats = [SegmentStats(p.base, bytes_before=p.size) for p in group]
         plan.stats.extend(stats)
         cleaner.clean_group(group, out, tracker, stats, None)
+        progress.advance(sum(p.size for p in group))
         if len(group) > 1 or any(p.split for p in group):
             out.changed = True
         plan.groups.append(out)
@@ -750,13 +783,15 @@ class _Cleaner:
         self.groups: list[list[Part]] = []
         self.seg_ranges: dict[int, tuple[int, int]] = {}
 
-    def build_offset_map(self, start: int) -> int:
+    def build_offset_map(self, start: int, progress: Progress | None = None) -> int:
         """LogCleaner.buildOffsetMap over the parts below ``upper``; returns the end offset of the round
         (``offsetMap.latestOffset + 1``). When the map reaches slots x load factor, it stops at that record, as
         ``buildOffsetMapForSegment`` returns, and later segments are not read."""
         omap = self.omap
         dirty = [p for p in self.parts if p.base < self.upper]
         tracker = TxnTracker(ps.collect_aborted(self.segments, start, self.upper))
+        progress = progress or Progress()
+        progress.add_total(sum(p.size for p in dirty))
         for i, part in enumerate(dirty):
             next_start = dirty[i + 1].base if i + 1 < len(dirty) else self.upper
             with SegmentReader(part.seg.path("log")) as r:
@@ -773,6 +808,7 @@ class _Cleaner:
                     if b.last_offset >= start:
                         omap.latest_offset = b.last_offset
             omap.latest_offset = next_start - 1  # offset gaps: fast forward to the next segment
+            progress.advance(part.size)
         return omap.latest_offset + 1
 
     def clean_group(self, group: list[Part], out: OutputGroup, tracker: TxnTracker, stats: list[SegmentStats],
@@ -964,7 +1000,7 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes
 
 
 def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: bool = True,
-                       on_staged: Callable[[], None] | None = None) -> str:
+                       on_staged: Callable[[], None] | None = None, progress: Progress | None = None) -> str:
     """Write the plan through ``safety.Transaction``; return the backup directory.
 
     The groups are filtered again in plan order with a fresh round tracker: unchanged groups only advance it, changed
@@ -975,12 +1011,15 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
     assert cleaner is not None
     pdir = plan.partition_dir
     tracker = TxnTracker()
+    progress = progress or Progress()
+    progress.add_total(sum(p.size for g in plan.groups for p in g.parts))
     with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
         for g in plan.groups:
             again = OutputGroup(list(g.bases), parts=g.parts)
             stats = [SegmentStats(p.base) for p in g.parts]
             if not g.changed:
                 cleaner.clean_group(g.parts, again, tracker, stats, None)
+                progress.advance(sum(p.size for p in g.parts))
                 continue
             log_name = ps.seg_name(g.out_base, "log")
             mtime = g.mtime_ns / 1e9
@@ -997,6 +1036,7 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
                 tx.stage(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries))
             elif g.had_txnindex:
                 tx.delete(ps.seg_name(g.out_base, "txnindex"))
+            progress.advance(sum(p.size for p in g.parts))
         for name, _why in plan.file_deletes:
             tx.delete(name)
         for name in plan.snapshot_deletes:
@@ -1008,20 +1048,21 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
 
 
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
-        keep_backup: bool = True) -> tuple[CompactPlan, list[str], str | None]:
+        keep_backup: bool = True, progress: Progress | None = None) -> tuple[CompactPlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
     from kafkalog_cli.ops import safety
 
     recovered: list[str] = []
     if not execute:
-        plan = plan_compaction(partition_dir, opts)
+        plan = plan_compaction(partition_dir, opts, progress)
         plan.notes += safety.log_dir_warnings(partition_dir)
         return plan, recovered, None
     written = None
     with safety.locked_log_dir(partition_dir):
         recovered = safety.recover_interrupted(partition_dir)
-        plan = plan_compaction(partition_dir, opts)
+        plan = plan_compaction(partition_dir, opts, progress)
         plan.notes += safety.log_dir_warnings(partition_dir)
         if plan.has_changes:
-            written = execute_compaction(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup)
+            written = execute_compaction(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup,
+                                         progress=progress)
     return plan, recovered, written

@@ -61,7 +61,8 @@ class DatasetWriter:
     group of ``ROW_GROUP`` rows is full, so the file has few large row groups whatever the shape of the input, and
     memory stays bounded by one group."""
 
-    def __init__(self, out_dir: str, name: str, row_group: int = ROW_GROUP, subdir: str = "") -> None:
+    def __init__(self, out_dir: str, name: str, row_group: int = ROW_GROUP, subdir: str = "",
+                 filename: str = "part-00000.parquet") -> None:
         self.schema = WIRE[name]
         self.dir = os.path.join(out_dir, name, subdir) if subdir else os.path.join(out_dir, name)
         os.makedirs(self.dir, exist_ok=True)
@@ -71,7 +72,7 @@ class DatasetWriter:
         # dictionary encoding only where values repeat: for unique columns (positions, offsets, timestamps) the
         # writer would hash every value until the dictionary overflows, then write them plain anyway (3x the CPU)
         dictionary = [f.name for f in self.schema if f.name in REPEATING or _stringish(f.type)]
-        self.writer = pq.ParquetWriter(os.path.join(self.dir, "part-00000.parquet"), self.schema,
+        self.writer = pq.ParquetWriter(os.path.join(self.dir, filename), self.schema,
                                        compression="snappy", write_statistics=stats, use_dictionary=dictionary,
                                        store_schema=False)
         self.writer.add_key_value_metadata({k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()})

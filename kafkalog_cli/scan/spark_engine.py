@@ -126,8 +126,9 @@ def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark
         for name in writes:
             rdd = tagged.filter(lambda t, name=name: t[0] == name).map(lambda t: t[1])
             df = session.createDataFrame(rdd, spark_schema(name), verifySchema=False)
-            # Hive-style broker_id=<id>/ directories, as the local engine writes them (fleet.py)
-            df.write.mode("overwrite").partitionBy("broker_id").parquet(os.path.join(out_dir, name))
+            # Hive-style broker_id=<id>/topic=<topic>/ directories, as the local engine writes them (fleet.py);
+            # Spark escapes the values as Hive does, and keeps the two columns in the path only
+            df.write.mode("overwrite").partitionBy("broker_id", "topic").parquet(os.path.join(out_dir, name))
     except Exception as exc:  # a job failure: name a broken executor environment in one line
         from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError, executor_env_problem
 

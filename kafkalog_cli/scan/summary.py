@@ -40,7 +40,9 @@ def iter_dataset(out_dir: str, name: str, columns: list[str], dictionary: bool =
 
     for f, values in dataset_files(path):  # broker_id=<id>/ directories, recursively
         # repeated strings (paths, names) stay dictionary-encoded: decoding them row by row is most of a read
-        pf = pq.ParquetFile(f, read_dictionary=[c for c in columns if c in dict_cols])
+        # (a column that is only in the directory name, as Spark's partitionBy writes it, cannot be asked for)
+        in_file = set(pq.read_schema(f).names)
+        pf = pq.ParquetFile(f, read_dictionary=[c for c in columns if c in dict_cols and c in in_file])
         present = [c for c in columns if c in pf.schema_arrow.names]
         missing = [DATASETS[name].field(c) for c in columns if c not in present]
         for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=present):
@@ -69,6 +71,7 @@ def _cast(col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
 def _groups(t: pa.Table, aggs: list[tuple[str, str]], extra: list[str] | None = None) -> list[dict[str, Any]]:
     if t.num_rows == 0:
         return []
+    t = t.unify_dictionaries()  # chunks of several workers or files: Acero's group-by wants one dictionary per column
     return t.group_by(KEY + (extra or []), use_threads=False).aggregate(aggs).to_pylist()
 
 
@@ -280,7 +283,7 @@ def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) ->
             ("good_base", "min"), ("good_last", "max"), ("first_ts", "min"), ("last_ts", "max"),
             ("pid", "distinct", pc.CountOptions(mode="only_valid")),
             ("epoch", "distinct", pc.CountOptions(mode="only_valid"))]
-    for r in t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist():
+    for r in t.unify_dictionaries().group_by(keys, use_threads=False).aggregate(aggs).to_pylist():
         _merge(parts, r, r["size_sum"], r["count_sum"], r["size_count"], r["good_base_min"], r["good_last_max"],
                r["first_ts_min"], r["last_ts_max"], r["pid_distinct"], r["epoch_distinct"])
     for r in _groups(b.select(["log_dir", "partition_dir", "codec", "size"]), [("size", "sum")], ["codec"]):
@@ -331,5 +334,5 @@ def _one_partition(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, 
     if single is not None:
         codecs[single["codec"]] = codecs.get(single["codec"], 0) + (pc.sum(b.column("size")).as_py() or 0)
         return
-    for r in b.select(["codec", "size"]).group_by(["codec"], use_threads=False).aggregate([("size", "sum")]).to_pylist():
+    for r in b.select(["codec", "size"]).unify_dictionaries().group_by(["codec"], use_threads=False).aggregate([("size", "sum")]).to_pylist():
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + r["size_sum"]
