@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafkalog_cli.scan.paths import display_name, locate
@@ -72,13 +71,15 @@ class Listing:
     def write(self, out_dir: str) -> pa.Table:
         """Write the rows as their own part file of ``DIR/problems`` (after the engine, so Spark's overwrite of the
         dataset cannot remove it); returns them for the driver's summary."""
-        from kafkalog_cli.scan.fleet import PARTITION_COLUMN, partition_dir_name
+        from kafkalog_cli.scan.fleet import partition_path
 
         table = self.table()
-        col = table.column(PARTITION_COLUMN)
-        for v in pc.unique(col).to_pylist() if table.num_rows else []:  # broker_id=<id>/, as the engines write
-            part = table.filter(pc.is_null(col) if v is None else pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False))
-            d = os.path.join(out_dir, "problems", partition_dir_name(v))
-            os.makedirs(d, exist_ok=True)
-            pq.write_table(part.cast(WIRE["problems"]), os.path.join(d, PART_FILE), compression="snappy")
+        if table.num_rows:  # broker_id=<id>/topic=<name>/, as the engines write their part files
+            keys = pa.table({"b": table.column("broker_id"), "t": table.column("topic"),
+                             "i": pa.array(range(table.num_rows), pa.int64())})
+            for r in keys.group_by(["b", "t"], use_threads=False).aggregate([("i", "list")]).to_pylist():
+                d = os.path.join(out_dir, "problems", partition_path(r["b"], r["t"]))
+                os.makedirs(d, exist_ok=True)
+                part = table.take(pa.array(r["i_list"], pa.int64()))
+                pq.write_table(part.cast(WIRE["problems"]), os.path.join(d, PART_FILE), compression="snappy")
         return table
