@@ -29,3 +29,32 @@ def test_dump_json_deep_non_utf8_directory_name(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert b'"type":"record"' in res.stdout
     assert b'"type":"summary"' in res.stdout
+
+
+def test_partition_dir_with_non_ascii_digit_is_not_an_internal_error(tmp_path: Path) -> None:
+    """`"²".isdigit()` is True but `int("²")` raises: `truncate-to-epoch` on a directory named `t-²` ended in
+    `internal error: ValueError` (loader.topic_partition). Such a name is not `<topic>-<partition>`."""
+    pdir = tmp_path / "t-\u00b2"
+    shutil.copytree(ORDERS, pdir)
+    res = kafkalog("truncate-to-epoch", "--to-offset", "10", str(pdir))
+    assert b"internal error" not in res.stderr, res.stderr
+    assert res.returncode == 1, res.stderr  # a dry run whose plan changes files
+    from kafkalog_cli.ops.loader import topic_partition
+
+    assert topic_partition(str(pdir)) is None
+    assert topic_partition(str(tmp_path / "t-7")) == ("t", 7)
+
+
+
+def test_rebuild_index_ignores_snapshot_named_with_non_ascii_digit(tmp_path: Path) -> None:
+    """A stray `²0000000000000000000.snapshot` (29 characters, `isdigit()` True) crashed the `.txnindex` rebuild's
+    snapshot search with `internal error: ValueError`; it is not a producer snapshot name (Kafka parses the offset
+    with Long.parseLong, which refuses `²`)."""
+    pdir = tmp_path / "orders-0"
+    shutil.copytree(ORDERS, pdir)
+    shutil.copy(pdir / "00000000000000000060.snapshot", pdir / "\u00b20000000000000000000.snapshot")
+    for f in pdir.glob("*.txnindex"):
+        f.unlink()
+    res = kafkalog("rebuild-index", str(pdir))
+    assert b"internal error" not in res.stderr, res.stderr
+    assert res.returncode == 1, res.stderr  # the missing .txnindex is planned

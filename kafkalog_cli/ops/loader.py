@@ -185,7 +185,7 @@ def topic_partition(pdir: str) -> tuple[str, int] | None:
     """``<topic>-<partition>`` split at the last '-' (spec §7.6)."""
     name = os.path.basename(os.path.abspath(pdir))
     topic, _, p = name.rpartition("-")
-    return (topic, int(p)) if topic and p.isdigit() else None
+    return (topic, int(p)) if topic and p.isascii() and p.isdigit() else None  # '²'.isdigit() is True
 
 
 def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -> tuple[int | None, str]:
