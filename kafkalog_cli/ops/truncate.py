@@ -331,10 +331,10 @@ def _plan_snapshots_fallback(plan: TruncatePlan, pdir: str, segments: list[ps.Se
             plan.remove_clean_shutdown = True
             plan.notes.append(
                 f"{CLEAN_SHUTDOWN} is present and no producer snapshot <= {new_leo} would remain: with the marker the "
-                "broker would skip rebuilding producer state (spec §7.2) and lose idempotence/transaction state, so "
+                "broker would skip rebuilding producer state and lose idempotence/transaction state, so "
                 "the marker is removed in the commit (kept in the backup, even with --no-backup). The broker will "
                 "then recover every partition of this log directory from its recovery point, as after an unclean "
-                "shutdown (errata E2)"
+                "shutdown"
             )
         else:
             plan.notes.append(
