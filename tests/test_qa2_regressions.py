@@ -58,3 +58,28 @@ def test_rebuild_index_ignores_snapshot_named_with_non_ascii_digit(tmp_path: Pat
     res = kafkalog("rebuild-index", str(pdir))
     assert b"internal error" not in res.stderr, res.stderr
     assert res.returncode == 1, res.stderr  # the missing .txnindex is planned
+
+
+def test_recover_renames_interrupted_log_swap_before_its_indexes(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """`recover --execute` completed a broker's interrupted swap in name order (`N.index.swap` before `N.log.swap`):
+    a kill between the two left `N.log.swap` beside the renamed `N.index`, which the broker's loader replaces with a
+    zero-filled index it creates. The `.log.swap` must go first, as in Kafka's LogSegment.changeFileSuffixes."""
+    from kafkalog_cli.ops import recover
+
+    pdir = tmp_path / "ld" / "orders-0"
+    shutil.copytree(ORDERS, pdir)
+    for ext in ("log", "index", "timeindex"):
+        os.rename(pdir / f"00000000000000000040.{ext}", pdir / f"00000000000000000040.{ext}.swap")
+    done: list[str] = []
+    real_replace = os.replace
+
+    def spy(src, dst):  # noqa: ANN001, ANN202 - records the real renames, then does them
+        if str(src).endswith(".swap"):
+            done.append(os.path.basename(str(src)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(recover.os, "replace", spy)
+    recover.run([str(pdir)], execute=True, backup_dir=str(tmp_path / "bk"))
+    # the leftover renames come first; the transaction that rewrites indexes afterwards renames its own .swap files
+    assert done[0] == "00000000000000000040.log.swap", done
+    assert sorted(done[:3]) == sorted(f"00000000000000000040.{e}.swap" for e in ("log", "index", "timeindex"))
