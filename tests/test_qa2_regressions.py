@@ -83,3 +83,18 @@ def test_recover_renames_interrupted_log_swap_before_its_indexes(tmp_path: Path,
     # the leftover renames come first; the transaction that rewrites indexes afterwards renames its own .swap files
     assert done[0] == "00000000000000000040.log.swap", done
     assert sorted(done[:3]) == sorted(f"00000000000000000040.{e}.swap" for e in ("log", "index", "timeindex"))
+
+
+from test_failing_disk import bad_disk  # noqa: E402, F401 - the FUSE bad-sector fixture (skips without /dev/fuse)
+
+
+def test_recover_and_salvage_name_an_unreadable_checkpoint(bad_disk) -> None:  # noqa: ANN001, F811
+    """A bad sector under `leader-epoch-checkpoint` made `recover` / `salvage` print `kafkalog: error: : Input/output
+    error` (no file); the error must name the file (exit 2: the broker cannot read it either)."""
+    files = {f"ld/orders-0/{p.name}": p.read_bytes() for p in ORDERS.iterdir()}
+    disk = bad_disk(files, {"ld/orders-0/leader-epoch-checkpoint": [(0, 1)]})
+    for cmd in ("recover", "salvage"):
+        res = kafkalog(cmd, disk.path("ld/orders-0"))
+        err = res.stderr.decode()
+        assert res.returncode == 2, err
+        assert "leader-epoch-checkpoint: Input/output error" in err, err
