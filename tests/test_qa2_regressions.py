@@ -98,3 +98,19 @@ def test_recover_and_salvage_name_an_unreadable_checkpoint(bad_disk) -> None:  #
         err = res.stderr.decode()
         assert res.returncode == 2, err
         assert "leader-epoch-checkpoint: Input/output error" in err, err
+
+
+def test_dump_does_not_print_index_entries_read_from_a_bad_sector(bad_disk) -> None:  # noqa: ANN001, F811
+    """A bad sector under `.index` / `.timeindex` is read as zeros; dump printed those zeros as entries
+    (`offset: 0 position: 0`, `timestamp: 0 offset: 0`) and compared them with the log. It must report the
+    unreadable range only."""
+    files = {f"ld/orders-0/{p.name}": p.read_bytes() for p in ORDERS.iterdir()}
+    disk = bad_disk(files, {"ld/orders-0/00000000000000000000.index": [(0, 1)],
+                            "ld/orders-0/00000000000000000000.timeindex": [(0, 1)]})
+    res = kafkalog("dump", disk.path("ld/orders-0/00000000000000000000.index"),
+                   disk.path("ld/orders-0/00000000000000000000.timeindex"))
+    out, err = res.stdout.decode(), res.stderr.decode()
+    assert res.returncode == 1, err
+    assert "unreadable" in err and "00000000000000000000.timeindex bytes [0, " in err, err
+    assert "position:" not in out and "timestamp:" not in out, out
+    assert "Mismatches" not in out and "not found" not in out, out

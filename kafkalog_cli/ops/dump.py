@@ -650,6 +650,8 @@ class Dumper:
             first_record = self.profile.index_compare_first_record
             for i in range(n):
                 off, pos = idx.entry(i)
+                if _lost(mf, i * 8, i * 8 + 8):
+                    continue  # a bad sector read as zeros: not an entry (its range is reported as unreadable)
                 if off == base and i > 0 and not first_record:
                     return
                 found = self._first_in_window(log.buf, pos, log_path, first_record)
@@ -714,6 +716,8 @@ class Dumper:
                 old_rule = bool(self.profile.index_compare_first_record)
                 for i in range(n):
                     ts, off = tidx.entry(i)
+                    if _lost(mf, i * 12, i * 12 + 12):
+                        continue  # a bad sector read as zeros: not an entry (its range is reported as unreadable)
                     zero_slot = off == base and i > 0
                     if zero_slot and not old_rule:
                         return
