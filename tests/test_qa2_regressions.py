@@ -140,3 +140,29 @@ def test_dump_index_goes_on_past_entries_pointing_into_unreadable_log_bytes(bad_
         assert "record size" not in err, err
         assert "unreadable" in err, err
         assert sum(line.startswith(word) for line in out.splitlines()) == n, out
+
+
+def test_seek_does_not_call_unreadable_offsets_a_gap(bad_disk, tmp_path: Path) -> None:  # noqa: ANN001, F811
+    """seek-offset for an offset inside a bad sector said `not in the log (a gap, e.g. compacted away)`, and
+    seek-time answered with the next readable record without saying that earlier records could not be checked."""
+    from partition_gen import PartitionBuilder
+
+    pb = PartitionBuilder(str(tmp_path / "gen" / "t-0"))
+    for i in range(60):
+        pb.batch([(b"k%d" % i, b"v" * 300)] * 3)
+    pb.roll()
+    pb.batch([(b"t", b"a")])
+    pb.write()
+    gen = tmp_path / "gen" / "t-0"
+    files = {f"ld/t-0/{p.name}": p.read_bytes() for p in gen.iterdir()}
+    disk = bad_disk(files, {"ld/t-0/00000000000000000000.log": [(10000, 10001)]})
+    pdir = disk.path("ld/t-0")
+    res = kafkalog("seek-offset", pdir, "30")
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    assert "compacted away" not in err and "may lie in the unreadable bytes [8192, 12288)" in err, err
+    first_ts = pb.ts - 60 * 3  # the timestamp of offset 0 (every record took the next millisecond)
+    res = kafkalog("seek-time", pdir, str(first_ts + 30))
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    assert "unreadable bytes [8192, 12288)" in err and "may be among them" in err, err
