@@ -650,10 +650,17 @@ class Dumper:
             first_record = self.profile.index_compare_first_record
             for i in range(n):
                 off, pos = idx.entry(i)
+                if _lost(mf, i * 8, i * 8 + 8):
+                    continue  # a bad sector read as zeros: not an entry (its range is reported as unreadable)
                 if off == base and i > 0 and not first_record:
                     return
-                found = self._first_in_window(log.buf, pos, log_path, first_record)
-                if found != off:
+                try:
+                    found = self._first_in_window(log.buf, pos, log_path, first_record)
+                except KafkalogError:
+                    if not _lost(log, pos, pos + self.opts.max_message_size):
+                        raise
+                    found = off  # the log is unreadable there (reported as such): not comparable, go on
+                if found != off and not _lost(log, pos, pos + self.opts.max_message_size):
                     self.summary.index_mismatches.setdefault(abs_path, []).append((off, found))
                 if off == base and i > 0:
                     return
@@ -714,6 +721,8 @@ class Dumper:
                 old_rule = bool(self.profile.index_compare_first_record)
                 for i in range(n):
                     ts, off = tidx.entry(i)
+                    if _lost(mf, i * 12, i * 12 + 12):
+                        continue  # a bad sector read as zeros: not an entry (its range is reported as unreadable)
                     zero_slot = off == base and i > 0
                     if zero_slot and not old_rule:
                         return
@@ -724,13 +733,20 @@ class Dumper:
                             file=log_path,
                             position=pos,
                         )
-                    batch = None
-                    for p, _size, magic in walk(log.buf, pos, len(log.buf), file=log_path):
-                        e = read_entry(log.buf, p, magic, file=log_path)
-                        if e.last_offset >= off:
-                            batch = e
-                            break
-                    if batch is None:
+                    batch, lost = None, False
+                    try:
+                        for p, _size, magic in walk(log.buf, pos, len(log.buf), file=log_path):
+                            e = read_entry(log.buf, p, magic, file=log_path)
+                            if e.last_offset >= off:
+                                batch = e
+                                break
+                    except KafkalogError:
+                        if not _lost(log, pos, len(log.buf)):
+                            raise
+                        lost = True  # walked into unreadable log bytes (reported as such): not comparable, go on
+                    if lost:
+                        pass
+                    elif batch is None:
                         self.summary.not_found.setdefault(abs_path, []).append((off, -1))
                     elif batch.last_offset != off:
                         self.summary.not_found.setdefault(abs_path, []).append((off, batch.last_offset))

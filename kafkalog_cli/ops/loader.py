@@ -185,7 +185,7 @@ def topic_partition(pdir: str) -> tuple[str, int] | None:
     """``<topic>-<partition>`` split at the last '-' (spec §7.6)."""
     name = os.path.basename(os.path.abspath(pdir))
     topic, _, p = name.rpartition("-")
-    return (topic, int(p)) if topic and p.isdigit() else None
+    return (topic, int(p)) if topic and p.isascii() and p.isdigit() else None  # '²'.isdigit() is True
 
 
 def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -> tuple[int | None, str]:
@@ -770,7 +770,10 @@ def _segment_file_changes(plan: LoaderPlan, files: dict[str, str], s: Scan, abor
             with open(path, "rb") as f:
                 existing = f.read()
         status = ri.compare(ext, path or "", s.base, existing, data).status
-        if status not in ("match", "match-trimmed"):
+        # A cut N.log takes its indexes along even when they still match: while N.log.swap exists the broker's
+        # loader opens N.index.swap / N.timeindex.swap with it (LogLoader.java:145-155), creates a missing one
+        # zero-filled (AbstractIndex.java:90-103) and installs that in place of the real index (pass 3).
+        if s.valid_bytes < s.size or status not in ("match", "match-trimmed"):
             plan.changes.append(FileChange("write", f"{stem}.{ext}", f"rebuilt ({len(data) // (8 if ext == 'index' else 12)}"
                                            f" entries; on disk: {status})", len(data), data=data))
     txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted])

@@ -51,7 +51,7 @@ class TxnIndexResult:
 def _start_state(pdir: str, first_base: int) -> pst.ProducerState:
     offsets = []
     for name in os.listdir(pdir):
-        if name.endswith(".snapshot") and name[:20].isdigit() and len(name) == 29:
+        if name.endswith(".snapshot") and name[:20].isascii() and name[:20].isdigit() and len(name) == 29:
             off = int(name[:20])
             if off <= first_base:
                 offsets.append(off)

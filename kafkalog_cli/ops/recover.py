@@ -64,6 +64,14 @@ def _copy_prefix(src: str, length: int) -> Callable[[BinaryIO], None]:
     return write
 
 
+def _swap_order(c: ld.FileChange) -> tuple[str, int, str]:
+    """Per segment, ``N.log.swap`` is renamed before its indexes (Kafka's ``LogSegment.changeFileSuffixes`` order):
+    killed in between, ``N.log.swap`` beside an already renamed ``N.index`` would make the broker's loader create a
+    zero-filled ``N.index.swap`` (AbstractIndex.java:90-103) and install it over the real index."""
+    stem, _, ext = c.name.partition(".")
+    return stem, 0 if ext == "log" else 1, c.name
+
+
 def execute_plan(plan: ld.LoaderPlan, backup_dir: str | None, keep_backup: bool = True) -> list[str]:
     """Apply ``plan`` (computed under the lock); returns the backup directories used."""
     pdir = plan.partition_dir
@@ -81,7 +89,7 @@ def execute_plan(plan: ld.LoaderPlan, backup_dir: str | None, keep_backup: bool 
                 tx.delete(name)  # backed up before the .swap takes its name
             tx.commit()
             used.append(tx.backup_dir)
-    for c in sorted(renames, key=lambda c: c.name):
+    for c in sorted(renames, key=_swap_order):
         src = safety.safe_child(pdir, c.source or "")
         if os.path.exists(src):
             os.replace(src, safety.safe_child(pdir, c.name))

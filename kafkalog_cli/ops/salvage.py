@@ -295,7 +295,8 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
         for pos, sz, _b, _l in entries:
             contiguous = contiguous and pos == at
             at = pos + sz
-        if new_size != size or not contiguous:
+        log_changed = new_size != size or not contiguous
+        if log_changed:
             ch = ld.FileChange("write", stem + ".log", f"{len(entries)} intact batches kept, "
                                f"{size - new_size} bytes cut", new_size)
             ch.data = None
@@ -312,7 +313,10 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
         for ext, data in (("index", rb.index), ("timeindex", rb.timeindex)):
             ipath = os.path.join(pdir, f"{stem}.{ext}")
             existing = _read_or_none(ipath)
-            if ri.compare(ext, ipath, base, existing, data).status not in ("match", "match-trimmed"):
+            # A staged N.log always takes its indexes along: while N.log.swap exists the broker's loader opens
+            # N.index.swap / N.timeindex.swap with it (LogLoader.java:145-155); a missing one is created
+            # zero-filled (AbstractIndex.java:90-103) and installed in place of the real index by pass 3.
+            if log_changed or ri.compare(ext, ipath, base, existing, data).status not in ("match", "match-trimmed"):
                 plan.changes.append(ld.FileChange("write", f"{stem}.{ext}", "rebuilt", len(data), data=data))
         end = bases[i + 1] if i + 1 < len(bases) else None
         txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted

@@ -214,6 +214,13 @@ def _first_record(entry: Entry, buf: bytes | memoryview, pred, stats: SeekStats)
 
 
 # ------------------------------------------------------------------------------------------------ seek-offset
+def _lost_between(log: MappedFile, start: int, end: int) -> str:
+    """The unreadable ranges met between the search start and the answer, as text ("" when none): the answer may
+    then lie in them, which the result must say instead of calling it a gap."""
+    lost = [(a, b) for a, b in log.unreadable_ranges() if a < end and b > start]
+    return ", ".join(f"[{a}, {b})" for a, b in lost)
+
+
 def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, stats: SeekStats | None = None) -> SeekResult:
     """The batch holding ``offset`` (first batch whose lastOffset >= offset), searching from the segment whose base
     is the greatest <= offset; later segments if it lies in a gap. Raises OffsetNotFound outside the log."""
@@ -235,18 +242,26 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
         with MappedFile(path) as log:
             stats.files_opened += 1
             pos = _start_position(partition_dir, base, offset, log, stats, warnings) if base <= offset else 0
+            after = pos  # the end of the last readable batch before the answer
             for p, size, magic in _safe_walk(log, pos, path):
                 stats.batches_read += 1
                 stats.bytes_scanned += size
                 e = read_entry(log.buf, p, magic, file=path)
                 log_end = e.next_offset
                 if e.last_offset < offset:
+                    after = p + size
                     continue
                 res = SeekResult(path, p, e, warnings=warnings)
                 _check(res, log.buf)
                 if e.base_offset > offset:
                     res.exact = False
-                    res.warnings.append(f"offset {offset} is not in the log (a gap, e.g. compacted away); the next batch starts at {e.base_offset}")
+                    lost = _lost_between(log, after, p)
+                    if lost:
+                        res.warnings.append(f"offset {offset} may lie in the unreadable bytes {lost} of "
+                                            f"{os.path.basename(path)} (they could not be read, so this is not known to "
+                                            f"be a gap); the next readable batch starts at {e.base_offset}")
+                    else:
+                        res.warnings.append(f"offset {offset} is not in the log (a gap, e.g. compacted away); the next batch starts at {e.base_offset}")
                 if want_record or not res.exact:
                     rec = _first_record(e, log.buf, lambda r: r.offset >= offset, stats)
                     res.record = rec
@@ -332,16 +347,23 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
                 continue
             start_off = _time_lookup(partition_dir, base, target, stats, warnings)
             pos = _start_position(partition_dir, base, start_off, log, stats, warnings)
+            after = pos  # the end of the last readable batch before the answer
             for p, size, magic in _safe_walk(log, pos, path):
                 stats.batches_read += 1
                 stats.bytes_scanned += size
                 e = read_entry(log.buf, p, magic, file=path)
                 if e.max_timestamp < target:
+                    after = p + size
                     continue
                 rec = _first_record(e, log.buf, lambda r: r.timestamp >= target, stats)
                 if rec is not None:
                     res = SeekResult(path, p, e, rec, warnings)
                     _check(res, log.buf)
+                    lost = _lost_between(log, after, p)
+                    if lost:
+                        res.warnings.append(f"the records in the unreadable bytes {lost} of {os.path.basename(path)} "
+                                            f"could not be checked: the first record with timestamp >= {target} may "
+                                            "be among them (this is the first readable one)")
                     res.findings = log.findings()
                     return res
     raise OffsetNotFound(

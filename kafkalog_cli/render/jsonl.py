@@ -139,14 +139,15 @@ class JsonRenderer:
             head = dumps(self._batch_obj(batch, valid, batch.crc), ensure_ascii=False, separators=(",", ":"))
             if file_json[0] != self.file:  # the file's JSON string, made once per file
                 file_json[:] = [self.file, '{"type":"record","file":' + dumps(self.file, ensure_ascii=False)]
-            prefix = (file_json[1] + f',"batch_position":{batch.position},"offset":').encode()
+            # A non-UTF-8 path arrives as surrogate escapes: replace them as the text stream does (errors="replace")
+            prefix = (file_json[1] + f',"batch_position":{batch.position},"offset":').encode("utf-8", "replace")
             res = json_records(data, start, end, batch.records_count, batch.base_offset, batch.base_timestamp,
                                batch.max_timestamp, batch.timestamp_type == 1, batch.base_sequence, prefix,
                                ts_parts[batch.timestamp_type], print_data, last, java_gaps)
             if res is None:
                 return None
             body, last, gaps = res
-            return (head + "\n").encode() + body, last, gaps
+            return (head + "\n").encode("utf-8", "replace") + body, last, gaps
 
         return format_batch
 

@@ -208,7 +208,12 @@ def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -
 def read_checkpoint_text(path: str) -> str:
     """A checkpoint-format file's text; bytes that are not UTF-8 are a CheckpointError (the broker's reader fails)."""
     with open(path, "rb") as f:
-        raw = f.read(64 << 20)  # checkpoint files are small; a larger one is not a checkpoint
+        try:
+            raw = f.read(64 << 20)  # checkpoint files are small; a larger one is not a checkpoint
+        except OSError as exc:  # a read error has no file name (`kafkalog: error: : Input/output error`): add it
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror, path) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
