@@ -103,3 +103,16 @@ def test_verify_and_dump_use_the_same_discovery(layouts: dict[str, Path]) -> Non
     d = subprocess.run([*KAFKALOG, "dump", str(layouts["kafka"])], capture_output=True, text=True)
     assert d.returncode == 0, d.stderr
     assert d.stdout.count("Dumping ") == 3 and "Log starting offset: 20" in d.stdout
+
+
+def test_remote_partition_numbers_beyond_a_java_int_or_not_ascii_are_no_partition():
+    """Kafka parses partition numbers with Integer.parseInt: a remote directory whose number does not fit is no
+    partition (never an OverflowError later when the row is stored); '²' is a digit to str.isdigit, not to int()."""
+    from kafkalog_cli.scan.tiered import classify
+
+    seg = "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log"
+    assert classify(f"/r/t-99999999999999999999-AAAAAAAAAAAAAAAAAAAAAA/{seg}") is None
+    assert classify(f"/r/t-AAAAAAAAAAAAAAAAAAAAAA/99999999999999999999/{seg}") is None
+    assert classify(f"/r/t-AAAAAAAAAAAAAAAAAAAAAA/\u00b2/{seg}") is None
+    ok = classify(f"/r/t-AAAAAAAAAAAAAAAAAAAAAA/7/{seg}")
+    assert ok is not None and ok.partition == 7

@@ -64,10 +64,10 @@ def classify(path: str) -> RemoteSegment | None:
     grand, parent, _ = _split(path)
     off, sid, suffix = int(m["offset"]), m["segment_id"], m["suffix"]
     k = KAFKA_TP_DIR_RE.match(parent)
-    if k is not None:
+    if k is not None and int(k["partition"]) <= 0x7FFFFFFF:  # a Java int, as Kafka parses it
         return RemoteSegment("kafka-local-tiered", grand, parent, k["topic"], int(k["partition"]), k["topic_id"],
                              off, sid, suffix)
-    if parent.isdigit():
+    if parent.isascii() and parent.isdigit() and int(parent) <= 0x7FFFFFFF:  # a Java int, as Kafka parses it
         a = AIVEN_TOPIC_DIR_RE.match(mod.basename(grand))
         if a is not None:
             return RemoteSegment("aiven", mod.dirname(grand), f"{mod.basename(grand)}/{parent}", a["topic"],
