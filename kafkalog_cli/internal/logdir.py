@@ -12,8 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from kafkalog_cli.errors import CheckpointError, UnreadableFileError
-from kafkalog_cli.storage.companions import parse_checkpoint
+from kafkalog_cli.errors import UnreadableFileError
+from kafkalog_cli.storage.companions import partition_checkpoint_offset
 from kafkalog_cli.storage.partition import segment_bases
 
 # topic-N as the broker names partition directories; "-delete"/"-future"/"-stray" directories are not live logs
@@ -114,27 +114,4 @@ def checkpoint_offset(copy_or_dir: PartitionCopy | str, filename: str) -> tuple[
         real = os.path.realpath(copy_or_dir)
         log_dir, name = os.path.dirname(real), os.path.basename(real)
     topic, _, part = name.rpartition("-")
-    path = os.path.join(log_dir, filename)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None, f"{path} does not exist"
-    except OSError as exc:
-        return None, f"{path} is unreadable ({exc.strerror or exc})"
-    try:
-        cp = parse_checkpoint(raw.decode("utf-8"), path, columns=3)
-    except UnicodeDecodeError:
-        return None, f"{path} is not UTF-8 text (the broker would refuse it)"
-    except CheckpointError as exc:
-        return None, f"{path} is malformed ({exc.describe()})"
-    found: str | None = None
-    for t, p, off in cp.entries:
-        if t == topic and p == part:
-            found = off
-    if found is None:
-        return None, f"{path} has no entry for {topic}-{part}"
-    try:
-        return int(found), ""
-    except ValueError:
-        return None, f"{path} has a non-numeric offset {found!r} for {topic}-{part}"
+    return partition_checkpoint_offset(log_dir, topic, part, filename)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
-from kafkalog_cli.errors import CheckpointError, CorruptRecordError, RepairRefused, UnreadableFileError
+from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
@@ -52,7 +52,7 @@ from kafkalog_cli.ops.compact_io import (
     SkimpyOffsetMap,
 )
 from kafkalog_cli.storage import layout
-from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index, parse_checkpoint
+from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index, partition_checkpoint_offset
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
@@ -436,31 +436,8 @@ def _high_watermark(partition_dir: str) -> tuple[int | None, str]:
     """
     from kafkalog_cli.ops import safety
 
-    path = os.path.join(safety.log_dir_of(partition_dir), "replication-offset-checkpoint")
     topic, _, part = os.path.basename(os.path.realpath(partition_dir)).rpartition("-")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None, f"{path} does not exist"
-    except OSError as exc:
-        return None, f"{path} is unreadable ({exc.strerror or exc})"
-    try:
-        cp = parse_checkpoint(raw.decode("utf-8"), path, columns=3)
-    except UnicodeDecodeError:
-        return None, f"{path} is not UTF-8 text (the broker would refuse it)"
-    except CheckpointError as exc:
-        return None, f"{path} is malformed ({exc.describe()})"
-    found: str | None = None
-    for t, p, off in cp.entries:
-        if t == topic and p == part:
-            found = off  # the broker reads the file into a map: the last entry wins
-    if found is None:
-        return None, f"{path} has no entry for {topic}-{part}"
-    try:
-        return int(found), ""
-    except ValueError:
-        return None, f"{path} has a non-numeric offset {found!r} for {topic}-{part}"
+    return partition_checkpoint_offset(safety.log_dir_of(partition_dir), topic, part, "replication-offset-checkpoint")
 
 
 def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int,

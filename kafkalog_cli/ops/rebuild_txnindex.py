@@ -26,14 +26,6 @@ from kafkalog_cli.storage.partition import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 
-def _read_or_none(path: str) -> bytes | None:
-    """A small companion file's bytes, None when it does not exist."""
-    if not os.path.isfile(path):
-        return None
-    with open(path, "rb") as f:
-        return f.read()
-
-
 @dataclass
 class TxnIndexResult:
     """The rebuilt ``.txnindex`` of one segment and how the file on disk compares."""
@@ -77,7 +69,7 @@ def rebuild_txn_indexes(partition_dir: str) -> list[TxnIndexResult]:
     for base, path in logs:
         name = f"{base:020d}.txnindex"
         xpath = os.path.join(partition_dir, name)
-        existing = _read_or_none(xpath)
+        existing = comp.read_if_exists(xpath)
         if stopped:
             out.append(TxnIndexResult(base, name, None, "unknown"))
             continue

@@ -40,14 +40,6 @@ from kafkalog_cli.storage.segment import MappedFile
 INT32_MAX = 2147483647
 
 
-def _read_or_none(path: str) -> bytes | None:
-    """A small companion file's bytes, None when it does not exist."""
-    if not os.path.isfile(path):
-        return None
-    with open(path, "rb") as f:
-        return f.read()
-
-
 @dataclass
 class Cut:
     segment: int
@@ -312,7 +304,7 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
             raise _refuse(f"the salvaged segment would not load: {rb.problem.message}", pdir, file=path)
         for ext, data in (("index", rb.index), ("timeindex", rb.timeindex)):
             ipath = os.path.join(pdir, f"{stem}.{ext}")
-            existing = _read_or_none(ipath)
+            existing = comp.read_if_exists(ipath)
             # A staged N.log always takes its indexes along: while N.log.swap exists the broker's loader opens
             # N.index.swap / N.timeindex.swap with it (LogLoader.java:145-155); a missing one is created
             # zero-filled (AbstractIndex.java:90-103) and installed in place of the real index by pass 3.
@@ -322,7 +314,7 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
         txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted
                                      if a[2] >= base and (end is None or a[2] < end)])
         xpath = os.path.join(pdir, stem + ".txnindex")
-        existing = _read_or_none(xpath)
+        existing = comp.read_if_exists(xpath)
         if (existing or b"") != txn and (existing is not None or txn):
             plan.changes.append(ld.FileChange("write", stem + ".txnindex", "rebuilt from the kept markers", len(txn),
                                               data=txn))

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -203,6 +204,47 @@ def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -
             found=str(len(entries)),
         )
     return Checkpoint(version, entries)
+
+
+def partition_checkpoint_offset(log_dir: str, topic: str, partition: str, filename: str) -> tuple[int | None, str]:
+    """The ``topic partition`` entry of a log dir's broker checkpoint (``replication-offset-checkpoint``,
+    ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``), or ``(None, why)`` when the file is missing or
+    unreadable, one the broker itself would refuse (malformed, not UTF-8), or has no numeric entry for it.
+
+    The broker reads these files into a map, so the last entry for a partition wins. Any other exception is a bug
+    and surfaces."""
+    path = os.path.join(log_dir, filename)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None, f"{path} does not exist"
+    except OSError as exc:
+        return None, f"{path} is unreadable ({exc.strerror or exc})"
+    try:
+        cp = parse_checkpoint(raw.decode("utf-8"), path, columns=3)
+    except UnicodeDecodeError:
+        return None, f"{path} is not UTF-8 text (the broker would refuse it)"
+    except CheckpointError as exc:
+        return None, f"{path} is malformed ({exc.describe()})"
+    found: str | None = None
+    for t, p, off in cp.entries:
+        if t == topic and p == partition:
+            found = off  # the last entry wins
+    if found is None:
+        return None, f"{path} has no entry for {topic}-{partition}"
+    try:
+        return int(found), ""
+    except ValueError:
+        return None, f"{path} has a non-numeric offset {found!r} for {topic}-{partition}"
+
+
+def read_if_exists(path: str) -> bytes | None:
+    """A small companion file's bytes, None when it does not exist."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def read_checkpoint_text(path: str) -> str:
