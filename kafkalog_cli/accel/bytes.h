@@ -1,0 +1,66 @@
+/* kafkalog_cli/accel/bytes.h: big-endian reads, little-endian packing, a GIL-free byte buffer, and the v2 batch header reader.
+ * Part of the one translation unit kafkalog_cli/_accel.c (included there, never compiled alone; see its head). */
+/* ---------------------------------------------------------------------------------------------- big-endian reads */
+static inline int64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+    return (int64_t)v;
+}
+static inline int32_t be32(const uint8_t *p) {
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
+}
+static inline int16_t be16(const uint8_t *p) { return (int16_t)((uint16_t)p[0] << 8 | (uint16_t)p[1]); }
+
+/* little-endian writes of the packed records handed to Python (struct format '<...') */
+static inline uint8_t *le_put(uint8_t *o, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) o[i] = (uint8_t)(v >> (8 * i));
+    return o + n;
+}
+static inline uint8_t *be_put(uint8_t *o, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) o[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    return o + n;
+}
+
+/* A growable byte buffer usable without the GIL (PyMem_Raw* are thread-safe). */
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} rawbuf;
+
+static int rb_reserve(rawbuf *o, size_t extra) {
+    if (o->len + extra <= o->cap) return 0;
+    size_t ncap = o->cap ? o->cap : 4096;
+    while (ncap < o->len + extra) ncap *= 2;
+    uint8_t *n = (uint8_t *)PyMem_RawRealloc(o->data, ncap);
+    if (!n) return -1;
+    o->data = n;
+    o->cap = ncap;
+    return 0;
+}
+
+static PyObject *rb_bytes(rawbuf *o) { return PyBytes_FromStringAndSize((const char *)o->data, (Py_ssize_t)o->len); }
+
+/* Fields of the 61-byte v2 batch header (byte offsets as in DefaultRecordBatch). */
+typedef struct {
+    int64_t base_offset, base_ts, max_ts, producer_id;
+    int32_t length, epoch, last_offset_delta, base_sequence, records_count;
+    uint32_t crc;
+    int16_t attributes, producer_epoch;
+    int8_t magic;
+} v2hdr;
+
+static inline void read_v2(const uint8_t *b, v2hdr *h) {
+    h->base_offset = be64(b);
+    h->length = be32(b + 8);
+    h->epoch = be32(b + 12);
+    h->magic = (int8_t)b[16];
+    h->crc = (uint32_t)be32(b + 17);
+    h->attributes = be16(b + 21);
+    h->last_offset_delta = be32(b + 23);
+    h->base_ts = be64(b + 27);
+    h->max_ts = be64(b + 35);
+    h->producer_id = be64(b + 43);
+    h->producer_epoch = be16(b + 51);
+    h->base_sequence = be32(b + 53);
+    h->records_count = be32(b + 57);
+}

@@ -1,0 +1,236 @@
+/* kafkalog_cli/accel/format_text.c: dump_batch: one v2 batch's DumpLogSegments text (batch line and record lines).
+ * Part of the one translation unit kafkalog_cli/_accel.c (included there, never compiled alone; see its head). */
+#define MAX_HEADERS_INLINE 64
+
+
+/* Append the record lines of one batch to `o`. Returns 1 on success, 0 to fall back, -1 on a Python error. */
+static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                       int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
+                       const char *label, Py_ssize_t label_len, int print_data, long long *last, int java_gaps,
+                       PyObject *gaps) {
+    if (start < 0 || start > end || count < 0) return 0;
+    Py_ssize_t pos = start;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t size;
+        if (rd_varint(b, &pos, end, &size) < 0) return 0;
+        if (size < 0 || pos + size > end) return 0;
+        Py_ssize_t body_end = pos + size;
+        if (pos >= body_end) return 0;
+        pos++; /* attributes */
+        int64_t ts_delta;
+        int32_t off_delta, klen, vlen, nh;
+        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
+        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
+        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
+        Py_ssize_t kpos = pos;
+        if (klen >= 0) {
+            if (pos + klen > body_end) return 0;
+            pos += klen;
+        }
+        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
+        Py_ssize_t vpos = pos;
+        if (vlen >= 0) {
+            if (pos + vlen > body_end) return 0;
+            pos += vlen;
+        }
+        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
+        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) return 0;
+        Py_ssize_t hk_pos[MAX_HEADERS_INLINE];
+        int32_t hk_len[MAX_HEADERS_INLINE];
+        for (int32_t h = 0; h < nh; h++) {
+            int32_t hkl, hvl;
+            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
+            if (hkl < 0 || pos + hkl > body_end) return 0;
+            hk_pos[h] = pos;
+            hk_len[h] = hkl;
+            pos += hkl;
+            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
+            if (hvl >= 0) {
+                if (pos + hvl > body_end) return 0;
+                pos += hvl;
+            }
+            if (!utf8_valid(b + hk_pos[h], hkl)) return 0;
+        }
+        if (pos != body_end) return 0;
+        if (i == count - 1 && pos != end) return 0;
+        int64_t offset, ts;
+        if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
+        if (log_append)
+            ts = max_ts;
+        else if (__builtin_add_overflow(base_ts, ts_delta, &ts))
+            return 0;
+        if (print_data) {
+            if (klen >= 0 && !utf8_valid(b + kpos, klen)) return 0;
+            if (vlen >= 0 && !utf8_valid(b + vpos, vlen)) return 0;
+        }
+        /* non-consecutive offset tracker (Scala: the first record is not checked; Java port: every record) */
+        if (java_gaps || *last != -1) {
+            if (offset != (int64_t)((uint64_t)*last + 1u)) { /* Java long arithmetic wraps */
+                PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
+                if (!pair || PyList_Append(gaps, pair) < 0) {
+                    Py_XDECREF(pair);
+                    return -1;
+                }
+                Py_DECREF(pair);
+            }
+        }
+        *last = offset;
+        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
+        size_t need = 200 + (size_t)label_len + (print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
+        for (int32_t h = 0; h < nh; h++) need += (size_t)hk_len[h] + 1;
+        if (ob_reserve(o, need) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PUTLIT(o, "| offset: ");
+        ob_int(o, offset);
+        PUTLIT(o, " ");
+        ob_put(o, label, (size_t)label_len);
+        PUTLIT(o, ": ");
+        ob_int(o, ts);
+        PUTLIT(o, " keySize: ");
+        ob_int(o, klen >= 0 ? klen : -1);
+        PUTLIT(o, " valueSize: ");
+        ob_int(o, vlen >= 0 ? vlen : -1);
+        PUTLIT(o, " sequence: ");
+        ob_int(o, seq);
+        PUTLIT(o, " headerKeys: [");
+        for (int32_t h = 0; h < nh; h++) {
+            if (h) PUTLIT(o, ",");
+            ob_put(o, (const char *)b + hk_pos[h], (size_t)hk_len[h]);
+        }
+        PUTLIT(o, "]");
+        if (print_data) {
+            if (klen >= 0) {
+                PUTLIT(o, " key: ");
+                ob_put(o, (const char *)b + kpos, (size_t)klen);
+            }
+            if (vlen >= 0) {
+                PUTLIT(o, " payload: ");
+                ob_put(o, (const char *)b + vpos, (size_t)vlen);
+            }
+        }
+        PUTLIT(o, "\n");
+    }
+    return 1;
+}
+
+static inline void ob_bool(outbuf *o, int v) {
+    if (v)
+        PUTLIT(o, "true");
+    else
+        PUTLIT(o, "false");
+}
+
+/*
+ * dump_batch(buf, start, end, hdr, label, codec_name, print_horizon, deep, print_data, last, java_gaps)
+ *   hdr = (position, size, base_offset, last_offset_delta, count, base_seq, producer_id, producer_epoch,
+ *          partition_leader_epoch, attributes, base_ts, max_ts, magic, crc, valid)
+ * [, as_bytes] -> (text, last, gaps) | None; text is str, or the UTF-8 bytes with as_bytes (written to stdout as
+ * they are). The batch line is DumpLogSegments' 2.2+ form (with deleteHorizonMs when
+ * print_horizon); with `deep` the record lines follow (compact 3.0+ form).
+ */
+static PyObject *dump_batch(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end;
+    long long position, size, base_offset, producer_id, base_ts, max_ts, crc, last;
+    int last_offset_delta, count, base_seq, producer_epoch, ple, attributes, magic, valid;
+    const char *label, *codec;
+    Py_ssize_t label_len, codec_len;
+    int print_horizon, deep, print_data, java_gaps, as_bytes = 0;
+    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp|p", &view, &start, &end, &position, &size, &base_offset,
+                          &last_offset_delta, &count, &base_seq, &producer_id, &producer_epoch, &ple, &attributes,
+                          &base_ts, &max_ts, &magic, &crc, &valid, &label, &label_len, &codec, &codec_len,
+                          &print_horizon, &deep, &print_data, &last, &java_gaps, &as_bytes))
+        return NULL;
+    const uint8_t *b = (const uint8_t *)view.buf;
+    static outbuf keep = {NULL, 0, 0};
+    outbuf o = keep;
+    keep.data = NULL;
+    keep.cap = 0;
+    PyObject *gaps = PyList_New(0);
+    if (!gaps) goto error;
+    if (end > view.len) goto fallback;
+    /* the record lines take about the batch's bytes plus ~150 per record: one allocation, not a realloc chain */
+    size_t guess = 600 + (size_t)label_len + (size_t)codec_len;
+    if (deep && end > start && count > 0 && count < (1 << 24))
+        guess += (size_t)(end - start) + (size_t)count * (160 + (size_t)label_len);
+    if (ob_reserve(&o, guess) < 0) goto nomem;
+    int64_t last_offset;
+    if (__builtin_add_overflow((int64_t)base_offset, (int64_t)last_offset_delta, &last_offset)) goto fallback;
+    int32_t last_seq = base_seq == -1 ? -1 : increment_sequence(base_seq, last_offset_delta);
+    PUTLIT(&o, "baseOffset: ");
+    ob_int(&o, base_offset);
+    PUTLIT(&o, " lastOffset: ");
+    ob_int(&o, last_offset);
+    PUTLIT(&o, " count: ");
+    ob_int(&o, count);
+    PUTLIT(&o, " baseSequence: ");
+    ob_int(&o, base_seq);
+    PUTLIT(&o, " lastSequence: ");
+    ob_int(&o, last_seq);
+    PUTLIT(&o, " producerId: ");
+    ob_int(&o, producer_id);
+    PUTLIT(&o, " producerEpoch: ");
+    ob_int(&o, producer_epoch);
+    PUTLIT(&o, " partitionLeaderEpoch: ");
+    ob_int(&o, ple);
+    PUTLIT(&o, " isTransactional: ");
+    ob_bool(&o, attributes & 0x10);
+    PUTLIT(&o, " isControl: ");
+    ob_bool(&o, attributes & 0x20);
+    if (print_horizon) {
+        if (attributes & 0x40) {
+            PUTLIT(&o, " deleteHorizonMs: OptionalLong[");
+            ob_int(&o, base_ts);
+            PUTLIT(&o, "]");
+        } else {
+            PUTLIT(&o, " deleteHorizonMs: OptionalLong.empty");
+        }
+    }
+    PUTLIT(&o, " position: ");
+    ob_int(&o, position);
+    PUTLIT(&o, " ");
+    ob_put(&o, label, (size_t)label_len);
+    PUTLIT(&o, ": ");
+    ob_int(&o, max_ts);
+    PUTLIT(&o, " size: ");
+    ob_int(&o, size);
+    PUTLIT(&o, " magic: ");
+    ob_int(&o, magic);
+    PUTLIT(&o, " compresscodec: ");
+    ob_put(&o, codec, (size_t)codec_len);
+    PUTLIT(&o, " crc: ");
+    ob_int(&o, crc);
+    PUTLIT(&o, " isvalid: ");
+    ob_bool(&o, valid);
+    PUTLIT(&o, "\n");
+    if (deep) {
+        int r = put_records(&o, b, start, end, count, base_offset, base_ts, max_ts, (attributes & 0x08) != 0, base_seq,
+                            label, label_len, print_data, &last, java_gaps, gaps);
+        if (r < 0) goto error;
+        if (r == 0) goto fallback;
+    }
+    {
+        /* as_bytes: the UTF-8 bytes as they go to stdout (every key, value and header key was checked to be strictly
+         * valid UTF-8 above, so decoding and re-encoding them would only cost two copies of the whole text) */
+        PyObject *text = as_bytes ? PyBytes_FromStringAndSize(o.data, (Py_ssize_t)o.len)
+                                  : PyUnicode_DecodeUTF8(o.data, (Py_ssize_t)o.len, "strict");
+        if (!text) goto error;
+        ob_release(&o, &keep);
+        PyBuffer_Release(&view);
+        return Py_BuildValue("(NLN)", text, last, gaps);
+    }
+nomem:
+    PyErr_NoMemory();
+error:
+    ob_release(&o, &keep);
+    Py_XDECREF(gaps);
+    PyBuffer_Release(&view);
+    return NULL;
+fallback:
+    ob_release(&o, &keep);
+    Py_XDECREF(gaps);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
