@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "accel/layouts.h"
 #include "accel/buffers.h"
 #include "accel/format_text.c"
 #include "accel/crc.c"
@@ -46,6 +47,7 @@ static PyMethodDef methods[] = {
     {"scan_columns", scan_columns, METH_VARARGS, "scan_v2's walk, filling column buffers for kafkalog scan."},
     {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
+    {"layout_constants", layout_constants, METH_NOARGS, "The layout offsets and sizes this build was compiled with (layouts.h)."},
     {NULL, NULL, 0, NULL},
 };
 

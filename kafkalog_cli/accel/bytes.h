@@ -40,7 +40,7 @@ static int rb_reserve(rawbuf *o, size_t extra) {
 
 static PyObject *rb_bytes(rawbuf *o) { return PyBytes_FromStringAndSize((const char *)o->data, (Py_ssize_t)o->len); }
 
-/* Fields of the 61-byte v2 batch header (byte offsets as in DefaultRecordBatch). */
+/* Fields of the V2_HEADER_SIZE (61) byte v2 batch header; offsets in layouts.h, generated from format/layouts.py. */
 typedef struct {
     int64_t base_offset, base_ts, max_ts, producer_id;
     int32_t length, epoch, last_offset_delta, base_sequence, records_count;
@@ -49,18 +49,18 @@ typedef struct {
     int8_t magic;
 } v2hdr;
 
-static inline void read_v2(const uint8_t *b, v2hdr *h) {
-    h->base_offset = be64(b);
-    h->length = be32(b + 8);
-    h->epoch = be32(b + 12);
-    h->magic = (int8_t)b[16];
-    h->crc = (uint32_t)be32(b + 17);
-    h->attributes = be16(b + 21);
-    h->last_offset_delta = be32(b + 23);
-    h->base_ts = be64(b + 27);
-    h->max_ts = be64(b + 35);
-    h->producer_id = be64(b + 43);
-    h->producer_epoch = be16(b + 51);
-    h->base_sequence = be32(b + 53);
-    h->records_count = be32(b + 57);
+static inline void read_v2(const uint8_t *b, v2hdr *h) { /* offsets from layouts.h (the Python declaration) */
+    h->base_offset = be64(b + V2_BASE_OFFSET_OFFSET);
+    h->length = be32(b + V2_BATCH_LENGTH_OFFSET);
+    h->epoch = be32(b + V2_PARTITION_LEADER_EPOCH_OFFSET);
+    h->magic = (int8_t)b[V2_MAGIC_OFFSET];
+    h->crc = (uint32_t)be32(b + V2_CRC_OFFSET);
+    h->attributes = be16(b + V2_ATTRIBUTES_OFFSET);
+    h->last_offset_delta = be32(b + V2_LAST_OFFSET_DELTA_OFFSET);
+    h->base_ts = be64(b + V2_BASE_TIMESTAMP_OFFSET);
+    h->max_ts = be64(b + V2_MAX_TIMESTAMP_OFFSET);
+    h->producer_id = be64(b + V2_PRODUCER_ID_OFFSET);
+    h->producer_epoch = be16(b + V2_PRODUCER_EPOCH_OFFSET);
+    h->base_sequence = be32(b + V2_BASE_SEQUENCE_OFFSET);
+    h->records_count = be32(b + V2_RECORDS_COUNT_OFFSET);
 }

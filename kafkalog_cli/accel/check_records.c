@@ -22,7 +22,7 @@ static int records_clean(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, Py_ss
         if (rd_varint(b, &pos, end, &size) < 0) return 0;
         if (size <= 0 || size > end - pos) return 0;
         Py_ssize_t body_end = pos + size;
-        pos++; /* attributes */
+        pos++; /* attributes (int8); the field order is layouts.RECORD_V2_FIELDS */
         if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
         if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
         if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;

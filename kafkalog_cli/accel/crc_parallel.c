@@ -61,7 +61,7 @@ static void crcw_work(crcwin *w) {
         size_t k = __atomic_fetch_add(&w->claim, 1, __ATOMIC_RELAXED);
         if (k >= w->nchunks) return;
         for (size_t i = w->chunk[k]; i < w->chunk[k + 1]; i++)
-            w->crc[i] = crc32c_of(w->b + w->pos[i] + 21, (size_t)w->len[i] - 9);
+            w->crc[i] = crc32c_of(w->b + w->pos[i] + V2_ATTRIBUTES_OFFSET, (size_t)w->len[i] - V2_CRC_SKIP);
     }
 }
 
@@ -94,10 +94,11 @@ static void crcw_fill(crcwin *w, int64_t q, int64_t target) {
     const int64_t chunk_bytes = target / 16 + 1;
     int64_t total = 0, cbytes = 0;
     w->count = w->next = w->nchunks = w->claim = 0;
-    while ((w->count == 0 || total < target) && q < w->limit && w->n - q >= 61) {
+    while ((w->count == 0 || total < target) && q < w->limit && w->n - q >= V2_HEADER_SIZE) {
         const uint8_t *p = w->b + q;
-        int32_t length = be32(p + 8);
-        if (p[16] != 2 || length < 49 || length > w->max_len || q + 12 + length > w->n) break;
+        int32_t length = be32(p + LOG_ENTRY_SIZE_OFFSET);
+        if (p[ENTRY_PREFIX_MAGIC_OFFSET] != 2 || length < V2_MIN_BATCH_LENGTH || length > w->max_len || q + LOG_OVERHEAD + length > w->n)
+            break;
         if (w->count == w->cap && (w->cap == CRCW_MAX_ENTRIES || crcw_grow(w) < 0)) break;
         if (cbytes == 0) w->chunk[w->nchunks++] = w->count;
         w->pos[w->count] = q;
@@ -105,7 +106,7 @@ static void crcw_fill(crcwin *w, int64_t q, int64_t target) {
         w->count++;
         total += length, cbytes += length;
         if (cbytes >= chunk_bytes) cbytes = 0;
-        q += 12 + (int64_t)length;
+        q += LOG_OVERHEAD + (int64_t)length;
     }
     if (!w->count) return;
     w->chunk[w->nchunks] = w->count;
@@ -138,7 +139,7 @@ static inline uint32_t crcw_get(crcwin *w, int64_t pos, int32_t length) {
         if (w->count && w->pos[0] == pos && w->len[0] == length) return w->crc[w->next++];
     }
     w->consumed += length;
-    return crc32c_of(w->b + pos + 21, (size_t)length - 9);
+    return crc32c_of(w->b + pos + V2_ATTRIBUTES_OFFSET, (size_t)length - V2_CRC_SKIP);
 }
 
 /*

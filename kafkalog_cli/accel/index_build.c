@@ -25,26 +25,27 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
     const uint8_t *b = (const uint8_t *)view.buf;
     const int64_t end = view.len;
     rawbuf index = {NULL, 0, 0}, tindex = {NULL, 0, 0};
-    const int64_t max_off_entries = segment_index_bytes / 8, max_time_entries = segment_index_bytes / 12 - 1;
+    const int64_t max_off_entries = segment_index_bytes / OFFSET_INDEX_ENTRY_SIZE,
+                  max_time_entries = segment_index_bytes / TIME_INDEX_ENTRY_SIZE - 1;
     int64_t valid = 0, last_indexed = 0, max_ts = -1, max_ts_off = base_offset, last_index_off = -1;
     int64_t last_time_ts = -1, last_time_off = base_offset, pos = 0, batches = 0, last = 0;
     int64_t n_index = 0, n_time = 0, code = 0, sa = 0, sb = 0;
     int has_last = 0, fallback = 0, nomem = 0;
     crcwin w;
     crcw_init(&w, b, end, end, INT32_MAX);
-    Py_BEGIN_ALLOW_THREADS while (pos < end - 17) {
+    Py_BEGIN_ALLOW_THREADS while (pos < end - HEADER_SIZE_UP_TO_MAGIC) {
         if (pos > 2147483647LL) { /* the broker's positions are int: it refuses such a segment */
             code = 11, sa = pos;
             break;
         }
         const uint8_t *p = b + pos;
-        int32_t length = be32(p + 8);
-        int8_t magic = (int8_t)p[16];
-        if (length < 14) {
+        int32_t length = be32(p + LOG_ENTRY_SIZE_OFFSET);
+        int8_t magic = (int8_t)p[ENTRY_PREFIX_MAGIC_OFFSET];
+        if (length < LEGACY_V0_RECORD_OVERHEAD) {
             code = 1, sa = length;
             break;
         }
-        int64_t size = (int64_t)length + 12;
+        int64_t size = (int64_t)length + LOG_OVERHEAD;
         if (pos > end - size) {
             code = 2, sa = size, sb = end - pos;
             break;
@@ -53,7 +54,7 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
             fallback = 1;
             break;
         }
-        if (size < 61) {
+        if (size < V2_HEADER_SIZE) {
             code = 3, sa = size;
             break;
         }
@@ -85,12 +86,13 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
                 code = 6, sa = last_index_off, sb = b_last;
                 break;
             }
-            if (rb_reserve(&index, 8) < 0) {
+            if (rb_reserve(&index, OFFSET_INDEX_ENTRY_SIZE) < 0) {
                 nomem = 1;
                 break;
             }
-            be_put(be_put(index.data + index.len, (uint32_t)rel, 4), (uint32_t)valid, 4);
-            index.len += 8, n_index++;
+            be_put(be_put(index.data + index.len, (uint32_t)rel, OFFSET_INDEX_ENTRY_RELATIVE_OFFSET_SIZE), (uint32_t)valid,
+                   OFFSET_INDEX_ENTRY_POSITION_SIZE);
+            index.len += OFFSET_INDEX_ENTRY_SIZE, n_index++;
             last_index_off = b_last;
             if (n_time >= max_time_entries) {
                 code = 9, sa = max_time_entries;
@@ -101,12 +103,13 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
                 break;
             }
             if (max_ts > last_time_ts) {
-                if (rb_reserve(&tindex, 12) < 0) {
+                if (rb_reserve(&tindex, TIME_INDEX_ENTRY_SIZE) < 0) {
                     nomem = 1;
                     break;
                 }
-                be_put(be_put(tindex.data + tindex.len, (uint64_t)max_ts, 8), (uint32_t)(max_ts_off - base_offset), 4);
-                tindex.len += 12, n_time++;
+                be_put(be_put(tindex.data + tindex.len, (uint64_t)max_ts, TIME_INDEX_ENTRY_TIMESTAMP_SIZE),
+                       (uint32_t)(max_ts_off - base_offset), TIME_INDEX_ENTRY_RELATIVE_OFFSET_SIZE);
+                tindex.len += TIME_INDEX_ENTRY_SIZE, n_time++;
                 last_time_ts = max_ts, last_time_off = max_ts_off;
             }
             last_indexed = valid;
@@ -116,16 +119,17 @@ static PyObject *rebuild_index(PyObject *self, PyObject *args) {
         batches++;
         last = b_last, has_last = 1;
     }
-    if (!code && !fallback && !nomem && pos < end && !(pos < end - 17)) code = 10, sa = end - pos; /* while-else */
+    if (!code && !fallback && !nomem && pos < end && !(pos < end - HEADER_SIZE_UP_TO_MAGIC)) code = 10, sa = end - pos; /* while-else */
     if (!fallback && !nomem && n_time && max_ts_off < last_time_off) {
         /* the final maybeAppend throws InvalidOffsetException too: a problem, not a skipped entry */
         if (!code) code = 12, sa = last_time_off, sb = max_ts_off, pos = valid;
     } else if (!fallback && !nomem && max_ts > last_time_ts) {
-        if (rb_reserve(&tindex, 12) < 0)
+        if (rb_reserve(&tindex, TIME_INDEX_ENTRY_SIZE) < 0)
             nomem = 1;
         else {
-            be_put(be_put(tindex.data + tindex.len, (uint64_t)max_ts, 8), (uint32_t)(max_ts_off - base_offset), 4);
-            tindex.len += 12;
+            be_put(be_put(tindex.data + tindex.len, (uint64_t)max_ts, TIME_INDEX_ENTRY_TIMESTAMP_SIZE),
+                       (uint32_t)(max_ts_off - base_offset), TIME_INDEX_ENTRY_RELATIVE_OFFSET_SIZE);
+            tindex.len += TIME_INDEX_ENTRY_SIZE;
         }
     }
     crcw_free(&w);

@@ -34,20 +34,20 @@ static PyObject *scan_v2(PyObject *self, PyObject *args) {
     int nomem = 0;
     crcwin w;
     crcw_init(&w, b, end, end, INT32_MAX);
-    Py_BEGIN_ALLOW_THREADS while (pos < (int64_t)end - 17) {
-        int32_t size = be32(b + pos + 8);
-        int8_t magic = (int8_t)b[pos + 16];
-        if (size < 14) {
+    Py_BEGIN_ALLOW_THREADS while (pos < (int64_t)end - HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = be32(b + pos + LOG_ENTRY_SIZE_OFFSET);
+        int8_t magic = (int8_t)b[pos + ENTRY_PREFIX_MAGIC_OFFSET];
+        if (size < LEGACY_V0_RECORD_OVERHEAD) {
             reason = "bad-size";
             break;
         }
-        if (pos > (int64_t)end - 12 - size) break; /* runs past end: the walk stops silently */
+        if (pos > (int64_t)end - LOG_OVERHEAD - size) break; /* runs past end: the walk stops silently */
         if (magic != 2) {
             reason = "magic";
             break;
         }
-        int64_t esize = (int64_t)size + 12;
-        if (esize < 61) {
+        int64_t esize = (int64_t)size + LOG_OVERHEAD;
+        if (esize < V2_HEADER_SIZE) {
             reason = "small";
             break;
         }
@@ -124,11 +124,11 @@ static PyObject *verify_run(PyObject *self, PyObject *args) {
     crcwin w;
     crcw_init(&w, b, n, stop_at, max_size);
     Py_BEGIN_ALLOW_THREADS while (pos < n && pos < stop_at) {
-        if (n - pos < 61) break;
+        if (n - pos < V2_HEADER_SIZE) break;
         const uint8_t *p = b + pos;
         v2hdr h;
-        int32_t size = be32(p + 8);
-        if (p[16] != 2 || size < 49 || size > max_size || pos + 12 + size > n) break;
+        int32_t size = be32(p + LOG_ENTRY_SIZE_OFFSET);
+        if (p[ENTRY_PREFIX_MAGIC_OFFSET] != 2 || size < V2_MIN_BATCH_LENGTH || size > max_size || pos + LOG_OVERHEAD + size > n) break;
         read_v2(p, &h);
         if ((h.attributes & 7) > 4 || h.last_offset_delta < 0 || h.records_count < 0) break;
         /* cheap checks first; the CRC last */
@@ -150,7 +150,7 @@ static PyObject *verify_run(PyObject *self, PyObject *args) {
             }
             uint8_t *o = out.data + out.len;
             o = le_put(o, (uint64_t)pos, 8);
-            o = le_put(o, (uint64_t)(size + 12), 4);
+            o = le_put(o, (uint64_t)(size + LOG_OVERHEAD), 4);
             o = le_put(o, (uint64_t)h.base_offset, 8);
             o = le_put(o, (uint64_t)last, 8);
             le_put(o, (uint64_t)h.max_ts, 8);
@@ -166,7 +166,7 @@ static PyObject *verify_run(PyObject *self, PyObject *args) {
             saw_epoch = 1;
             if (h.epoch > prev_epoch) prev_epoch = h.epoch;
         }
-        pos += 12 + (int64_t)size;
+        pos += LOG_OVERHEAD + (int64_t)size;
     }
     crcw_free(&w);
     Py_END_ALLOW_THREADS PyBuffer_Release(&view);

@@ -1,25 +1,26 @@
 """Magic v2 record batches and their records (DefaultRecordBatch / DefaultRecord).
 
-The 61-byte header is read with one ``struct.unpack_from`` on the segment's memoryview; records are decoded only
-when asked for (``iter_records``), so header walks (verify, index rebuild, seek) never touch record bytes.
+The 61-byte header (``layouts.BATCH_V2``) is read with one ``unpack_from`` on the segment's memoryview; records are
+decoded only when asked for (``iter_records``), so header walks (verify, index rebuild, seek) never touch record bytes.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.crc import crc32c
+from kafkalog_cli.format.layouts import BATCH_V2, LOG_OVERHEAD, V2_RECORDS_COUNT_OFFSET
 from kafkalog_cli.format.text import increment_sequence, int64
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = 61
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-LOG_OVERHEAD = 12
+# the names the rest of the code (and the tests) import from here (and LOG_OVERHEAD), derived from the declaration
+HEADER = BATCH_V2.struct
+HEADER_SIZE = BATCH_V2.size  # 61
+CRC_OFFSET = BATCH_V2.offset("crc")  # 17
+ATTRIBUTES_OFFSET = BATCH_V2.offset("attributes")  # 21
+_unpack_header = BATCH_V2.unpack_from
 
 CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE = 0, 1, -1
 TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime", NO_TIMESTAMP_TYPE: "NoTimestampType"}
@@ -94,7 +95,7 @@ class Batch:
             self.producer_epoch,
             self.base_sequence,
             self.records_count,
-        ) = HEADER.unpack_from(buf, position)
+        ) = _unpack_header(buf, position)
         self.attributes = attributes & 0xFF  # Kafka reads only the low byte
         self.position = position
         # derived once: these are read several times per batch on every hot path
@@ -187,7 +188,7 @@ class Batch:
         if self.records_count < 0:
             raise InvalidRecordError(
                 f"Found invalid record count {self.records_count} in magic v{self.magic} batch",
-                position=self.position + 57,
+                position=self.position + V2_RECORDS_COUNT_OFFSET,
             )
         if self.size < HEADER_SIZE:
             raise CorruptRecordError(

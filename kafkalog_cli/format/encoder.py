@@ -6,7 +6,6 @@ Decoding and encoding share the constants of ``batch``/``legacy`` so that a roun
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +19,15 @@ from kafkalog_cli.format.batch import (
     HEADER_SIZE,
 )
 from kafkalog_cli.format.crc import crc32, crc32c
+from kafkalog_cli.format.layouts import (
+    INT32,
+    INT64,
+    LOG_ENTRY,
+    LOG_OVERHEAD,
+    UINT32,
+    V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+)
 from kafkalog_cli.format.varint import write_varint, write_varlong
 
 
@@ -126,7 +134,7 @@ def encode_batch(
     head = bytearray(
         HEADER.pack(
             base_offset,
-            size - 12,
+            size - LOG_OVERHEAD,
             partition_leader_epoch,
             magic,
             0,
@@ -141,14 +149,14 @@ def encode_batch(
         )
     )
     out = head + payload
-    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    UINT32.pack_into(out, V2_CRC_OFFSET, crc32c(memoryview(out)[V2_ATTRIBUTES_OFFSET:]))
     return bytes(out)
 
 
 def reseal_crc(batch: bytes | bytearray) -> bytes:
     """Recompute a v2 batch's CRC after its bytes were patched (tests build odd batches this way)."""
     b = bytearray(batch)
-    struct.pack_into(">I", b, 17, crc32c(memoryview(b)[21:]))
+    UINT32.pack_into(b, V2_CRC_OFFSET, crc32c(memoryview(b)[V2_ATTRIBUTES_OFFSET:]))
     return bytes(b)
 
 
@@ -166,18 +174,18 @@ def encode_legacy_message(
     msg.append(magic & 0xFF)
     msg.append(attributes & 0xFF)
     if magic == 1:
-        msg += struct.pack(">q", timestamp)
+        msg += INT64.pack(timestamp)
     if key is None:
-        msg += struct.pack(">i", -1)
+        msg += INT32.pack(-1)
     else:
-        msg += struct.pack(">i", len(key)) + key
+        msg += INT32.pack(len(key)) + key
     if value is None:
-        msg += struct.pack(">i", -1)
+        msg += INT32.pack(-1)
     else:
-        msg += struct.pack(">i", len(value)) + value
+        msg += INT32.pack(len(value)) + value
     crc = crc32(bytes(msg))
-    body = struct.pack(">I", crc) + bytes(msg)
-    return struct.pack(">qi", offset, len(body)) + body
+    body = UINT32.pack(crc) + bytes(msg)
+    return LOG_ENTRY.pack(offset, len(body)) + body
 
 
 def encode_legacy_wrapper(

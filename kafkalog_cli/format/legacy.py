@@ -8,21 +8,33 @@ offset of the last inner message; 0 is special-cased for old librdkafka); v0 inn
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record
 from kafkalog_cli.format.crc import crc32
+from kafkalog_cli.format.layouts import (
+    INT32,
+    INT64,
+    LEGACY_CRC_START,
+    LEGACY_TIMESTAMP_OFFSET,
+    LEGACY_V0,
+    LEGACY_V0_RECORD_OVERHEAD,
+    LEGACY_V1,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    SIZE_OFFSET,
+)
 from kafkalog_cli.format.text import int64
 
-LOG_OVERHEAD = 12
-RECORD_OVERHEAD_V0 = 14
-RECORD_OVERHEAD_V1 = 22
-_ENTRY = struct.Struct(">qiIbb")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+RECORD_OVERHEAD_V0 = LEGACY_V0_RECORD_OVERHEAD  # 14 (LegacyRecord.RECORD_OVERHEAD_V0)
+RECORD_OVERHEAD_V1 = RECORD_OVERHEAD_V0 + LEGACY_V1.size - LEGACY_V0.size  # 22: plus the timestamp
+_unpack_entry = LEGACY_V0.unpack_from  # offset, size, crc, magic, attributes
+_unpack_i32 = INT32.unpack_from
+_unpack_i64 = INT64.unpack_from
+# the key length follows the message header: v0 attributes or v1 timestamp, counted from the entry's start
+_KEY_LENGTH_AT = {0: LEGACY_V0.size, 1: LEGACY_V1.size}
 
 
 class LegacyEntry:
@@ -33,16 +45,16 @@ class LegacyEntry:
     is_legacy = True
 
     def __init__(self, buf: bytes | memoryview, position: int, end: int | None = None) -> None:
-        self.offset, self.message_size, self.crc, self.magic, attrs = _ENTRY.unpack_from(buf, position)
+        self.offset, self.message_size, self.crc, self.magic, attrs = _unpack_entry(buf, position)
         self.attributes = attrs & 0xFF
         self.position = position
         self._buf_end = len(buf) if end is None else end
         if self.magic not in (0, 1):
-            raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {self.magic}", position=position + 16)
+            raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {self.magic}", position=position + MAGIC_OFFSET)
         if self.magic == 1:
-            if position + LOG_OVERHEAD + 14 > self._buf_end:
+            if position + LEGACY_V1.size > self._buf_end:
                 raise CorruptRecordError("legacy v1 header runs past the end of the file", position=position)
-            (self._timestamp,) = _I64.unpack_from(buf, position + 18)
+            (self._timestamp,) = _unpack_i64(buf, position + LEGACY_TIMESTAMP_OFFSET)
         else:
             self._timestamp = -1
 
@@ -93,7 +105,7 @@ class LegacyEntry:
     last_sequence = -1
 
     def computed_crc(self, buf: bytes | memoryview) -> int:
-        return crc32(buf[self.position + 16 : self.position + self.size])
+        return crc32(buf[self.position + LEGACY_CRC_START : self.position + self.size])
 
     def is_valid(self, buf: bytes | memoryview) -> bool:
         if self.message_size < RECORD_OVERHEAD_V0 or self.position + self.size > len(buf):
@@ -149,7 +161,7 @@ class LegacyEntry:
         n = len(data)
         ipos = 0
         while n - ipos >= LOG_OVERHEAD:
-            (isize,) = _I32.unpack_from(data, ipos + 8)
+            (isize,) = _unpack_i32(data, ipos + SIZE_OFFSET)
             if isize < RECORD_OVERHEAD_V0:
                 raise CorruptRecordError(
                     f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})",
@@ -211,10 +223,10 @@ class LegacyEntry:
 
 def _sized(buf: bytes | memoryview, p: int, end: int, what: str, copy: bool = True) -> tuple[bytes | None, int]:
     """Read an int32 length and that many bytes (a negative length is null, as Kafka reads it)."""
-    if p + 4 > end:
+    if p + INT32.size > end:
         raise InvalidRecordError(f"legacy message is too short for its {what} length", position=p)
-    (n,) = _I32.unpack_from(buf, p)
-    p += 4
+    (n,) = _unpack_i32(buf, p)
+    p += INT32.size
     if n < 0:
         return None, p
     if p + n > end:
@@ -224,9 +236,9 @@ def _sized(buf: bytes | memoryview, p: int, end: int, what: str, copy: bool = Tr
 
 def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int,
                copy: bool = True) -> tuple[bytes | None, bytes | None]:
-    # key length follows: log overhead 12 + crc 4 + magic 1 + attributes 1 (+ timestamp 8 for v1)
-    p = position + LOG_OVERHEAD + 6 + (8 if magic == 1 else 0)
-    if p + 4 > end:
+    # key length follows the header: log overhead, crc, magic, attributes (+ timestamp for v1)
+    p = position + _KEY_LENGTH_AT[magic]
+    if p + INT32.size > end:
         raise CorruptRecordError("legacy message is too short for its key length", position=position, found=f"{end - position} bytes")
     key, p = _sized(buf, p, end, "key", copy)
     value, _p = _sized(buf, p, end, "value", copy)
