@@ -153,7 +153,7 @@ TXN_INDEX_ENTRY = Layout(
 
 # ------------------------------------------------------------------------------------------------ producer snapshot
 PRODUCER_SNAPSHOT_HEADER = Layout(
-    "ProducerSnapshotHeader", [("version", "h"), ("crc", "I"), ("entry_count", "i")],
+    "ProducerSnapshotHeader", [("version", "h"), ("crc", "I"), ("producer_entries", "i")],
     "The .snapshot file head (ProducerSnapshot.json v1): the CRC-32C covers the entry count and every entry.",
 )
 PRODUCER_SNAPSHOT_ENTRY = Layout(

@@ -6,7 +6,7 @@ batch START position) to the offset index and (running max timestamp, last offse
 it) to the time index if that timestamp is larger than the last time entry; the first batch is never indexed; a final
 time entry follows the loop. Timestamps of -1 are never written.
 
-Only headers are read (one ``struct.unpack_from`` and one CRC-32C per batch over the mmap), so memory does not grow
+Only headers are read (one ``unpack_from`` of ``layouts.BATCH_V2_TO_MAX_TIMESTAMP`` and one CRC-32C per batch over the mmap), so memory does not grow
 with the segment, and the index bytes are staged one segment at a time.
 
 Where recovery would stop (a batch that fails its size or CRC check, a partial batch at the end, an offset outside
@@ -18,24 +18,34 @@ deletes. Such segments are never rewritten by ``--execute``.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.crc import crc32c
+from kafkalog_cli.format.layouts import (
+    BATCH_V2_TO_MAX_TIMESTAMP,
+    ENTRY_PREFIX,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_V0_RECORD_OVERHEAD,
+    LOG_OVERHEAD,
+    OFFSET_INDEX_ENTRY,
+    TIME_INDEX_ENTRY,
+    V2_ATTRIBUTES_OFFSET,
+    V2_HEADER_SIZE,
+)
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage import accel, layout
 from kafkalog_cli.storage import companions as comp
-from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
+from kafkalog_cli.storage.index import OFFSET_ENTRY, OFFSET_SIZE, TIME_ENTRY, TIME_SIZE, valid_count
 from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile
 
 INT_MAX = 2147483647
 DEFAULT_INTERVAL = 4096
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
-_PREFIX = struct.Struct(">qiib")
-_V2 = struct.Struct(">qiibIhiqq")  # baseOffset .. maxTimestamp (45 bytes)
+_PREFIX = ENTRY_PREFIX.struct  # offset, size, epoch | crc, magic
+_V2 = BATCH_V2_TO_MAX_TIMESTAMP.struct  # baseOffset .. maxTimestamp (43 bytes)
 _OFF = OFFSET_ENTRY.pack
 _TIME = TIME_ENTRY.pack
 
@@ -56,11 +66,11 @@ class Rebuilt:
 
     @property
     def index_entries(self) -> int:
-        return len(self.index) // 8
+        return len(self.index) // OFFSET_SIZE
 
     @property
     def time_entries(self) -> int:
-        return len(self.timeindex) // 12
+        return len(self.timeindex) // TIME_SIZE
 
 
 def rebuild_segment(
@@ -90,9 +100,9 @@ def _from_accel(got: tuple, base_offset: int, end: int, file: str | None) -> Reb
     out = Rebuilt(base_offset, end, valid, batches, last, index, timeindex)
     if code:
         message, expected, found = {
-            1: ("record size below the minimum record overhead", "size >= 14", str(a)),
+            1: ("record size below the minimum record overhead", f"size >= {LEGACY_V0_RECORD_OVERHEAD}", str(a)),
             2: ("partial batch at the end of the log", f"{a} bytes", f"{b} bytes left"),
-            3: ("v2 batch smaller than its header", "size >= 61", str(a)),
+            3: ("v2 batch smaller than its header", f"size >= {V2_HEADER_SIZE}", str(a)),
             4: ("batch CRC mismatch", f"crc {a}", f"crc {b}"),
             5: ("batch offset outside the segment's 32-bit relative range",
                 f"offset in [{base_offset}, {base_offset + INT_MAX}]", str(a)),
@@ -131,8 +141,8 @@ def rebuild_segment_py(
     out = Rebuilt(base_offset, end)
     index = bytearray()
     tindex = bytearray()
-    max_off_entries = segment_index_bytes // 8
-    max_time_entries = segment_index_bytes // 12 - 1
+    max_off_entries = segment_index_bytes // OFFSET_SIZE
+    max_time_entries = segment_index_bytes // TIME_SIZE - 1
     valid = 0
     last_indexed = 0
     max_ts = -1
@@ -149,27 +159,27 @@ def rebuild_segment_py(
     def stop(message: str, expected: str, found: str, cls: type[KafkalogError] = CorruptRecordError) -> None:
         out.problem = cls(message, file=file, position=pos, expected=expected, found=found)
 
-    while pos < end - 17:
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
         if pos > INT_MAX:
             stop(POSITION_MESSAGE, f"position <= {INT_MAX}", str(pos))
             break
-        if pos <= end - 45:  # one unpack for the common v2 case (the hot loop: ~1 µs per batch matters)
+        if pos <= end - _V2.size:  # one unpack for the common v2 case (the hot loop: ~1 µs per batch matters)
             b_off, length, _e, magic, crc, _a, delta, _bts, b_max = unpack_v2(buf, pos)
         else:
             _o, length, _e, magic = unpack_prefix(buf, pos)
             b_off = -1
-        if length < 14:
-            stop("record size below the minimum record overhead", "size >= 14", str(length))
+        if length < LEGACY_V0_RECORD_OVERHEAD:
+            stop("record size below the minimum record overhead", f"size >= {LEGACY_V0_RECORD_OVERHEAD}", str(length))
             break
-        size = length + 12
+        size = length + LOG_OVERHEAD
         if pos > end - size:
             stop("partial batch at the end of the log", f"{size} bytes", f"{end - pos} bytes left")
             break
         if magic >= 2:
-            if size < 61:
-                stop("v2 batch smaller than its header", "size >= 61", str(size))
+            if size < V2_HEADER_SIZE:
+                stop("v2 batch smaller than its header", f"size >= {V2_HEADER_SIZE}", str(size))
                 break
-            computed = crc32c(buf[pos + 21 : pos + size])
+            computed = crc32c(buf[pos + V2_ATTRIBUTES_OFFSET : pos + size])
             if computed != crc:
                 stop("batch CRC mismatch", f"crc {crc}", f"crc {computed}")
                 break
@@ -194,7 +204,7 @@ def rebuild_segment_py(
         if valid - last_indexed > interval:
             # the broker's order: OffsetIndex.append checks isFull, then the offset; TimeIndex.maybeAppend checks
             # isFull (whatever the timestamp), then the offset, and appends only a larger timestamp
-            if len(index) // 8 >= max_off_entries:
+            if len(index) // OFFSET_SIZE >= max_off_entries:
                 stop("offset index over capacity (segment.index.bytes)", f"<= {max_off_entries} entries", "more")
                 break
             if index and b_last <= last_index_off:
@@ -202,7 +212,7 @@ def rebuild_segment_py(
                 break
             index += _OFF(rel, valid)
             last_index_off = b_last
-            if len(tindex) // 12 >= max_time_entries:
+            if len(tindex) // TIME_SIZE >= max_time_entries:
                 stop("time index over capacity (segment.index.bytes)", f"<= {max_time_entries} entries", "more")
                 break
             if tindex and max_ts_off < last_time_off:
@@ -270,13 +280,13 @@ class Comparison:
 
 def _describe(kind: str, base: int, data: bytes | memoryview, i: int) -> str:
     if kind == "index":
-        if (i + 1) * 8 > len(data):
+        if (i + 1) * OFFSET_SIZE > len(data):
             return "end of index"
-        rel, p = OFFSET_ENTRY.unpack_from(data, i * 8)
+        rel, p = OFFSET_ENTRY.unpack_from(data, i * OFFSET_SIZE)
         return f"offset {base + rel} position {p}"
-    if (i + 1) * 12 > len(data):
+    if (i + 1) * TIME_SIZE > len(data):
         return "end of index"
-    ts, rel = TIME_ENTRY.unpack_from(data, i * 12)
+    ts, rel = TIME_ENTRY.unpack_from(data, i * TIME_SIZE)
     return f"timestamp {ts} offset {base + rel}"
 
 
@@ -291,7 +301,7 @@ def _all_zero(data: bytes | memoryview, start: int) -> bool:
 
 
 def compare(kind: str, path: str, base: int, existing: bytes | memoryview | None, rebuilt: bytes) -> Comparison:
-    size = 8 if kind == "index" else 12
+    size = OFFSET_SIZE if kind == "index" else TIME_SIZE
     n_new = len(rebuilt) // size
     if existing is None:
         return Comparison(kind, path, "missing", 0, n_new)
@@ -316,15 +326,6 @@ def compare(kind: str, path: str, base: int, existing: bytes | memoryview | None
     return cmp
 
 
-def _valid_count(data: bytes | memoryview, size: int, rel_at: int) -> int:
-    """Slots before the zero-filled tail (first slot i > 0 with relative offset 0)."""
-    n = len(data) // size
-    for i in range(1, n):
-        if struct.unpack_from(">i", data, i * size + rel_at)[0] == 0:
-            return i
-    return n
-
-
 def check_lookup_validity(
     buf: bytes | memoryview, base: int, valid_bytes: int, index: bytes | memoryview | None, timeindex: bytes | memoryview | None
 ) -> tuple[bool, str, bool, str]:
@@ -337,20 +338,20 @@ def check_lookup_validity(
     valid: the broker's load-time sanity check (OffsetIndex/TimeIndex.sanityCheck) throws CorruptIndexException for
     it and the loader recovers the segment, rebuilding the index.
     """
-    o_size, t_size = _size_invalid(index, 8, ".index"), _size_invalid(timeindex, 12, ".timeindex")
+    o_size, t_size = _size_invalid(index, OFFSET_SIZE, ".index"), _size_invalid(timeindex, TIME_SIZE, ".timeindex")
     if o_size or t_size:
         o_ok, o_note, t_ok, t_note = check_lookup_validity(
             buf, base, valid_bytes, None if o_size else index, None if t_size else timeindex)
         return (not o_size and o_ok), (o_size or o_note), (not t_size and t_ok), (t_size or t_note)
     oents = []
     if index is not None:
-        for i in range(_valid_count(index, 8, 0)):
-            rel, p = OFFSET_ENTRY.unpack_from(index, i * 8)
+        for i in range(valid_count(index, OFFSET_INDEX_ENTRY)):
+            rel, p = OFFSET_ENTRY.unpack_from(index, i * OFFSET_SIZE)
             oents.append((base + rel, p))
     tents = []
     if timeindex is not None:
-        for i in range(_valid_count(timeindex, 12, 8)):
-            ts, rel = TIME_ENTRY.unpack_from(timeindex, i * 12)
+        for i in range(valid_count(timeindex, TIME_INDEX_ENTRY)):
+            ts, rel = TIME_ENTRY.unpack_from(timeindex, i * TIME_SIZE)
             tents.append((ts, base + rel))
     o_ok, o_note = True, ""
     t_ok, t_note = True, ""
@@ -398,7 +399,7 @@ def _size_invalid(data: bytes | memoryview | None, entry: int, what: str) -> str
 def _headers(buf: bytes | memoryview, end: int) -> Iterator[tuple[int, int, int, int]]:
     """(position, base offset, last offset, max timestamp) of each entry in buf[:end] (already validated)."""
     pos = 0
-    while pos < end - 17:
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
         _o, length, _e, magic = _PREFIX.unpack_from(buf, pos)
         if magic >= 2:
             b_off, _l, _e, _m, _c, _a, delta, _bts, b_max = _V2.unpack_from(buf, pos)
@@ -406,7 +407,7 @@ def _headers(buf: bytes | memoryview, end: int) -> Iterator[tuple[int, int, int,
         else:
             e = LegacyEntry(buf, pos)
             yield pos, e.base_offset, e.last_offset, e.timestamp
-        pos += length + 12
+        pos += length + LOG_OVERHEAD
 
 
 # ------------------------------------------------------------------------------------------------ segments

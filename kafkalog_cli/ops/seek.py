@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -30,9 +29,30 @@ from kafkalog_cli.errors import (
     UnreadableFileError,
 )
 from kafkalog_cli.format.batch import Record
+from kafkalog_cli.format.layouts import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_V0,
+    OFFSET_INDEX_ENTRY,
+    TIME_INDEX_ENTRY,
+    V2_ATTRIBUTES_OFFSET,
+    V2_HEADER_SIZE,
+)
 from kafkalog_cli.storage import layout
-from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY, WARM_BYTES, OffsetIndex, TimeIndex, largest_lower_bound
+from kafkalog_cli.storage.index import (
+    OFFSET_ENTRY,
+    OFFSET_SIZE,
+    TIME_ENTRY,
+    TIME_SIZE,
+    WARM_BYTES,
+    OffsetIndex,
+    TimeIndex,
+    largest_lower_bound,
+    trimmed_count,
+)
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
+
+_LEGACY_ATTRIBUTES = LEGACY_V0.offset("attributes")  # 17
+_V2_CODEC_BYTE = V2_ATTRIBUTES_OFFSET + 1  # 22: the low byte of the int16 attributes holds the codec
 
 
 class OffsetNotFound(KafkalogError):
@@ -98,22 +118,6 @@ def seg_path(partition_dir: str, base: int, ext: str) -> str:
     return os.path.join(partition_dir, f"{base:020d}{ext}")
 
 
-def trimmed_count(buf: bytes | memoryview, size: int, rel_at: int) -> int:
-    """Slots before a zero-filled (preallocated) tail, by binary search: in a well-formed index every slot i > 0
-    has a relative offset > 0 and the tail is all zeros, so "slot i is in the tail" is monotonic."""
-    n = len(buf) // size
-    lo, hi = 1, n  # answer in [1, n]
-    if n == 0:
-        return 0
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if struct.unpack_from(">i", buf, mid * size + rel_at)[0] == 0:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
 def _safe_walk(log: MappedFile, pos: int, path: str) -> Iterator[tuple[int, int, int]]:
     """``walk`` that goes on after unreadable bytes: where it stops on a header that reads as zeros because its page
     could not be read, the walk resumes at the next valid entry after those bytes (verify-crc's resync). The bytes
@@ -127,7 +131,7 @@ def _safe_walk(log: MappedFile, pos: int, path: str) -> Iterator[tuple[int, int,
             return
         except CorruptRecordError as exc:
             at = exc.position if exc.position is not None else start
-            ends = [b for a, b in log.unreadable_ranges() if a < at + 17 and b > at]
+            ends = [b for a, b in log.unreadable_ranges() if a < at + HEADER_SIZE_UP_TO_MAGIC and b > at]
             if not ends:
                 raise
             nxt = find_next_valid(log.buf, max(ends))
@@ -161,13 +165,13 @@ def _start_position(
         except CorruptIndexError as exc:
             warnings.append(f"{exc.describe()}: scanning the segment from position 0")
             return 0
-        n = trimmed_count(mf.buf, 8, 0)
+        n = trimmed_count(mf.buf, OFFSET_INDEX_ENTRY)
 
         def key(i: int) -> int:
             stats.index_probes += 1
-            return base + OFFSET_ENTRY.unpack_from(mf.buf, i * 8)[0]
+            return base + OFFSET_ENTRY.unpack_from(mf.buf, i * OFFSET_SIZE)[0]
 
-        slot = largest_lower_bound(n, key, offset, WARM_BYTES // 8)
+        slot = largest_lower_bound(n, key, offset, WARM_BYTES // OFFSET_SIZE)
         if slot < 0:
             return 0
         entry_off, pos = idx.entry(slot)
@@ -182,7 +186,7 @@ def _start_position(
 
 def _plausible_batch(log: MappedFile, pos: int, base: int, entry_off: int) -> bool:
     """An index position must hold a whole, CRC-valid batch of this segment whose last offset is <= the entry's."""
-    if pos < 0 or pos > log.size - 17:
+    if pos < 0 or pos > log.size - HEADER_SIZE_UP_TO_MAGIC:
         return pos == log.size  # an entry at the very end is possible only if nothing follows
     try:
         for p, _size, magic in walk(log.buf, pos, log.size):
@@ -198,8 +202,8 @@ def _check(res: SeekResult, buf: bytes | memoryview) -> None:
     if e.codec > 4:  # no batch line can name it: a located error, as DumpLogSegments aborts on it (found by fuzzing)
         raise CompressionError(
             f"Unknown compression type id: {e.codec}", file=res.segment,
-            position=res.position + (17 if e.is_legacy else 22), expected="a codec id 0..4", found=str(e.codec))
-    res.computed_crc = e.computed_crc(buf) if e.is_legacy or e.size >= 61 else 0
+            position=res.position + (_LEGACY_ATTRIBUTES if e.is_legacy else _V2_CODEC_BYTE), expected="a codec id 0..4", found=str(e.codec))
+    res.computed_crc = e.computed_crc(buf) if e.is_legacy or e.size >= V2_HEADER_SIZE else 0
     res.valid = e.is_valid(buf)
     if not res.valid:
         res.warnings.append(f"the batch at position {res.position} fails its CRC check (the broker would truncate here)")
@@ -291,10 +295,10 @@ def _largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: Se
     mf = _open_optional(path, stats)
     if mf is not None:
         with mf:
-            n = trimmed_count(mf.buf, 12, 8)
+            n = trimmed_count(mf.buf, TIME_INDEX_ENTRY)
             if n > 0:
                 stats.index_probes += 1
-                ts = TIME_ENTRY.unpack_from(mf.buf, (n - 1) * 12)[0]
+                ts = TIME_ENTRY.unpack_from(mf.buf, (n - 1) * TIME_SIZE)[0]
                 if ts >= 0:
                     return ts
     mtime_ms = os.stat(log.path).st_mtime_ns // 10**6
@@ -313,20 +317,20 @@ def _time_lookup(partition_dir: str, base: int, target: int, stats: SeekStats, w
         return base
     with mf:
         idx = TimeIndex(base, mf.buf, path)
-        n = trimmed_count(mf.buf, 12, 8)
+        n = trimmed_count(mf.buf, TIME_INDEX_ENTRY)
         if n == 0:
             return base
         try:
-            TimeIndex(base, mf.buf[: n * 12], path).sanity_check()
+            TimeIndex(base, mf.buf[: n * TIME_SIZE], path).sanity_check()
         except CorruptIndexError as exc:
             warnings.append(f"{exc.describe()}: ignoring the time index")
             return base
 
         def key(i: int) -> int:
             stats.index_probes += 1
-            return TIME_ENTRY.unpack_from(mf.buf, i * 12)[0]
+            return TIME_ENTRY.unpack_from(mf.buf, i * TIME_SIZE)[0]
 
-        slot = largest_lower_bound(n, key, target, WARM_BYTES // 12)
+        slot = largest_lower_bound(n, key, target, WARM_BYTES // TIME_SIZE)
         if slot < 0:
             return base
         return max(base, idx.entry(slot)[1])

@@ -7,15 +7,18 @@ from __future__ import annotations
 import base64
 import os
 import re
-import struct
 from dataclasses import dataclass
 
 from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError
 from kafkalog_cli.format.crc import crc32c
+from kafkalog_cli.format.layouts import INT32, PRODUCER_SNAPSHOT_ENTRY, PRODUCER_SNAPSHOT_HEADER, TXN_INDEX_ENTRY
 
 # ------------------------------------------------------------------------------------------ producer snapshot
-SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")  # 46 bytes
-SNAPSHOT_HEADER = struct.Struct(">hIi")
+SNAPSHOT_ENTRY = PRODUCER_SNAPSHOT_ENTRY.struct  # 46 bytes
+SNAPSHOT_HEADER = PRODUCER_SNAPSHOT_HEADER.struct  # version, crc, producer_entries (count): 10 bytes
+_ENTRY_SIZE = PRODUCER_SNAPSHOT_ENTRY.size
+_HEADER_SIZE = PRODUCER_SNAPSHOT_HEADER.size
+_CRC_START = PRODUCER_SNAPSHOT_HEADER.offset("producer_entries")  # 6: the CRC-32C covers the count and the entries
 SNAPSHOT_VERSION = 1
 
 
@@ -38,10 +41,6 @@ class ProducerSnapshot:
     entries: list[ProducerEntry]
 
 
-_FIELDS = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp", "coordinator_epoch", "current_txn_first_offset")
-_FIELD_SIZES = (8, 2, 4, 8, 4, 8, 4, 8)
-
-
 def parse_producer_snapshot(buf: bytes | memoryview, path: str = "") -> ProducerSnapshot:
     """Parse and validate a ``.snapshot`` file (version int16 = 1, crc uint32 = CRC-32C of [6:], entries).
 
@@ -57,34 +56,28 @@ def parse_producer_snapshot(buf: bytes | memoryview, path: str = "") -> Producer
         err.detail = detail  # type: ignore[attr-defined]
         return err
 
-    if n < 2:
-        raise schema_error("version", "java.nio.BufferUnderflowException")
-    if n < 6:
-        raise schema_error("crc", "java.nio.BufferUnderflowException")
-    if n < 10:
-        raise schema_error("producer_entries", "java.nio.BufferUnderflowException")
+    for hf in PRODUCER_SNAPSHOT_HEADER.fields:  # name the header field that runs out (Kafka's field names)
+        if n < hf.end:
+            raise schema_error(hf.name, "java.nio.BufferUnderflowException")
     version, crc, count = SNAPSHOT_HEADER.unpack_from(buf, 0)
     if count < 0:
         raise schema_error("producer_entries", f"Array size {count} cannot be negative")
-    if count > n - 10:
-        raise schema_error("producer_entries", f"Error reading array of size {count}, only {n - 10} bytes available")
+    if count > n - _HEADER_SIZE:
+        raise schema_error("producer_entries", f"Error reading array of size {count}, only {n - _HEADER_SIZE} bytes available")
     entries = []
-    pos = 10
+    pos = _HEADER_SIZE
     for _ in range(count):
-        if pos + 46 > n:
-            # name the field that runs out
-            off = pos
-            for fname, fsize in zip(_FIELDS, _FIELD_SIZES):
-                if off + fsize > n:
-                    raise schema_error("producer_entries", f"Error reading field '{fname}': java.nio.BufferUnderflowException")
-                off += fsize
+        if pos + _ENTRY_SIZE > n:
+            for ef in PRODUCER_SNAPSHOT_ENTRY.fields:  # name the field that runs out
+                if pos + ef.end > n:
+                    raise schema_error("producer_entries", f"Error reading field '{ef.name}': java.nio.BufferUnderflowException")
         entries.append(ProducerEntry(*SNAPSHOT_ENTRY.unpack_from(buf, pos)))
-        pos += 46
+        pos += _ENTRY_SIZE
     if version != SNAPSHOT_VERSION:
         err = CorruptSnapshotError(f"Snapshot contained an unknown file version {version}", file=path)
         err.kind = "version"  # type: ignore[attr-defined]
         raise err
-    computed = crc32c(buf[6:])
+    computed = crc32c(buf[_CRC_START:])
     if computed != crc:
         err = CorruptSnapshotError(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}", file=path)
         err.kind = "crc"  # type: ignore[attr-defined]
@@ -93,18 +86,20 @@ def parse_producer_snapshot(buf: bytes | memoryview, path: str = "") -> Producer
 
 
 def encode_producer_snapshot(entries: list[ProducerEntry]) -> bytes:
-    body = struct.pack(">i", len(entries)) + b"".join(
+    packed = b"".join(
         SNAPSHOT_ENTRY.pack(
             e.producer_id, e.producer_epoch, e.last_sequence, e.last_offset, e.offset_delta, e.timestamp,
             e.coordinator_epoch, e.current_txn_first_offset,
         )
         for e in entries
     )
-    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + body
+    crc = crc32c(INT32.pack(len(entries)) + packed)  # the CRC covers the count and the entries
+    return SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc, len(entries)) + packed
 
 
 # ------------------------------------------------------------------------------------------ transaction index
-TXN_ENTRY = struct.Struct(">hqqqq")  # 34 bytes
+TXN_ENTRY = TXN_INDEX_ENTRY.struct  # 34 bytes
+_TXN_SIZE = TXN_INDEX_ENTRY.size
 
 
 @dataclass
@@ -117,9 +112,9 @@ class AbortedTxn:
 
 
 def parse_txn_index(buf: bytes | memoryview) -> list[AbortedTxn]:
-    """Complete 34-byte entries; a trailing partial entry is ignored (as Kafka's reader does)."""
+    """Complete entries (TXN_INDEX_ENTRY, 34 bytes); a trailing partial entry is ignored (as Kafka's reader does)."""
     out = []
-    for pos in range(0, len(buf) - len(buf) % 34, 34):
+    for pos in range(0, len(buf) - len(buf) % _TXN_SIZE, _TXN_SIZE):
         out.append(AbortedTxn(*TXN_ENTRY.unpack_from(buf, pos)))
     return out
 

@@ -7,15 +7,46 @@ at the first slot i > 0 whose relative offset is 0 (what DumpLogSegments does wi
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalog_cli.errors import CorruptIndexError
+from kafkalog_cli.format.layouts import INT32, OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, Layout
 
-OFFSET_ENTRY = struct.Struct(">ii")
-TIME_ENTRY = struct.Struct(">qi")
+OFFSET_ENTRY = OFFSET_INDEX_ENTRY.struct  # relativeOffset, position
+TIME_ENTRY = TIME_INDEX_ENTRY.struct  # timestamp, relativeOffset
+OFFSET_SIZE = OFFSET_INDEX_ENTRY.size  # 8
+TIME_SIZE = TIME_INDEX_ENTRY.size  # 12
 WARM_BYTES = 8192
+_unpack_i32 = INT32.unpack_from
+
+
+def valid_count(buf: bytes | memoryview, entry: Layout) -> int:
+    """Slots of an index before its zero-filled tail: the first slot i > 0 whose relative offset is 0 (a linear
+    scan, as DumpLogSegments stops; ``trimmed_count`` is the binary-search variant for well-formed indexes)."""
+    size, rel_at = entry.size, entry.offset("relative_offset")
+    n = len(buf) // size
+    for i in range(1, n):
+        if _unpack_i32(buf, i * size + rel_at)[0] == 0:
+            return i
+    return n
+
+
+def trimmed_count(buf: bytes | memoryview, entry: Layout) -> int:
+    """Slots before a zero-filled (preallocated) tail, by binary search: in a well-formed index every slot i > 0
+    has a relative offset > 0 and the tail is all zeros, so "slot i is in the tail" is monotonic."""
+    size, rel_at = entry.size, entry.offset("relative_offset")
+    n = len(buf) // size
+    lo, hi = 1, n  # answer in [1, n]
+    if n == 0:
+        return 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _unpack_i32(buf, mid * size + rel_at)[0] == 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @dataclass
@@ -23,31 +54,27 @@ class OffsetIndex:
     base_offset: int
     buf: bytes | memoryview
     path: str = ""
-    entry_size = 8
+    entry_size = OFFSET_SIZE
 
     @property
     def entries(self) -> int:
-        return len(self.buf) // 8
+        return len(self.buf) // OFFSET_SIZE
 
     def entry(self, i: int) -> tuple[int, int]:
         """(absolute offset, position) of slot i."""
-        rel, pos = OFFSET_ENTRY.unpack_from(self.buf, i * 8)
+        rel, pos = OFFSET_ENTRY.unpack_from(self.buf, i * OFFSET_SIZE)
         return self.base_offset + rel, pos
 
     def key(self, i: int) -> int:
-        return self.base_offset + OFFSET_ENTRY.unpack_from(self.buf, i * 8)[0]
+        return self.base_offset + OFFSET_ENTRY.unpack_from(self.buf, i * OFFSET_SIZE)[0]
 
     def valid_entries(self) -> int:
         """Entries before the zero-filled tail (first slot i > 0 with relative offset 0)."""
-        n = self.entries
-        for i in range(1, n):
-            if struct.unpack_from(">i", self.buf, i * 8)[0] == 0:
-                return i
-        return n
+        return valid_count(self.buf, OFFSET_INDEX_ENTRY)
 
     def lookup(self, target: int) -> tuple[int, int, int]:
         """Kafka's lookup: largest entry with offset <= target, else (base, 0). Returns (offset, position, slot)."""
-        slot = largest_lower_bound(self.entries, self.key, target, WARM_BYTES // 8)
+        slot = largest_lower_bound(self.entries, self.key, target, WARM_BYTES // OFFSET_SIZE)
         if slot < 0:
             return self.base_offset, 0, -1
         off, pos = self.entry(slot)
@@ -61,9 +88,9 @@ class OffsetIndex:
                 f"{self.key(n - 1)} which is less than the base offset {self.base_offset}",
                 file=self.path,
             )
-        if len(self.buf) % 8:
+        if len(self.buf) % OFFSET_SIZE:
             raise CorruptIndexError(
-                f"Index file {self.path} is corrupt, found {len(self.buf)} bytes which is neither positive nor a multiple of 8",
+                f"Index file {self.path} is corrupt, found {len(self.buf)} bytes which is neither positive nor a multiple of {OFFSET_SIZE}",
                 file=self.path,
             )
 
@@ -73,30 +100,26 @@ class TimeIndex:
     base_offset: int
     buf: bytes | memoryview
     path: str = ""
-    entry_size = 12
+    entry_size = TIME_SIZE
 
     @property
     def entries(self) -> int:
-        return len(self.buf) // 12
+        return len(self.buf) // TIME_SIZE
 
     def entry(self, i: int) -> tuple[int, int]:
         """(timestamp, absolute offset) of slot i."""
-        ts, rel = TIME_ENTRY.unpack_from(self.buf, i * 12)
+        ts, rel = TIME_ENTRY.unpack_from(self.buf, i * TIME_SIZE)
         return ts, self.base_offset + rel
 
     def key(self, i: int) -> int:
-        return TIME_ENTRY.unpack_from(self.buf, i * 12)[0]
+        return TIME_ENTRY.unpack_from(self.buf, i * TIME_SIZE)[0]
 
     def valid_entries(self) -> int:
-        n = self.entries
-        for i in range(1, n):
-            if struct.unpack_from(">i", self.buf, i * 12 + 8)[0] == 0:
-                return i
-        return n
+        return valid_count(self.buf, TIME_INDEX_ENTRY)
 
     def lookup(self, ts: int) -> tuple[int, int, int]:
         """Largest entry with timestamp <= ts, else (-1, base). Returns (timestamp, offset, slot)."""
-        slot = largest_lower_bound(self.entries, self.key, ts, WARM_BYTES // 12)
+        slot = largest_lower_bound(self.entries, self.key, ts, WARM_BYTES // TIME_SIZE)
         if slot < 0:
             return -1, self.base_offset, -1
         t, off = self.entry(slot)
@@ -119,9 +142,9 @@ class TimeIndex:
                     f"is {last_off} which is less than the first offset {self.base_offset}",
                     file=self.path,
                 )
-        if len(self.buf) % 12:
+        if len(self.buf) % TIME_SIZE:
             raise CorruptIndexError(
-                f"Time index file {self.path} is corrupt, found {len(self.buf)} bytes which is neither positive nor a multiple of 12",
+                f"Time index file {self.path} is corrupt, found {len(self.buf)} bytes which is neither positive nor a multiple of {TIME_SIZE}",
                 file=self.path,
             )
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import struct
 from collections.abc import Iterator
 
 from kafkalog_cli.errors import (
@@ -22,6 +21,7 @@ from kafkalog_cli.errors import (
     unreadable,
 )
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
+from kafkalog_cli.format.layouts import ENTRY_PREFIX, HEADER_SIZE_UP_TO_MAGIC, LEGACY_V0_RECORD_OVERHEAD, LOG_OVERHEAD
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
     Guard,
@@ -37,10 +37,8 @@ from kafkalog_cli.storage.safe_read import (
 
 Entry = Batch | LegacyEntry
 
-LOG_OVERHEAD = 12
-HEADER_SIZE_UP_TO_MAGIC = 17
-MIN_RECORD_OVERHEAD = 14  # RECORD_OVERHEAD_V0: the scanner's minimum size field
-_PREFIX = struct.Struct(">qiib")
+MIN_RECORD_OVERHEAD = LEGACY_V0_RECORD_OVERHEAD  # 14: the scanner's minimum size field
+_PREFIX = ENTRY_PREFIX.struct  # offset, size, epoch | crc, magic
 
 
 _STRICT_READS = False
