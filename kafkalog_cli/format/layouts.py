@@ -71,6 +71,10 @@ class Layout:
     def field(self, name: str) -> Field:
         return self._by_name[name]
 
+    def index(self, name: str) -> int:
+        """Position of a field in the tuple ``unpack_from`` returns (for hot loops that keep the tuple)."""
+        return self.fields.index(self._by_name[name])
+
     def offset(self, name: str) -> int:
         return self._by_name[name].offset
 

@@ -15,13 +15,28 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalog_cli.errors import UNREADABLE, FileVanishedError, KafkalogError, ReadFinding, UnreadableFileError
 from kafkalog_cli.format.crc import crc32, crc32c
+from kafkalog_cli.format.layouts import (
+    BATCH_V2,
+    ENTRY_PREFIX,
+    HEADER_SIZE_UP_TO_MAGIC,
+    INT64,
+    LEGACY_CRC_START,
+    LEGACY_TIMESTAMP_OFFSET,
+    LEGACY_V0,
+    LEGACY_V0_RECORD_OVERHEAD,
+    LEGACY_V1,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    V2_ATTRIBUTES_OFFSET,
+    V2_HEADER_SIZE,
+    V2_MIN_BATCH_LENGTH,
+)
 from kafkalog_cli.ops import verify_companions as companion_checks
 from kafkalog_cli.ops.verify_index import OffsetIndexCheck, TimeIndexCheck
 from kafkalog_cli.ops.verify_model import (
@@ -44,13 +59,16 @@ INT32_MAX = 2147483647
 FUTURE_SLACK_MS = 366 * 24 * 3600 * 1000  # a timestamp more than a year ahead of the clock is implausible
 
 
-_PREFIX = struct.Struct(">qiib")  # baseOffset, size, partitionLeaderEpoch | legacy crc, magic
-_V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
-_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
-_I64 = struct.Struct(">q")
-V2_HEADER = 61
-V2_MIN_SIZE = V2_HEADER - 12
-LEGACY_MIN_SIZE = {0: 14, 1: 22}
+_PREFIX = ENTRY_PREFIX.struct  # baseOffset, size, partitionLeaderEpoch | legacy crc, magic
+_V2 = BATCH_V2.struct  # the 61-byte v2 header
+_LEGACY = LEGACY_V0.struct  # offset, size, crc, magic, attributes
+_I64 = INT64.struct
+# positions in the tuple _V2 returns (the loops keep the tuple and hand it to on_v2)
+_CRC, _ATTRS, _LOD, _COUNT = (BATCH_V2.index(f) for f in ("crc", "attributes", "last_offset_delta", "records_count"))
+V2_HEADER = V2_HEADER_SIZE
+V2_MIN_SIZE = V2_MIN_BATCH_LENGTH
+LEGACY_MIN_SIZE = {0: LEGACY_V0_RECORD_OVERHEAD, 1: LEGACY_V0_RECORD_OVERHEAD + LEGACY_V1.size - LEGACY_V0.size}
+_HEADER = HEADER_SIZE_UP_TO_MAGIC  # 17
 _MAGIC2 = re.compile(b"\x02")
 _MAGIC_LEGACY = re.compile(b"[\x00\x01]")
 _NONZERO = re.compile(b"[^\x00]")
@@ -100,33 +118,33 @@ class _Walker:
     def valid_at(self, p: int) -> bool:
         """True when a plausible entry whose CRC verifies starts at ``p`` (the resync criterion)."""
         buf, n = self.buf, self.n
-        if n - p < 17 + 5:
+        if n - p < _HEADER + 5:
             return False
         off, size, _x, magic = _PREFIX.unpack_from(buf, p)
-        if off < 0 or size > self.max_size or p + 12 + size > n:
+        if off < 0 or size > self.max_size or p + LOG_OVERHEAD + size > n:
             return False
         if magic == 2:
             if size < V2_MIN_SIZE:
                 return False
             h = _V2.unpack_from(buf, p)
-            if h[5] & 0x07 > 4 or h[6] < 0 or h[12] < 0:
+            if h[_ATTRS] & 0x07 > 4 or h[_LOD] < 0 or h[_COUNT] < 0:
                 return False
-            return h[4] == crc32c(buf[p + 21 : p + 12 + size])
+            return h[_CRC] == crc32c(buf[p + V2_ATTRIBUTES_OFFSET : p + LOG_OVERHEAD + size])
         if magic == 0 or magic == 1:
             if size < LEGACY_MIN_SIZE[magic]:
                 return False
             _o, _s, crc, _m, attrs = _LEGACY.unpack_from(buf, p)
             if attrs & 0x07 > 3:
                 return False
-            return crc == crc32(buf[p + 16 : p + 12 + size])
+            return crc == crc32(buf[p + LEGACY_CRC_START : p + LOG_OVERHEAD + size])
         return False
 
     def diagnose(self, p: int) -> tuple[str, str, int | None]:
         """Why the entry at ``p`` is bad: (kind, message, declared end or None). Called only on failures."""
         buf, n = self.buf, self.n
         left = n - p
-        if left < 17:
-            return "truncated", f"{left} bytes at the end of the file are too few for an entry header (17 bytes)", None
+        if left < _HEADER:
+            return "truncated", f"{left} bytes at the end of the file are too few for an entry header ({_HEADER} bytes)", None
         off, size, _x, magic = _PREFIX.unpack_from(buf, p)
         if magic not in (0, 1, 2):
             return "bad-magic", f"magic byte is {magic}, expected 0, 1 or 2 (size field {size})", None
@@ -136,21 +154,23 @@ class _Walker:
         if size > self.max_size:
             return ("size-too-large",
                     f"size field {size} is above --max-batch-size {self.max_size} (not read)", None)
-        end = p + 12 + size
+        end = p + LOG_OVERHEAD + size
         if end > n:
             return ("truncated",
-                    f"magic v{magic} entry declares {12 + size} bytes but only {left} remain in the file", None)
+                    f"magic v{magic} entry declares {LOG_OVERHEAD + size} bytes but only {left} remain in the file", None)
         if magic == 2:
-            h = _V2.unpack_from(buf, p)
-            computed = crc32c(buf[p + 21 : end])
-            if computed != h[4]:
+            h = BATCH_V2.read(buf, p)  # a cold path: fields by name
+            computed = crc32c(buf[p + V2_ATTRIBUTES_OFFSET : end])
+            if computed != h.crc:
                 return ("crc-mismatch",
-                        f"batch baseOffset {off}: stored CRC-32C {h[4]} != computed {computed}", end)
-            if h[5] & 0x07 > 4:
-                return "bad-codec", f"batch baseOffset {off}: unknown compression codec id {h[5] & 7}", end
-            return "bad-size", f"batch baseOffset {off}: recordsCount {h[12]} / lastOffsetDelta {h[6]} negative", end
+                        f"batch baseOffset {off}: stored CRC-32C {h.crc} != computed {computed}", end)
+            if h.attributes & 0x07 > 4:
+                return "bad-codec", f"batch baseOffset {off}: unknown compression codec id {h.attributes & 7}", end
+            return ("bad-size",
+                    f"batch baseOffset {off}: recordsCount {h.records_count} / lastOffsetDelta {h.last_offset_delta} "
+                    "negative", end)
         _o, _s, crc, _m, attrs = _LEGACY.unpack_from(buf, p)
-        computed = crc32(buf[p + 16 : end])
+        computed = crc32(buf[p + LEGACY_CRC_START : end])
         if computed != crc:
             return "crc-mismatch", f"v{magic} message offset {off}: stored CRC-32 {crc} != computed {computed}", end
         return "bad-codec", f"v{magic} message offset {off}: codec id {attrs & 7} is not allowed", end
@@ -176,15 +196,15 @@ class _Walker:
 
     def _search(self, start: int, pattern: re.Pattern[bytes], limit: int) -> int | None:
         buf, n = self.buf, self.n
-        q = start + 16
-        stop = min(limit + 16, n)
+        q = start + MAGIC_OFFSET
+        stop = min(limit + MAGIC_OFFSET, n)
         while q < stop:
             m = pattern.search(buf, q, stop)
             if m is None:
                 return None
             j = m.start()
-            h = j - 16
-            if pattern is _MAGIC_LEGACY and buf[h : h + 16] == _ZEROS[:16]:
+            h = j - MAGIC_OFFSET
+            if pattern is _MAGIC_LEGACY and buf[h:j] == _ZEROS[:MAGIC_OFFSET]:
                 q = self.zero_end(j)  # skip a zero run in one C-speed sweep
                 if q >= stop:
                     return None
@@ -204,6 +224,8 @@ class _Walker:
         unpack_prefix = _PREFIX.unpack_from
         unpack_v2 = _V2.unpack_from
         max_size = self.max_size
+        i_crc, i_attrs, i_lod, i_count = _CRC, _ATTRS, _LOD, _COUNT  # locals: the loop below is the hot path
+        overhead, crc_from = LOG_OVERHEAD, V2_ATTRIBUTES_OFFSET
         while pos < n:
             if self.progress is not None and pos >= next_report:
                 self.progress(pos - reported)
@@ -218,11 +240,12 @@ class _Walker:
             # ---- fast path: a v2 batch whose header is sane and whose CRC verifies
             if n - pos >= V2_HEADER:
                 off, size, _x, magic = unpack_prefix(buf, pos)
-                if magic == 2 and V2_MIN_SIZE <= size <= max_size and pos + 12 + size <= n:
+                if magic == 2 and V2_MIN_SIZE <= size <= max_size and pos + overhead + size <= n:
                     h = unpack_v2(buf, pos)
-                    if h[4] == crc32c(buf[pos + 21 : pos + 12 + size]) and h[5] & 7 <= 4 and h[6] >= 0 and h[12] >= 0:
-                        self.on_v2(pos, size + 12, h)
-                        pos += size + 12
+                    if (h[i_crc] == crc32c(buf[pos + crc_from : pos + overhead + size]) and h[i_attrs] & 7 <= 4
+                            and h[i_lod] >= 0 and h[i_count] >= 0):
+                        self.on_v2(pos, size + overhead, h)
+                        pos += size + overhead
                         continue
             if self.valid_at(pos):  # a legacy entry
                 size = self.on_legacy(pos)
@@ -276,7 +299,7 @@ class _Walker:
         if declared_end is not None and declared_end < end and self._plausible_header(declared_end, end):
             end = declared_end
         first_good = _PREFIX.unpack_from(self.buf, nxt)[0] if nxt is not None else None
-        if kind == "truncated" and nxt is not None and declared_end is None and self.n - pos >= 17:
+        if kind == "truncated" and nxt is not None and declared_end is None and self.n - pos >= _HEADER:
             kind = "bad-size"  # the size field points past EOF, yet valid data follows: the field is corrupt
             message = message.replace("entry declares", "entry's size field declares")
         if z >= end:
@@ -325,13 +348,13 @@ class _Walker:
     _extents: list[tuple[int, int]] | None = None
 
     def _plausible_header(self, p: int, limit: int) -> bool:
-        if self.n - p < 17:
+        if self.n - p < _HEADER:
             return False
         _o, size, _x, magic = _PREFIX.unpack_from(self.buf, p)
         if magic == 2:
-            return V2_MIN_SIZE <= size <= self.max_size and p + 12 + size <= limit
+            return V2_MIN_SIZE <= size <= self.max_size and p + LOG_OVERHEAD + size <= limit
         if magic in (0, 1):
-            return LEGACY_MIN_SIZE[magic] <= size <= self.max_size and p + 12 + size <= limit
+            return LEGACY_MIN_SIZE[magic] <= size <= self.max_size and p + LOG_OVERHEAD + size <= limit
         return False
 
     # ------------------------------------------------------------------------------------------- good entries
@@ -423,12 +446,12 @@ class _Walker:
 
     def on_legacy(self, pos: int) -> int:
         off, size, _crc, magic, attrs = _LEGACY.unpack_from(self.buf, pos)
-        size += 12
+        size += LOG_OVERHEAD
         end = pos + size
         r = self.r
         r.batches += 1
         self.magics.add(magic)
-        ts = _I64.unpack_from(self.buf, pos + 18)[0] if magic == 1 else -1
+        ts = _I64.unpack_from(self.buf, pos + LEGACY_TIMESTAMP_OFFSET)[0] if magic == 1 else -1
         first = off
         if self.deep:
             first, count = self._deep_legacy(pos, end, off)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError, FileVanishedError, UnreadableFileError
+from kafkalog_cli.format.layouts import PRODUCER_SNAPSHOT_ENTRY, PRODUCER_SNAPSHOT_HEADER, TXN_INDEX_ENTRY
 from kafkalog_cli.ops.verify_model import ERROR, INFO, WARNING, FileReport, Problem
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.safe_read import vanished_finding
@@ -85,8 +86,8 @@ def _snapshot(report: FileReport, buf: bytes | memoryview) -> None:
         return
     for i, e in enumerate(snap.entries):
         if e.last_offset >= name_offset:
-            pos = 10 + 46 * i
-            report.add(Problem(path, pos, pos + 46, "snapshot",
+            pos = PRODUCER_SNAPSHOT_HEADER.size + PRODUCER_SNAPSHOT_ENTRY.size * i
+            report.add(Problem(path, pos, pos + PRODUCER_SNAPSHOT_ENTRY.size, "snapshot",
                                f"producer {e.producer_id}: last offset {e.last_offset} is not below the snapshot's "
                                f"offset {name_offset} (file name)", WARNING))
 
@@ -94,17 +95,18 @@ def _snapshot(report: FileReport, buf: bytes | memoryview) -> None:
 def _txnindex(report: FileReport, buf: bytes | memoryview) -> None:
     path = report.path
     n = len(buf)
-    if n % 34:
-        report.add(Problem(path, n - n % 34, n, "txnindex",
-                           f"{n % 34} trailing bytes are not a whole 34-byte entry (readers ignore them)", WARNING))
+    size = TXN_INDEX_ENTRY.size
+    if n % size:
+        report.add(Problem(path, n - n % size, n, "txnindex",
+                           f"{n % size} trailing bytes are not a whole {size}-byte entry (readers ignore them)", WARNING))
     try:
         base = comp.base_offset_of(os.path.basename(path))
     except ValueError:
         base = None
     prev_last = None
     for i, e in enumerate(comp.parse_txn_index(buf)):
-        pos = i * 34
-        where = (pos, pos + 34)
+        pos = i * size
+        where = (pos, pos + size)
         version = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16
         if version != 0:
             report.add(Problem(path, *where, "txnindex", f"entry {i}: version byte {version}, expected 0"))

@@ -15,13 +15,14 @@ broker, not the recovery rule alone (spec §6.5 and errata-repair E4/E11):
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
+from kafkalog_cli.format.layouts import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY
 from kafkalog_cli.ops import verify_model as v
 
-_OFF = struct.Struct(">ii")
-_TIME = struct.Struct(">qi")
+_OFF = OFFSET_INDEX_ENTRY.struct  # relativeOffset, position
+_TIME = TIME_INDEX_ENTRY.struct  # timestamp, relativeOffset
+_OSIZE, _TSIZE = OFFSET_INDEX_ENTRY.size, TIME_INDEX_ENTRY.size
 
 
 def _used_slots(buf: Any, entry_size: int) -> int:
@@ -40,7 +41,7 @@ def _used_slots(buf: Any, entry_size: int) -> int:
 
 
 class _IndexCheck:
-    entry_size = 8
+    entry_size = _OSIZE
     label = "index"
 
     def __init__(self, path: str, buf: Any, base: int, log_size: int, report: Any, max_problems: int) -> None:
@@ -83,7 +84,7 @@ class _IndexCheck:
 
 
 class OffsetIndexCheck(_IndexCheck):
-    entry_size = 8
+    entry_size = _OSIZE
     label = "index"
 
     def __init__(self, *args: Any) -> None:
@@ -96,13 +97,13 @@ class OffsetIndexCheck(_IndexCheck):
         """Next entry that is ordered after the previous accepted one, as (slot, offset, position)."""
         while self.i < self.used:
             i = self.i
-            rel, pos = _OFF.unpack_from(self.buf, i * 8)
+            rel, pos = _OFF.unpack_from(self.buf, i * _OSIZE)
             off = self.base + rel
             if rel < 0 or pos < 0:
-                self.problem(i * 8, i * 8 + 8, "index-order",
+                self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-order",
                              f"slot {i}: negative relative offset {rel} or position {pos}", offset=off)
             elif self.prev is not None and (off <= self.prev[0] or pos <= self.prev[1]):
-                self.problem(i * 8, i * 8 + 8, "index-order",
+                self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-order",
                              f"slot {i}: entry (offset {off}, position {pos}) does not follow slot's predecessor "
                              f"(offset {self.prev[0]}, position {self.prev[1]})", offset=off)
             else:
@@ -113,17 +114,17 @@ class OffsetIndexCheck(_IndexCheck):
     def _misplaced(self, i: int, off: int, pos: int) -> None:
         region = self._in_region(pos)
         if pos >= self.log_size:
-            self.problem(i * 8, i * 8 + 8, "index-position",
+            self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-position",
                          f"slot {i}: position {pos} is past the end of the log ({self.log_size} bytes)", offset=off)
         elif region is not None:
-            self.problem(i * 8, i * 8 + 8, "index-position",
+            self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-position",
                          f"slot {i}: position {pos} points into the corrupt log region [{region[0]}, {region[1]})",
                          v.WARNING, offset=off)
         else:
             inside = ""
             if self.prev_batch is not None and self.prev_batch[0] < pos < self.prev_batch[1]:
                 inside = f" (inside the batch at {self.prev_batch[0]})"
-            self.problem(i * 8, i * 8 + 8, "index-position",
+            self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-position",
                          f"slot {i}: position {pos} is not the start of a batch{inside}", offset=off)
 
     def on_entry(self, pos: int, size: int, first: int, last: int, max_ts: int) -> None:
@@ -143,7 +144,7 @@ class OffsetIndexCheck(_IndexCheck):
                 continue
             prev_last = self.prev_batch[2] if self.prev_batch is not None else None
             if prev_last is not None and off <= prev_last:
-                self.problem(i * 8, i * 8 + 8, "index-offset",
+                self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-offset",
                              f"slot {i}: offset {off} lies before the batch at position {pos} (previous batch ends at "
                              f"offset {prev_last}); lookups would skip it", offset=off)
             elif off != last:
@@ -163,16 +164,16 @@ class OffsetIndexCheck(_IndexCheck):
             self.prev = (off, ipos)
             self._misplaced(i, off, ipos)
         for off, i in self.pending:
-            self.problem(i * 8, i * 8 + 8, "index-offset",
+            self.problem(i * _OSIZE, i * _OSIZE + _OSIZE, "index-offset",
                          f"slot {i}: offset {off} is beyond the log's last offset {last_offset}", offset=off)
         if self.chunk_style:
-            self.problem(0, self.used * 8, "index-chunk-entries",
+            self.problem(0, self.used * _OSIZE, "index-chunk-entries",
                          f"{self.chunk_style} entries store the last offset of a later batch of the same append "
                          "(broker <= 3.9 per-chunk or cleaner indexing): valid for lookups", v.INFO)
 
 
 class TimeIndexCheck(_IndexCheck):
-    entry_size = 12
+    entry_size = _TSIZE
     label = "timeindex"
 
     def __init__(self, *args: Any) -> None:
@@ -183,13 +184,13 @@ class TimeIndexCheck(_IndexCheck):
     def _read(self) -> tuple[int, int, int] | None:
         while self.i < self.used:
             i = self.i
-            ts, rel = _TIME.unpack_from(self.buf, i * 12)
+            ts, rel = _TIME.unpack_from(self.buf, i * _TSIZE)
             off = self.base + rel
             if rel < 0:
-                self.problem(i * 12, i * 12 + 12, "timeindex-order", f"slot {i}: negative relative offset {rel}",
+                self.problem(i * _TSIZE, i * _TSIZE + _TSIZE, "timeindex-order", f"slot {i}: negative relative offset {rel}",
                              offset=off)
             elif self.prev is not None and (ts <= self.prev[0] or off < self.prev[1]):
-                self.problem(i * 12, i * 12 + 12, "timeindex-order",
+                self.problem(i * _TSIZE, i * _TSIZE + _TSIZE, "timeindex-order",
                              f"slot {i}: entry (timestamp {ts}, offset {off}) does not follow its predecessor "
                              f"(timestamp {self.prev[0]}, offset {self.prev[1]})", offset=off)
             else:
@@ -207,7 +208,7 @@ class TimeIndexCheck(_IndexCheck):
                 break
             self.i += 1
             self.prev = (ts, off)
-            where = (i * 12, i * 12 + 12)
+            where = (i * _TSIZE, i * _TSIZE + _TSIZE)
             if off >= first:
                 if ts != max_ts:
                     self.problem(*where, "timeindex-mismatch",
@@ -238,5 +239,5 @@ class TimeIndexCheck(_IndexCheck):
             i, ts, off = got
             self.i += 1
             self.prev = (ts, off)
-            self.problem(i * 12, i * 12 + 12, "timeindex-offset",
+            self.problem(i * _TSIZE, i * _TSIZE + _TSIZE, "timeindex-offset",
                          f"slot {i}: offset {off} is beyond the log's last offset {last_offset}", offset=off)
