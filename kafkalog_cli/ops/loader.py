@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import time
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
 from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
@@ -320,9 +320,9 @@ def _header_last_offset(buf: bytes | memoryview, start: int, path: str) -> int |
     try:
         for pos, _size, magic in walk(buf, start, None, file=path):
             if magic >= 2:
-                last = struct.unpack_from(">q", buf, pos)[0] + struct.unpack_from(">i", buf, pos + 23)[0]
+                last = INT64.unpack_from(buf, pos)[0] + INT32.unpack_from(buf, pos + V2_LAST_OFFSET_DELTA_OFFSET)[0]
             else:
-                last = struct.unpack_from(">q", buf, pos)[0]
+                last = INT64.unpack_from(buf, pos)[0]
     except KafkalogError:
         return None
     return last
@@ -332,11 +332,11 @@ def _count_records(path: str, entries: list[tuple[int, int, int, int]]) -> int:
     n = 0
     with open(path, "rb") as f:
         for pos, _size, _base, _last in entries:
-            f.seek(pos + 16)
+            f.seek(pos + MAGIC_OFFSET)
             magic = f.read(1)
             if magic and magic[0] >= 2:
-                f.seek(pos + 57)
-                n += max(struct.unpack(">i", f.read(4))[0], 0)
+                f.seek(pos + V2_RECORDS_COUNT_OFFSET)
+                n += max(INT32.unpack_from(f.read(INT32.size))[0], 0)
             else:
                 n += 1
     return n

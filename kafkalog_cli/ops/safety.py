@@ -56,7 +56,6 @@ import re
 import shutil
 import signal
 import stat
-import struct
 import time
 import uuid
 import zlib
@@ -67,6 +66,7 @@ from datetime import datetime, timezone
 from typing import BinaryIO
 
 from kafkalog_cli.errors import RepairRefused, WriteFailedError, unreadable
+from kafkalog_cli.format import layouts as L
 from kafkalog_cli.storage import lock as locks
 
 BUILD_SUFFIX = ".cleaned"
@@ -740,16 +740,16 @@ def _next_offset_of(path: str, base: int) -> int:
     with open(path, "rb") as f:
         data = f.read()
     pos = 0
-    while pos + 17 <= len(data):
-        offset, length = struct.unpack_from(">qi", data, pos)
-        if length < 14 or pos + 12 + length > len(data):
+    while pos + L.HEADER_SIZE_UP_TO_MAGIC <= len(data):
+        offset, length = L.LOG_ENTRY.unpack_from(data, pos)
+        if length < L.LEGACY_V0_RECORD_OVERHEAD or pos + L.LOG_OVERHEAD + length > len(data):
             break
-        if data[pos + 16] >= 2 and length >= 49:
-            (delta,) = struct.unpack_from(">i", data, pos + 23)
+        if data[pos + L.MAGIC_OFFSET] >= 2 and length >= L.V2_MIN_BATCH_LENGTH:
+            (delta,) = L.INT32.unpack_from(data, pos + L.V2_LAST_OFFSET_DELTA_OFFSET)
             nxt = offset + delta + 1
         else:
             nxt = offset + 1  # a legacy entry's offset is its (wrapper's) last offset
-        pos += 12 + length
+        pos += L.LOG_OVERHEAD + length
     return nxt
 
 

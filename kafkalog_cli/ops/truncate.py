@@ -20,11 +20,11 @@ Why it is built this way:
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.format.layouts import TIME_INDEX_ENTRY
 from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import partition_scan as ps
 from kafkalog_cli.ops import producer_state as pst
@@ -383,7 +383,7 @@ def _final_time_entry(seg: ps.Segment, cut: int) -> tuple[int, int] | None:
         rb = ri.rebuild_segment(mf.buf[:cut], seg.base, file=seg.path("log"))
         if rb.problem is not None or not rb.timeindex:
             return None
-        ts, rel = struct.unpack_from(">qi", rb.timeindex, len(rb.timeindex) - 12)
+        ts, rel = TIME_INDEX_ENTRY.unpack_from(rb.timeindex, len(rb.timeindex) - TIME_INDEX_ENTRY.size)
         return ts, seg.base + rel
 
 
