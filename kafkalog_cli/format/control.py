@@ -6,12 +6,12 @@ flexible-encoded KRaft messages for 2..6 (read with version 0, as the tool does)
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.format import flexible as fx
 from kafkalog_cli.format.flexible import Field
+from kafkalog_cli.format.layouts import CONTROL_KEY, END_TXN_MARKER
 
 ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = range(7)
 
@@ -62,13 +62,13 @@ SCHEMAS: dict[int, tuple[str, list[Field]]] = {
 
 def parse_control_key(key: bytes | None) -> tuple[int, int]:
     """Return (version, type) of a control record key, with Kafka's checks."""
-    if key is None or len(key) < 4:
+    if key is None or len(key) < CONTROL_KEY.size:
         raise InvalidRecordError(
-            f"Invalid value size found for end control record key. Must have at least 4 bytes, but found {0 if key is None else len(key)}",
-            expected=">= 4 key bytes",
+            f"Invalid value size found for end control record key. Must have at least {CONTROL_KEY.size} bytes, but found {0 if key is None else len(key)}",
+            expected=f">= {CONTROL_KEY.size} key bytes",
             found=str(0 if key is None else len(key)),
         )
-    version, ctype = struct.unpack_from(">hh", key, 0)
+    version, ctype = CONTROL_KEY.unpack_from(key, 0)
     if version < 0:
         raise InvalidRecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
     return version, ctype
@@ -76,13 +76,13 @@ def parse_control_key(key: bytes | None) -> tuple[int, int]:
 
 def parse_end_txn_marker(value: bytes | None) -> tuple[int, int]:
     """Return (version, coordinatorEpoch) of an ABORT/COMMIT marker value."""
-    if value is None or len(value) < 6:
+    if value is None or len(value) < END_TXN_MARKER.size:
         raise InvalidRecordError(
             "Invalid value size found for end transaction marker",
-            expected=">= 6 bytes",
+            expected=f">= {END_TXN_MARKER.size} bytes",
             found=str(0 if value is None else len(value)),
         )
-    version, epoch = struct.unpack_from(">hi", value, 0)
+    version, epoch = END_TXN_MARKER.unpack_from(value, 0)
     if version < 0:
         raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}. May indicate data corruption")
     return version, epoch
@@ -97,11 +97,11 @@ def decode_kraft_control(ctype: int, value: bytes | None) -> dict[str, Any]:
 
 
 def encode_control_key(ctype: int, version: int = 0) -> bytes:
-    return struct.pack(">hh", version, ctype)
+    return CONTROL_KEY.pack(version, ctype)
 
 
 def encode_end_txn_marker(coordinator_epoch: int, version: int = 0) -> bytes:
-    return struct.pack(">hi", version, coordinator_epoch)
+    return END_TXN_MARKER.pack(version, coordinator_epoch)
 
 
 def encode_kraft_control(ctype: int, values: dict[str, Any]) -> bytes:

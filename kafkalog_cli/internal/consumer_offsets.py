@@ -10,10 +10,10 @@ Three output families (spec §3.10, errata E4/E5/E18/C.5):
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import schema as sc
 from kafkalog_cli.internal import schemas_group as sg
@@ -76,7 +76,7 @@ def _replace_embedded(member: dict[str, Any], name: str, msg: sc.Message) -> Non
     try:
         if len(raw) < 2:
             return
-        (ver,) = struct.unpack_from(">h", raw, 0)
+        (ver,) = SCHEMA_VERSION.unpack_from(raw, 0)
         values, _ = sc.read(bytes(raw), msg, ver, pos=2)
         co.check_non_nullable(msg.fields, values, ver)
     except (InvalidRecordError, ValueError):
@@ -101,7 +101,7 @@ def _assignment_text(member: dict[str, Any]) -> str:
     raw = member.get("assignment") or b""
     if len(raw) < 2:
         raise InvalidRecordError("Buffer underflow while parsing consumer protocol's header")
-    (ver,) = struct.unpack_from(">h", raw, 0)
+    (ver,) = SCHEMA_VERSION.unpack_from(raw, 0)
     if ver < 0:
         raise InvalidRecordError(f"Unsupported assignment version: {ver}")
     ver = min(ver, sg.ConsumerProtocolAssignment.valid[1])
@@ -152,7 +152,7 @@ def _unknown_key_error(v: int, version: Version) -> str:
 def _read_value(msg: sc.Message, value: bytes, what: str) -> tuple[int, dict[str, Any]]:
     if len(value) < 2:
         raise InvalidRecordError("java.nio.BufferUnderflowException")
-    (ver,) = struct.unpack_from(">h", value, 0)
+    (ver,) = SCHEMA_VERSION.unpack_from(value, 0)
     if not msg.supports(ver):
         raise InvalidRecordError(f"Unknown {what} message version: {ver}")
     try:
@@ -179,7 +179,7 @@ class OffsetsTextParser:
             raise InvalidRecordError("Failed to decode message using offset topic decoder (message had a missing key)")
         if len(key) < 2:
             raise InvalidRecordError("java.nio.BufferUnderflowException")
-        (kver,) = struct.unpack_from(">h", key, 0)
+        (kver,) = SCHEMA_VERSION.unpack_from(key, 0)
         if kver not in (0, 1, 2):
             if self.version >= (3, 5, 0):
                 return f"unknown::version={kver}", None

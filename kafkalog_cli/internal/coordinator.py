@@ -8,12 +8,12 @@ This module decodes that framing with Kafka's error texts and renders the JSON f
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.format.flexible import Field
+from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal import schema as sc
 from kafkalog_cli.internal.schema import Message
 
@@ -79,7 +79,7 @@ def deserialize(key: bytes, value: bytes | None, keys: dict[int, Message], value
     """``CoordinatorRecordSerde.deserialize`` with its exceptions (UnknownRecordType / CoordinatorDecodeError)."""
     if len(key) < 2:
         raise CoordinatorDecodeError("Could not read version from key's buffer.")
-    (rtype,) = struct.unpack_from(">h", key, 0)
+    (rtype,) = SCHEMA_VERSION.unpack_from(key, 0)
     kmsg = keys.get(rtype)
     if kmsg is None:
         raise UnknownRecordType(rtype)
@@ -96,7 +96,7 @@ def deserialize(key: bytes, value: bytes | None, keys: dict[int, Message], value
         raise UnknownRecordType(rtype)
     if len(value) < 2:
         raise CoordinatorDecodeError("Could not read version from value's buffer.")
-    (vver,) = struct.unpack_from(">h", value, 0)
+    (vver,) = SCHEMA_VERSION.unpack_from(value, 0)
     try:
         vvals = read_checked(value, vmsg, vver, 2)
     except (InvalidRecordError, ValueError) as exc:

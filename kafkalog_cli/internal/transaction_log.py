@@ -11,10 +11,10 @@ Partitions are held by Kafka in a Scala ``mutable.HashSet``; they are printed in
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import schema as sc
 from kafkalog_cli.internal import schemas_txn_share as st
@@ -49,7 +49,7 @@ class TransactionTextParser:
     def _key(self, key: bytes | None) -> tuple[int, str | None]:
         if key is None or len(key) < 2:
             raise InvalidRecordError(NPE if key is None else "java.nio.BufferUnderflowException")
-        (ver,) = struct.unpack_from(">h", key, 0)
+        (ver,) = SCHEMA_VERSION.unpack_from(key, 0)
         if not st.TransactionLogKey.supports(ver):
             return ver, None
         try:
@@ -62,7 +62,7 @@ class TransactionTextParser:
     def _value(self, value: bytes) -> str:
         if len(value) < 2:
             raise InvalidRecordError("java.nio.BufferUnderflowException")
-        (ver,) = struct.unpack_from(">h", value, 0)
+        (ver,) = SCHEMA_VERSION.unpack_from(value, 0)
         if not st.TransactionLogValue.supports(ver):
             if self.version < (2, 8, 0):
                 raise InvalidRecordError(f"Unknown transaction log message value schema version {ver}")

@@ -28,6 +28,7 @@ from kafkalog_cli.errors import (
 from kafkalog_cli.format import control as ctl
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.format.codecs import DEFAULT_LIMIT
+from kafkalog_cli.format.layouts import HEADER_SIZE_UP_TO_MAGIC, TIME_INDEX_ENTRY, V2_HEADER_SIZE
 from kafkalog_cli.format.text import int64
 from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
@@ -518,8 +519,8 @@ class Dumper:
                             valid = entry.is_valid(buf)
                             computed = entry.computed_crc(buf)
                         else:
-                            computed = entry.computed_crc(buf) if entry.size >= 61 else 0
-                            valid = entry.size >= 61 and computed == entry.crc
+                            computed = entry.computed_crc(buf) if entry.size >= V2_HEADER_SIZE else 0
+                            valid = entry.size >= V2_HEADER_SIZE and computed == entry.crc
                         if not valid and _lost(mf, pos, pos + size):
                             resume = pos  # bytes of this entry could not be read: report them, resync after
                             break
@@ -548,7 +549,7 @@ class Dumper:
                                 yield self._record_event(entry, rec)
                         valid_bytes += size
                 except CorruptRecordError as exc:
-                    if exc.position is None or not _lost(mf, exc.position, exc.position + 17):
+                    if exc.position is None or not _lost(mf, exc.position, exc.position + HEADER_SIZE_UP_TO_MAGIC):
                         raise
                     resume = exc.position
                 if resume is None:
@@ -721,7 +722,7 @@ class Dumper:
                 old_rule = bool(self.profile.index_compare_first_record)
                 for i in range(n):
                     ts, off = tidx.entry(i)
-                    if _lost(mf, i * 12, i * 12 + 12):
+                    if _lost(mf, i * TIME_INDEX_ENTRY.size, (i + 1) * TIME_INDEX_ENTRY.size):
                         continue  # a bad sector read as zeros: not an entry (its range is reported as unreadable)
                     zero_slot = off == base and i > 0
                     if zero_slot and not old_rule:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES, Batch
 from kafkalog_cli.format.codecs import CODEC_NAMES
+from kafkalog_cli.format.layouts import V2_HEADER_SIZE
 
 try:  # pragma: no cover - depends on the build
     from kafkalog_cli import _accel
@@ -42,7 +43,7 @@ def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_
 
     def format_batch(batch: Batch, buf, valid: bool, deep: bool, last: int, java_gaps: bool, limit: int):  # noqa: ANN001
         if deep:
-            if not records or batch.is_control or batch.records_count < 0 or batch.size < 61:
+            if not records or batch.is_control or batch.records_count < 0 or batch.size < V2_HEADER_SIZE:
                 return None
             try:
                 data, start = batch.payload(buf, limit)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
 from kafkalog_cli.format.codecs import CODEC_NAMES
+from kafkalog_cli.format.layouts import V2_HEADER_SIZE
 from kafkalog_cli.format.text import java_utf8
 from kafkalog_cli.ops import dump as d
 from kafkalog_cli.render.jsondoc import SCHEMA_VERSION
@@ -129,7 +130,7 @@ class JsonRenderer:
         file_json: list = [object(), ""]
 
         def format_batch(batch, buf, valid: bool, deep: bool, last: int, java_gaps: bool, limit: int):  # noqa: ANN001, ANN202
-            if not deep or not valid or batch.is_control or batch.records_count < 0 or batch.size < 61:
+            if not deep or not valid or batch.is_control or batch.records_count < 0 or batch.size < V2_HEADER_SIZE:
                 return None
             try:
                 data, start = batch.payload(buf, limit)

@@ -6,11 +6,11 @@ The default parser applies a key and a value decoder (String, Integer, Long, Def
 
 from __future__ import annotations
 
-import struct
 import zlib
 from typing import Protocol
 
 from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.format.layouts import INT32, INT64
 from kafkalog_cli.format.text import java_utf8
 
 
@@ -24,15 +24,15 @@ def string_decoder(b: bytes) -> str:
 
 
 def integer_decoder(b: bytes) -> str:
-    if len(b) < 4:
+    if len(b) < INT32.size:
         raise KafkalogError("IntegerDecoder needs 4 bytes", expected="4 bytes", found=f"{len(b)} bytes")
-    return str(struct.unpack_from(">i", b)[0])
+    return str(INT32.unpack_from(b)[0])
 
 
 def long_decoder(b: bytes) -> str:
-    if len(b) < 8:
+    if len(b) < INT64.size:
         raise KafkalogError("LongDecoder needs 8 bytes", expected="8 bytes", found=f"{len(b)} bytes")
-    return str(struct.unpack_from(">q", b)[0])
+    return str(INT64.unpack_from(b)[0])
 
 
 def default_decoder(b: bytes) -> str:
