@@ -5,7 +5,10 @@
  * what the Python path would compute or declines (returns None / stops with a reason) so that Python re-does the
  * work and words the problem. Tests run the golden fixtures with the accelerator on and off (tests/test_accel*.py,
  * KAFKALOG_NO_ACCEL=1) and require identical output. The Python-facing contract (arguments, return shapes, when each
- * function declines) is written above each function.
+ * function declines) is kafkalog_cli/_accel.pyi, a typed stub of every function in the method table below
+ * (tests/test_layouts.py checks that both list the same names); the C comment above each function gives the details.
+ * Byte offsets and sizes of the on-disk layouts come from accel/layouts.h, generated from kafkalog_cli/format/layouts.py
+ * by scripts/gen_layouts_h.py (never edit the numbers by hand); layout_constants() reports them at run time.
  *
  * Layout: one translation unit split by concern into kafkalog_cli/accel/. The parts are #included below, in
  * dependency order, rather than compiled separately, so that every helper stays `static inline` (no exported

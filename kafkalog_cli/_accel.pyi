@@ -1,0 +1,118 @@
+"""The contract between Python and the compiled accelerator ``kafkalog_cli._accel`` (``_accel.c`` + ``accel/*``).
+
+One entry per function of the C method table (tests/test_layouts.py checks both list the same names). The rule for
+every function: the pure-Python code is the reference; a function either returns exactly what Python would compute
+or declines (returns None, stops early with a reason, or answers False) so that Python redoes that part and words
+the problem. Buffers are anything with the buffer protocol (bytes, mmap, memoryview); the GIL is released during the
+walks. Packed records are little-endian (``struct`` formats in ``kafkalog_cli/storage/accel.py``); every on-disk
+offset the C code uses comes from ``accel/layouts.h``, generated from ``kafkalog_cli/format/layouts.py``.
+"""
+
+from typing_extensions import Buffer
+
+# ------------------------------------------------------------------------------------------------ CRC-32C (crc.c)
+def crc32c(data: Buffer, value: int = 0, /) -> int:
+    """CRC-32C of ``data``, continuing ``value`` (same contract as the ``crc32c`` package). Hardware or table code,
+    chosen at import; GIL released. Never declines."""
+
+def crc32c_portable(data: Buffer, value: int = 0, /) -> int:
+    """The slicing-by-8 table CRC-32C whatever the CPU (tests compare it with ``crc32c``). Never declines."""
+
+def crc_implementation() -> str:
+    """Which CRC-32C code ``crc32c`` uses: ``"sse4.2-3way"`` or ``"slicing-by-8"``."""
+
+def parallel_config(threads: int = -1, min_bytes: int = -1, window: int = -1, /) -> tuple[int, int, int, int]:
+    """Get/set how the CRC walks spread long runs over threads (crc_parallel.c). Returns the settings as they were
+    before the call: (threads, min_bytes, window, windows), ``windows`` counting windows that ran on more than one
+    thread since import. Negative leaves a setting alone. Raises ValueError unless 1 <= threads <= 8 and window >= 1.
+    """
+
+# ------------------------------------------------------------------------------------------------ header walks (walk.c)
+def scan_v2(buffer: Buffer, start: int, end: int, /) -> tuple[bytes, int, str]:
+    """The walk of ``storage.segment.walk`` over ``buffer[start:end]`` with the CRC of every v2 batch.
+
+    Returns (records, stop, reason): one packed ``SCAN_FORMAT`` record per v2 batch, the position where it stopped
+    and why: ``"end"`` (Python's walk ends there too), ``"bad-size"`` (size field < 14: Python raises there),
+    ``"magic"`` (not magic 2: Python parses it), ``"small"`` (a v2 entry shorter than its 61-byte header).
+    Declines by stopping: Python continues from ``stop``. ValueError unless 0 <= start <= end <= len(buffer).
+    """
+
+def verify_run(buffer: Buffer, pos: int, stop_at: int, max_size: int, seg_base: int, has_prev: bool, prev_last: int,
+               prev_epoch: int, ts_limit: int, want_entries: bool,
+               /) -> tuple[int, int, int, int, int, int, int, int, bytes | None]:
+    """verify-crc's fast path: from ``pos``, the run of v2 batches on which ``ops.verify._Walker.on_v2`` would report
+    nothing (CRC, sizes, codec, offsets, leader epoch, timestamps up to ``ts_limit``).
+
+    Returns (pos, batches, records, first_base, prev_last, first_epoch, prev_epoch, saw_epoch, entries): where it
+    stopped, the counters to apply, and with ``want_entries`` one packed ``RUN_FORMAT`` record per batch for the
+    index observers (else None). Declines by stopping before the first batch with anything to report, at
+    ``stop_at`` or on int64 overflow; Python handles that batch with the reference code.
+    """
+
+# ------------------------------------------------------------------------------------------------ rebuild-index (index_build.c)
+def rebuild_index(buffer: Buffer, base_offset: int, interval: int, segment_index_bytes: int,
+                  /) -> tuple[int, int, int | None, bytes, bytes, int, int, int, int] | None:
+    """The recovery-rule index build of ``ops.rebuild_index.rebuild_segment_py`` over a whole ``.log``.
+
+    Returns (valid_bytes, batches, last_offset, index, timeindex, stop_code, stop_pos, a, b); stop_code 0 means
+    recovery would not stop, 1..12 name the problem (table in index_build.c, texts in ``_from_accel``). Returns None
+    (Python runs the reference) for a legacy entry or an int64 overflow.
+    """
+
+# ------------------------------------------------------------------------------------------------ SIGBUS guard (sigbus_guard.c)
+def guard_register(buffer: Buffer, /) -> int:
+    """Register a read-only, page-aligned map with the SIGBUS guard: a fault on it then maps a zero page instead of
+    killing the process. Returns the slot, or -1 when every slot is taken (the caller reads the file instead).
+    ValueError when the buffer does not start on a page. Only where the platform has the guard (Linux)."""
+
+def guard_faults(slot: int, /) -> tuple[list[int], tuple[int, int] | None]:
+    """Page offsets (from the map's start, sorted) that faulted and were replaced by zeros since the last call, and
+    the (lo, hi) byte range of faults not recorded one by one (None when none overflowed). ValueError for a slot
+    that is not registered."""
+
+def guard_release(slot: int, /) -> None:
+    """Unregister a map before it is closed (its fault records are dropped). ValueError for a slot out of range."""
+
+def first_nonzero(buffer: Buffer, start: int, end: int, /) -> int:
+    """Position of the first non-zero byte in ``buffer[start:end]`` (clamped to the buffer), or ``end``; memory
+    speed, GIL released (verify-crc's zero-run skips). Never declines."""
+
+# ------------------------------------------------------------------------------------------------ scan (scan_columns.c)
+def scan_columns(buffer: Buffer, start: int, end: int, /) -> tuple[bytes, int, int, str]:
+    """``scan_v2``'s walk, written column by column for ``kafkalog scan`` (order: ``scan.columns.SCAN_COLUMNS``).
+
+    Returns (data, n, stop, reason): n rows, native byte order; reasons as ``scan_v2`` plus ``"overflow"``
+    (base offset + lastOffsetDelta does not fit an int64). Declines by stopping; Python continues from ``stop``.
+    """
+
+# ------------------------------------------------------------------------------------------------ verify-crc --deep (check_records.c)
+def check_records(buffer: Buffer, start: int, end: int, count: int, base_offset: int, last_offset: int, /) -> bool:
+    """True when the ``count`` records of ``buffer[start:end]`` (an uncompressed batch's records or a decompressed
+    payload) are certainly clean: every varint and length adds up and the offsets increase within
+    [base_offset, last_offset]. False declines: Python walks the records and words the problem."""
+
+# ------------------------------------------------------------------------------------------------ dump (format_text.c, format_json.c)
+def dump_batch(buffer: Buffer, start: int, end: int,
+               header: tuple[int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool],
+               label: bytes, codec_name: bytes, print_horizon: bool, deep: bool, print_data: bool, last: int,
+               java_gaps: bool, as_bytes: bool = False, /) -> tuple[str | bytes, int, list[int]] | None:
+    """``dump``'s text for one v2 batch: its batch line (DumpLogSegments 2.2+ form) and, with ``deep``, its record
+    lines. ``header`` = (position, size, base_offset, last_offset_delta, count, base_sequence, producer_id,
+    producer_epoch, partition_leader_epoch, attributes, base_timestamp, max_timestamp, magic, crc, valid).
+
+    Returns (text, last, gaps): str, or UTF-8 bytes with ``as_bytes``; the last offset printed and the offset gaps
+    found. Returns None (Python formats the batch) when the records are not plain well-formed records it reproduces
+    byte for byte (a malformed varint, too many headers, an offset overflow, a range past the buffer).
+    """
+
+def json_records(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                 max_timestamp: int, log_append: bool, base_sequence: int, prefix: bytes, ts_part: bytes,
+                 print_data: bool, last: int, java_gaps: bool, /) -> tuple[bytes, int, list[int]] | None:
+    """``dump --format json``'s record objects of one v2 batch, one line each (``prefix`` and ``ts_part`` are made
+    by Python with json.dumps). Returns (lines, last, gaps), or None (Python renders them) for anything it does not
+    reproduce exactly (malformed records, invalid UTF-8 where text is printed, too many headers)."""
+
+# ------------------------------------------------------------------------------------------------ layouts (layouts.h)
+def layout_constants() -> dict[str, int]:
+    """The byte offsets and sizes this build was compiled with (``accel/layouts.h``), by their ``#define`` names;
+    equal to ``format.layouts.c_constants()`` unless the build is stale (tests/test_layouts.py)."""
