@@ -35,6 +35,8 @@ _unpack_i32 = INT32.unpack_from
 _unpack_i64 = INT64.unpack_from
 # the key length follows the message header: v0 attributes or v1 timestamp, counted from the entry's start
 _KEY_LENGTH_AT = {0: LEGACY_V0.size, 1: LEGACY_V1.size}
+_V1_HEADER = LEGACY_V1.size  # 26: a v1 message's fixed part, with the log overhead
+_I32_SIZE = INT32.size  # the key and value length fields
 
 
 class LegacyEntry:
@@ -52,7 +54,7 @@ class LegacyEntry:
         if self.magic not in (0, 1):
             raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {self.magic}", position=position + MAGIC_OFFSET)
         if self.magic == 1:
-            if position + LEGACY_V1.size > self._buf_end:
+            if position + _V1_HEADER > self._buf_end:
                 raise CorruptRecordError("legacy v1 header runs past the end of the file", position=position)
             (self._timestamp,) = _unpack_i64(buf, position + LEGACY_TIMESTAMP_OFFSET)
         else:
@@ -223,10 +225,10 @@ class LegacyEntry:
 
 def _sized(buf: bytes | memoryview, p: int, end: int, what: str, copy: bool = True) -> tuple[bytes | None, int]:
     """Read an int32 length and that many bytes (a negative length is null, as Kafka reads it)."""
-    if p + INT32.size > end:
+    if p + _I32_SIZE > end:
         raise InvalidRecordError(f"legacy message is too short for its {what} length", position=p)
     (n,) = _unpack_i32(buf, p)
-    p += INT32.size
+    p += _I32_SIZE
     if n < 0:
         return None, p
     if p + n > end:
@@ -238,7 +240,7 @@ def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int,
                copy: bool = True) -> tuple[bytes | None, bytes | None]:
     # key length follows the header: log overhead, crc, magic, attributes (+ timestamp for v1)
     p = position + _KEY_LENGTH_AT[magic]
-    if p + INT32.size > end:
+    if p + _I32_SIZE > end:
         raise CorruptRecordError("legacy message is too short for its key length", position=position, found=f"{end - position} bytes")
     key, p = _sized(buf, p, end, "key", copy)
     value, _p = _sized(buf, p, end, "value", copy)

@@ -29,14 +29,13 @@ from kafkalog_cli.format.layouts import (
     LEGACY_CRC_START,
     LEGACY_TIMESTAMP_OFFSET,
     LEGACY_V0,
-    LEGACY_V0_RECORD_OVERHEAD,
-    LEGACY_V1,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     V2_ATTRIBUTES_OFFSET,
     V2_HEADER_SIZE,
     V2_MIN_BATCH_LENGTH,
 )
+from kafkalog_cli.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kafkalog_cli.ops import verify_companions as companion_checks
 from kafkalog_cli.ops.verify_index import OffsetIndexCheck, TimeIndexCheck
 from kafkalog_cli.ops.verify_model import (
@@ -67,7 +66,7 @@ _I64 = INT64.struct
 _CRC, _ATTRS, _LOD, _COUNT = (BATCH_V2.index(f) for f in ("crc", "attributes", "last_offset_delta", "records_count"))
 V2_HEADER = V2_HEADER_SIZE
 V2_MIN_SIZE = V2_MIN_BATCH_LENGTH
-LEGACY_MIN_SIZE = {0: LEGACY_V0_RECORD_OVERHEAD, 1: LEGACY_V0_RECORD_OVERHEAD + LEGACY_V1.size - LEGACY_V0.size}
+LEGACY_MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1}
 _HEADER = HEADER_SIZE_UP_TO_MAGIC  # 17
 _MAGIC2 = re.compile(b"\x02")
 _MAGIC_LEGACY = re.compile(b"[\x00\x01]")
