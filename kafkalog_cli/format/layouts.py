@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 _SIZES = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
+# called through a plain callable: the views' field names are data here, which type checkers' namedtuple support
+# (string literals only) cannot follow; the views are typed Any
+_make_view: Callable[[str, list[str]], Any] = namedtuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +68,7 @@ class Layout:
         self.unpack_from: Callable[..., tuple[Any, ...]] = self.struct.unpack_from
         self.pack: Callable[..., bytes] = self.struct.pack
         self.pack_into: Callable[..., None] = self.struct.pack_into
-        self.view = namedtuple(name, [f.name for f in declared])
+        self.view: Any = _make_view(name, [f.name for f in declared])
         self._by_name = {f.name: f for f in declared}
 
     def field(self, name: str) -> Field:

@@ -76,7 +76,7 @@ PROGRESS_EVERY = 32 << 20
 try:  # the zero scan is a safety/speed primitive of the accelerator, used even with KAFKALOG_NO_ACCEL
     from kafkalog_cli._accel import first_nonzero as _first_nonzero
 except ImportError:  # pragma: no cover - depends on the build
-    _first_nonzero = None
+    _first_nonzero = None  # type: ignore[assignment]  # the stub types the built function
 
 
 # ---------------------------------------------------------------------------------------------------- segment

@@ -21,7 +21,7 @@ from kafkalog_cli.format.layouts import V2_HEADER_SIZE
 try:  # pragma: no cover - depends on the build
     from kafkalog_cli import _accel
 except ImportError:  # pragma: no cover
-    _accel = None
+    _accel = None  # type: ignore[assignment]  # the stub (_accel.pyi) types the built module
 
 FastFormatter = Callable[..., "tuple[str | bytes, int, list[tuple[int, int]]] | None"]
 
