@@ -426,6 +426,22 @@ def test_no_epochs_truncates_to_high_watermark_but_refetches_identical_records(t
     assert "loses nothing (3 records removed are held identically by the leader" in out
 
 
+def test_high_watermark_named_twice_last_entry_wins(tmp_path):
+    """replication-offset-checkpoint naming the partition twice: the broker's map keeps the last entry
+    (OffsetCheckpointFile.java:65-69), so the follower truncates to 3, not to the first entry's 1."""
+    dirs = []
+    for broker in (1, 2):
+        pdir = replica(str(tmp_path), broker, values(6, epoch=-1))
+        os.remove(os.path.join(pdir, "leader-epoch-checkpoint"))
+        with open(os.path.join(os.path.dirname(pdir), "replication-offset-checkpoint"), "w") as f:
+            f.write("0\n2\norders 0 1\norders 0 3\n")
+        dirs.append(pdir)
+    code, doc = run_json(*dirs)
+    assert code == 0, doc
+    f = next(r for r in doc["replicas"] if r["role"] == "follower")
+    assert f["truncation_offset"] == 3 and f["lost_records"]["refetched"] == 3
+
+
 def test_new_empty_follower_lags_without_truncation(tmp_path):
     """A freshly assigned replica (empty directory, no leader epoch yet) is a lagging follower, not unknown."""
     leader = replica(str(tmp_path), 1, values(5))

@@ -197,13 +197,12 @@ def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -
         cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
     except CheckpointError as exc:
         return None, f"{name} unreadable ({exc.message}): the broker resets every partition to 0"
-    if tp is not None:
-        for topic, p, off in cp.entries:
-            if topic == tp[0] and p == str(tp[1]):
-                try:
-                    return comp.java_parse_int(off, 64), f"{name}: {off}"
-                except ValueError:
-                    return None, f"{name} has a malformed offset for this partition"
+    off = comp.checkpoint_entry(cp, tp[0], str(tp[1])) if tp is not None else None
+    if off is not None:  # the last entry for the partition wins, as in the broker's map
+        try:
+            return comp.java_parse_int(off, 64), f"{name}: {off}"
+        except ValueError:
+            return None, f"{name} has a malformed offset for this partition"
     return None, f"no entry for this partition in {name}"
 
 
