@@ -44,6 +44,7 @@ from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.ops import repair_plan
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
     LOAD_FACTOR,
@@ -927,33 +928,91 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
 
 # ------------------------------------------------------------------------------------------ execution
 def plan_actions(plan: CompactPlan) -> list:
-    """The file-level view of the plan, as ``safety.FileAction`` values (what a dry run lists)."""
-    from kafkalog_cli.ops import safety
+    """The file-level view of the plan, as ``safety.FileAction`` values (what a dry run lists): exactly the steps
+    ``--execute`` performs (``compaction_steps``)."""
+    return repair_plan.actions(plan.partition_dir, compaction_steps(plan))
 
-    acts = []
-    for g in plan.changed_groups:
-        name = ps.seg_name(g.out_base, "log")
+
+def compaction_steps(plan: CompactPlan, progress: Progress | None = None) -> list[repair_plan.Step]:
+    """The plan as file steps, in commit order (``repair_plan``): per changed group its cleaned ``.log``, then the
+    ``.index``/``.timeindex`` built from that staged ``.log``, its ``.txnindex``; then the deleted segment files and
+    producer snapshots. The writers run in step order (``_GroupWriter``)."""
+    writer = _GroupWriter(plan, progress or Progress())
+    steps: list[repair_plan.Step] = []
+    for i, g in enumerate(plan.groups):
+        if not g.changed:
+            continue
+        shown = "replace" if g.existed else "create"
         merged = f" (merges {', '.join(str(b) for b in g.bases)})" if len(g.bases) > 1 else ""
         split = " (part of a split segment)" if any(p.split for p in g.parts) else ""
-        exists = g.existed
-        acts.append(safety.FileAction("replace" if exists else "create", os.path.join(plan.partition_dir, name), g.size,
-                                      f"cleaned segment{merged}{split}"))
+        mtime = g.mtime_ns / 1e9
+        steps.append(repair_plan.write(ps.seg_name(g.out_base, "log"), writer.log(i), mtime=mtime, shown=shown,
+                                       size=g.size, detail=f"cleaned segment{merged}{split}"))
         for ext in ("index", "timeindex"):
-            acts.append(safety.FileAction("replace" if exists else "create",
-                                          os.path.join(plan.partition_dir, ps.seg_name(g.out_base, ext)),
-                                          0, "rebuilt by the recovery rule"))
+            steps.append(repair_plan.write(ps.seg_name(g.out_base, ext), writer.index(i, ext), mtime=mtime,
+                                           shown=shown, detail="rebuilt by the recovery rule"))
         if g.txn_entries:
-            acts.append(safety.FileAction("replace", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, "txnindex")),
-                                          34 * len(g.txn_entries), f"{len(g.txn_entries)} aborted transaction(s)"))
+            steps.append(repair_plan.write(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries),
+                                           shown="replace", size=34 * len(g.txn_entries),
+                                           detail=f"{len(g.txn_entries)} aborted transaction(s)"))
         elif g.had_txnindex:
-            acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, "txnindex")),
-                                          detail="no aborted transaction left"))
-    for name, why in plan.file_deletes:
-        acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name), detail=why))
-    for name in plan.snapshot_deletes:
-        acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name),
-                                      detail="its segment base no longer exists"))
-    return acts
+            steps.append(repair_plan.delete(ps.seg_name(g.out_base, "txnindex"), detail="no aborted transaction left"))
+    steps += [repair_plan.delete(name, detail=why) for name, why in plan.file_deletes]
+    steps += [repair_plan.delete(name, detail="its segment base no longer exists") for name in plan.snapshot_deletes]
+    return steps
+
+
+class _GroupWriter:
+    """The writers of ``compaction_steps``: the groups are filtered again in plan order with a fresh round tracker
+    (unchanged groups only advance it, changed ones stream into their staged ``.log``, which must come out exactly the
+    size the plan computed); a group's indexes are built from its staged ``.log``."""
+
+    def __init__(self, plan: CompactPlan, progress: Progress) -> None:
+        self.plan = plan
+        self.progress = progress
+        self.tracker = TxnTracker()
+        self.next_group = 0  # groups before this one went through the tracker
+        self.cleaned: dict[int, OutputGroup] = {}  # a changed group as streamed, checked against the plan
+        self.indexes: dict[int, dict[str, bytes]] = {}
+        self.total_added = False
+
+    def log(self, i: int) -> repair_plan.Writer:
+        def write(f: BinaryIO) -> None:
+            cleaner = self.plan.cleaner
+            assert cleaner is not None
+            if not self.total_added:
+                last = max(j for j, g in enumerate(self.plan.groups) if g.changed)
+                self.progress.add_total(sum(p.size for g in self.plan.groups[:last + 1] for p in g.parts))
+                self.total_added = True
+            for g in self.plan.groups[self.next_group:i]:  # unchanged: they only advance the round tracker
+                cleaner.clean_group(g.parts, OutputGroup(list(g.bases), parts=g.parts), self.tracker,
+                                    [SegmentStats(p.base) for p in g.parts], None)
+                self.progress.advance(sum(p.size for p in g.parts))
+            g = self.plan.groups[i]
+            again = OutputGroup(list(g.bases), parts=g.parts)
+            cleaner.clean_group(g.parts, again, self.tracker, [SegmentStats(p.base) for p in g.parts], f)
+            self.next_group = i + 1
+            self.cleaned[i] = again
+        return write
+
+    def index(self, i: int, ext: str) -> repair_plan.Writer:
+        def write(f: BinaryIO) -> None:
+            from kafkalog_cli.ops import safety
+
+            g = self.plan.groups[i]
+            if i not in self.indexes:
+                staged = os.path.join(self.plan.partition_dir, safety.staging_name(ps.seg_name(g.out_base, "log")))
+                again = self.cleaned.pop(i)
+                if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
+                    raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan "
+                                             f"said {g.size}", file=staged)
+                index, timeindex = _indexes_of(staged, g.out_base, self.plan)
+                self.indexes[i] = {"index": index, "timeindex": timeindex}
+            f.write(self.indexes[i].pop(ext))
+            if not self.indexes[i]:
+                del self.indexes[i]
+                self.progress.advance(sum(p.size for p in g.parts))
+        return write
 
 
 def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes]:
@@ -976,70 +1035,9 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes
     return index, timeindex
 
 
-def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: bool = True,
-                       on_staged: Callable[[], None] | None = None, progress: Progress | None = None) -> str:
-    """Write the plan through ``safety.Transaction``; return the backup directory.
-
-    The groups are filtered again in plan order with a fresh round tracker: unchanged groups only advance it, changed
-    ones stream into their staged ``.log``, which must come out exactly the size the plan computed."""
-    from kafkalog_cli.ops import safety
-
-    cleaner = plan.cleaner
-    assert cleaner is not None
-    pdir = plan.partition_dir
-    tracker = TxnTracker()
-    progress = progress or Progress()
-    progress.add_total(sum(p.size for g in plan.groups for p in g.parts))
-    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        for g in plan.groups:
-            again = OutputGroup(list(g.bases), parts=g.parts)
-            stats = [SegmentStats(p.base) for p in g.parts]
-            if not g.changed:
-                cleaner.clean_group(g.parts, again, tracker, stats, None)
-                progress.advance(sum(p.size for p in g.parts))
-                continue
-            log_name = ps.seg_name(g.out_base, "log")
-            mtime = g.mtime_ns / 1e9
-            tx.stage(log_name, lambda f, g=g, again=again, stats=stats: cleaner.clean_group(g.parts, again, tracker,
-                                                                                              stats, f), mtime=mtime)
-            staged = os.path.join(pdir, safety.staging_name(log_name))
-            if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
-                raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan said "
-                                         f"{g.size}", file=staged)
-            index, timeindex = _indexes_of(staged, g.out_base, plan)
-            tx.stage(ps.seg_name(g.out_base, "index"), index, mtime=mtime)
-            tx.stage(ps.seg_name(g.out_base, "timeindex"), timeindex, mtime=mtime)
-            if g.txn_entries:
-                tx.stage(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries))
-            elif g.had_txnindex:
-                tx.delete(ps.seg_name(g.out_base, "txnindex"))
-            progress.advance(sum(p.size for p in g.parts))
-        for name, _why in plan.file_deletes:
-            tx.delete(name)
-        for name in plan.snapshot_deletes:
-            tx.delete(name)
-        if on_staged is not None:
-            on_staged()
-        tx.commit()
-        return tx.backup_dir
-
-
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
         keep_backup: bool = True, progress: Progress | None = None) -> tuple[CompactPlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
-    from kafkalog_cli.ops import safety
-
-    recovered: list[str] = []
-    if not execute:
-        plan = plan_compaction(partition_dir, opts, progress)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        return plan, recovered, None
-    written = None
-    with safety.locked_log_dir(partition_dir):
-        recovered = safety.recover_interrupted(partition_dir)
-        plan = plan_compaction(partition_dir, opts, progress)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        if plan.has_changes:
-            written = execute_compaction(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup,
-                                         progress=progress)
-    return plan, recovered, written
+    return repair_plan.run_locked(partition_dir, lambda: plan_compaction(partition_dir, opts, progress),
+                                  lambda plan: compaction_steps(plan, progress), execute=execute,
+                                  backup_dir=backup_dir, keep_backup=keep_backup)
