@@ -29,7 +29,7 @@ from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import partition_scan as ps
 from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import safety
+from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -418,58 +418,39 @@ def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, byt
     return out
 
 
-def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
+def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
+    """The plan as file steps (``repair_plan``): the cut segment's prefix and its trimmed indexes
+    (``LocalLog.truncateTo`` -> ``LogSegment.truncateTo``), the later segments deleted early (highest first, before
+    the cut segment becomes visible: no new segment's offset range covers them, so a broker must never load the cut
+    segment beside them; the commit then goes by directory exchange), the leader-epoch checkpoint, the producer
+    snapshots above the new end (early) and at the cut, and ``.kafka_cleanshutdown``."""
     pdir = plan.partition_dir
-    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        if plan.cut_segment is not None:
-            seg = next(s for s in ps.list_segments(pdir) if s.base == plan.cut_segment)
-            cut = plan.cut_position
-            mtime = seg.mtime_ns / 1e9
-
-            def write_log(f, src: str = seg.path("log"), cut: int = cut) -> None:
-                with open(src, "rb") as fin:
-                    remaining = cut
-                    while remaining:
-                        chunk = fin.read(min(remaining, 1 << 20))
-                        if not chunk:
-                            raise UnreadableFileError("segment shrank while being truncated", file=src)
-                        f.write(chunk)
-                        remaining -= len(chunk)
-
-            tx.stage(ps.seg_name(seg.base, "log"), write_log, mtime=mtime)
-            for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, cut).items():
-                tx.stage(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None)
-            # early: removed (highest first) before the cut segment becomes visible, since no new segment's
-            # offset range covers them and a broker must never load the cut segment beside them
-            for base in plan.deleted_segments:
-                for ext in ("log", "index", "timeindex", "txnindex"):
-                    if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
-                        tx.delete(ps.seg_name(base, ext), early=True)
-        if plan.checkpoint_after != plan.checkpoint_before:
-            tx.stage(CHECKPOINT, encode_leader_epoch_checkpoint(plan.checkpoint_after).encode())
-        for name in plan.snapshot_deletes:
-            tx.delete(name, early=True)  # producer state above the new end: never loaded beside the cut segment
-        for w in plan.snapshot_writes:
-            tx.stage(w.name, w.data)  # producer state at the cut, visible with the cut segment
-        if plan.remove_clean_shutdown:
-            tx.remove_log_dir_file(CLEAN_SHUTDOWN)
-        tx.commit()
-        return tx.backup_dir
+    steps: list[repair_plan.Step] = []
+    if plan.cut_segment is not None:
+        seg = next(s for s in ps.list_segments(pdir) if s.base == plan.cut_segment)
+        mtime = seg.mtime_ns / 1e9
+        steps.append(repair_plan.write(ps.seg_name(seg.base, "log"), repair_plan.copy_prefix(seg.path("log"),
+                                                                                               plan.cut_position),
+                                       mtime=mtime, shown="replace", size=plan.cut_position))
+        for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, plan.cut_position).items():
+            steps.append(repair_plan.write(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None,
+                                           shown="replace", size=len(data)))
+        for base in plan.deleted_segments:
+            for ext in ("log", "index", "timeindex", "txnindex"):
+                if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
+                    steps.append(repair_plan.delete(ps.seg_name(base, ext), early=True))
+    if plan.checkpoint_after != plan.checkpoint_before:
+        data = encode_leader_epoch_checkpoint(plan.checkpoint_after).encode()
+        steps.append(repair_plan.write(CHECKPOINT, data, shown="replace", size=len(data)))
+    steps += [repair_plan.delete(name, early=True) for name in plan.snapshot_deletes]
+    steps += [repair_plan.write(w.name, w.data, size=len(w.data)) for w in plan.snapshot_writes]
+    if plan.remove_clean_shutdown:
+        steps.append(repair_plan.Step("remove-log-dir-file", CLEAN_SHUTDOWN))
+    return steps
 
 
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True) -> tuple[TruncatePlan, list[str], str | None]:
-
-    recovered: list[str] = []
-    if not execute:
-        plan = plan_truncation(partition_dir, epoch, to_offset)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        return plan, recovered, None
-    written = None
-    with safety.locked_log_dir(partition_dir):
-        recovered = safety.recover_interrupted(partition_dir)
-        plan = plan_truncation(partition_dir, epoch, to_offset)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        if plan.has_changes:
-            written = execute_truncation(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup)
-    return plan, recovered, written
+    """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
+    return repair_plan.run_locked(partition_dir, lambda: plan_truncation(partition_dir, epoch, to_offset),
+                                  truncation_steps, execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
