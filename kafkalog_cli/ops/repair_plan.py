@@ -49,8 +49,9 @@ class Step:
     ``op``: ``write`` (stage ``data`` as ``name``), ``delete`` (after the new files are visible, the file lies in a
     new segment's offset range), ``delete-early`` (before any new file is visible: files no new segment covers),
     ``remove-log-dir-file`` (``name`` in the log dir, e.g. ``.kafka_cleanshutdown``), ``rename`` (``source`` ->
-    ``name``, outside any transaction). ``shown``/``size``/``detail``: how a dry run lists it (``shown`` is
-    ``create``/``replace``/``delete``)."""
+    ``name``, outside any transaction). ``mtime``: of the staged file (the broker's time-based retention reads a
+    segment's mtime); ``keep_mtime``: the mtime of the file replaced, read when it is staged (after earlier renames).
+    ``shown``/``size``/``detail``: how a dry run lists it (``shown`` is ``create``/``replace``/``delete``)."""
 
     op: str
     name: str
@@ -60,16 +61,17 @@ class Step:
     size: int = 0
     detail: str = ""
     source: str | None = None
+    keep_mtime: bool = False  # write: the staged file takes the mtime ``name`` has when staged (if it exists)
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"unknown step operation {self.op!r}")
 
 
-def write(name: str, data: bytes | Writer, *, mtime: float | None = None, shown: str = "create", size: int = 0,
-          detail: str = "") -> Step:
+def write(name: str, data: bytes | Writer, *, mtime: float | None = None, keep_mtime: bool = False,
+          shown: str = "create", size: int = 0, detail: str = "") -> Step:
     """A step that stages ``data`` as ``name``."""
-    return Step("write", name, data, mtime, shown, size, detail)
+    return Step("write", name, data, mtime, shown, size, detail, keep_mtime=keep_mtime)
 
 
 def delete(name: str, *, early: bool = False, detail: str = "") -> Step:
@@ -83,8 +85,12 @@ def actions(partition_dir: str, steps: Iterable[Step]) -> list[safety.FileAction
             for s in steps if s.op != "remove-log-dir-file"]
 
 
-def execute_steps(partition_dir: str, steps: Iterable[Step], backup_dir: str | None, *, keep_backup: bool = True) -> list[str]:
-    """Perform ``steps`` in order (see the module docstring); returns the backup directory of each transaction."""
+def execute_steps(partition_dir: str, steps: Iterable[Step], backup_dir: str | None, *,
+                  keep_backup: bool = True) -> list[str]:
+    """Perform ``steps`` in order (see the module docstring); returns the backup directory of each transaction.
+
+    ``backup_dir`` is the ``--backup-dir`` option (None: the default root): every transaction backs up into a fresh
+    ``<partition>-<UTC time>`` directory of its own (``safety.backup_subdir``), never into an earlier one's."""
     used: list[str] = []
     tx: safety.Transaction | None = None
     try:
@@ -98,9 +104,14 @@ def execute_steps(partition_dir: str, steps: Iterable[Step], backup_dir: str | N
                     os.replace(src, safety.safe_child(partition_dir, step.name))
                 continue
             if tx is None:
-                tx = safety.Transaction(partition_dir, backup_dir, keep_backup=keep_backup)
+                tx = safety.Transaction(partition_dir, safety.backup_subdir(backup_dir, partition_dir),
+                                        keep_backup=keep_backup)
             if step.op == "write":
-                tx.stage(step.name, step.data if step.data is not None else b"", mtime=step.mtime)
+                mtime = step.mtime
+                if step.keep_mtime:
+                    final = os.path.join(partition_dir, step.name)
+                    mtime = os.stat(final).st_mtime if os.path.exists(final) else None
+                tx.stage(step.name, step.data if step.data is not None else b"", mtime=mtime)
             elif step.op == "remove-log-dir-file":
                 tx.remove_log_dir_file(step.name)
             else:
@@ -159,7 +170,6 @@ def run_locked(partition_dir: str, plan_fn: Callable[[], P], steps_fn: Callable[
         plan = plan_fn()
         plan.notes += safety.log_dir_warnings(partition_dir)
         if plan.has_changes:
-            used = execute_steps(partition_dir, steps_fn(plan), safety.backup_subdir(backup_dir, partition_dir),
-                           keep_backup=keep_backup)
+            used = execute_steps(partition_dir, steps_fn(plan), backup_dir, keep_backup=keep_backup)
             written = used[-1] if used else None
     return plan, recovered, written
