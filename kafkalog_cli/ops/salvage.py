@@ -32,7 +32,7 @@ from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import safety, verify
+from kafkalog_cli.ops import repair_plan, safety, verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import partition as part
 from kafkalog_cli.storage.segment import MappedFile
@@ -320,25 +320,24 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
                                               data=txn))
 
 
-def execute_salvage(plan: SalvagePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
+def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
+    """The plan as file steps (``repair_plan``): each rewritten ``.log`` is streamed from its intact batches (the
+    resync map, read again now under the lock), every other file is written from the plan's bytes; the mtimes of
+    the segment files are kept (time-based retention reads them)."""
     pdir = plan.partition_dir
     kept = {}
     for base in part.segment_bases(pdir):
         _rep, m = verify.map_segment(os.path.join(pdir, part.segment_name(base)))
         kept[part.segment_name(base)] = m.entries
-    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        for c in plan.changes:
-            path = os.path.join(pdir, c.name)
-            if c.kind == "delete":
-                tx.delete(c.name)
-            elif c.name.endswith(".log"):
-                tx.stage(c.name, _writer(path, kept[c.name]), mtime=os.stat(path).st_mtime)
-            else:
-                keep = os.stat(path).st_mtime if c.name.endswith((".index", ".timeindex")) and os.path.exists(path) \
-                    else None
-                tx.stage(c.name, c.data or b"", mtime=keep)
-        tx.commit()
-        return tx.backup_dir
+    steps = []
+    for c in plan.changes:
+        if c.kind == "delete":
+            steps.append(repair_plan.delete(c.name))
+        elif c.name.endswith(".log"):
+            steps.append(repair_plan.write(c.name, _writer(os.path.join(pdir, c.name), kept[c.name]), keep_mtime=True))
+        else:
+            steps.append(repair_plan.write(c.name, c.data or b"", keep_mtime=c.name.endswith((".index", ".timeindex"))))
+    return steps
 
 
 def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: bool = False,
@@ -371,7 +370,8 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
             recovered = safety.recover_interrupted(pdir)
             plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
             plan.notes += safety.log_dir_warnings(pdir)
-            written = execute_salvage(plan, safety.backup_subdir(backup_dir, pdir), keep_backup) \
-                if plan.has_changes else None
+            used = repair_plan.execute_steps(pdir, salvage_steps(plan), backup_dir, keep_backup=keep_backup) \
+                if plan.has_changes else []
+            written = used[-1] if used else None
             out.append((plan, recovered, written))
     return out
