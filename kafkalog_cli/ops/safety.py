@@ -455,6 +455,21 @@ def _backup_file(src: str, backup_dir: str) -> None:
     os.replace(tmp, dst)
 
 
+def check_backup_dir(partition_dir: str, backup_dir: str | None) -> str:
+    """The backup directory a transaction uses (``backup_dir`` or the default); refused inside the log directory."""
+    path = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(partition_dir)
+    real_logdir = os.path.realpath(log_dir_of(os.path.abspath(partition_dir)))
+    real_backup = os.path.realpath(path)
+    if real_backup == real_logdir or real_backup.startswith(real_logdir + os.sep):
+        raise RepairRefused(
+            "the backup directory must be outside the Kafka log directory (the broker refuses unknown folders there)",
+            file=path,
+            expected=f"a path outside {real_logdir}",
+            found=real_backup,
+        )
+    return path
+
+
 def offset_named(name: str) -> bool:
     """True when Kafka's loader can parse ``name``'s prefix as an offset, so ``.cleaned``/``.swap`` are safe for it."""
     return _OFFSET_NAME.match(name) is not None
@@ -478,16 +493,7 @@ class Transaction:
 
     def __init__(self, partition_dir: str, backup_dir: str | None, *, keep_backup: bool = True, suffix: str = ".swap") -> None:
         self.partition_dir = os.path.abspath(partition_dir)
-        self.backup_dir = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(partition_dir)
-        real_logdir = os.path.realpath(log_dir_of(self.partition_dir))
-        real_backup = os.path.realpath(self.backup_dir)
-        if real_backup == real_logdir or real_backup.startswith(real_logdir + os.sep):
-            raise RepairRefused(
-                "the backup directory must be outside the Kafka log directory (the broker refuses unknown folders there)",
-                file=self.backup_dir,
-                expected=f"a path outside {real_logdir}",
-                found=real_backup,
-            )
+        self.backup_dir = check_backup_dir(self.partition_dir, backup_dir)
         self.keep_backup = keep_backup
         self.suffix = suffix
         self.staged: dict[str, bool] = {}  # final name -> existed before
