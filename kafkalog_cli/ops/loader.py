@@ -369,7 +369,6 @@ class _Snapshots:
                 off = part.loader_offset(n)
                 if off is not None and n == f"{off:020d}.snapshot":
                     self.present[off] = None
-        self.original = set(self.present)
         self.written: dict[int, bytes] = {}
 
     def offsets(self) -> list[int]:
