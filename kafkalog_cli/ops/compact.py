@@ -549,8 +549,7 @@ def _largest_timestamp(seg: ps.Segment, notes: list[str]) -> int:
     """The broker's ``LogSegment.largestTimestamp``, which ``LogCleanerManager.cleanableOffsets`` compares with
     min.compaction.lag.ms: the last ``.timeindex`` entry, else the ``.log`` mtime (errata E14/E17) — not the
     batches' max timestamp. The rule is ``seek``'s (seek-time chooses segments by the same value)."""
-    from kafkalog_cli.ops.seek import SeekStats
-    from kafkalog_cli.ops.seek import _largest_timestamp as largest_timestamp
+    from kafkalog_cli.ops.seek import SeekStats, largest_timestamp
 
     warnings: list[str] = []
     with MappedFile(seg.path("log")) as mf:

@@ -24,7 +24,7 @@ The steps, with their sources (apache/kafka 1eb7644 ``storage/.../log/LogLoader.
 5. leader-epoch cache ``truncateFromEnd(LEO)`` / ``truncateFromStart(log start checkpoint)``; producer snapshots:
    ``removeStraySnapshots`` then ``rebuildProducerState`` (UnifiedLog.java 43-130; ProducerStateManager.java).
    Every temporary ProducerStateManager of step 2/3 runs ``truncateAndReload``, which deletes the snapshots above
-   the segment's base, and takes snapshots; that is simulated exactly (``_Psm``).
+   the segment's base, and takes snapshots; that is simulated exactly (``ProducerStateModel``).
 
 Version differences modelled by ``--kafka-version``: the swap handling of <= 2.8; ``removeStraySnapshots`` only
 from 2.8 (2.7.x leaves stray snapshots in place); the producer map's iteration
@@ -358,7 +358,7 @@ def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | N
 
 
 # ------------------------------------------------------------------------------------------------ snapshots
-class _Snapshots:
+class SnapshotStore:
     """The partition's ``.snapshot`` files as the simulation changes them (content read lazily from disk)."""
 
     def __init__(self, pdir: str, names: list[str]) -> None:
@@ -391,10 +391,10 @@ class _Snapshots:
         self.written[off] = data
 
 
-class _Psm:
+class ProducerStateModel:
     """One ProducerStateManager: its own view of the snapshot files, the producer map, map/snapshot end offsets."""
 
-    def __init__(self, store: _Snapshots, java_map: bool, now_ms: int | None) -> None:
+    def __init__(self, store: SnapshotStore, java_map: bool, now_ms: int | None) -> None:
         self.store = store
         self.view = set(store.offsets())
         self.state = pst.ProducerState(0)
@@ -444,7 +444,7 @@ class _Psm:
         return not self.state.producers
 
 
-def rebuild_producer_state(psm: _Psm, segs: list[Scan], log_start: int, last_offset: int, clean: bool) -> None:
+def rebuild_producer_state(psm: ProducerStateModel, segs: list[Scan], log_start: int, last_offset: int, clean: bool) -> None:
     """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order)."""
     to_snap: list[int] = []
     if segs:
@@ -482,7 +482,7 @@ def rebuild_producer_state(psm: _Psm, segs: list[Scan], log_start: int, last_off
     psm.take_snapshot()
 
 
-def remove_stray_snapshots(store: _Snapshots, bases: list[int]) -> None:
+def remove_stray_snapshots(store: SnapshotStore, bases: list[int]) -> None:
     """ProducerStateManager.removeStraySnapshots."""
     base_set = set(bases)
     stray: int | None = None
@@ -578,7 +578,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     if plan.fatal:
         return plan
     cache = list(plan.epochs_before)
-    store = _Snapshots(pdir, list(files))
+    store = SnapshotStore(pdir, list(files))
     before_snaps = set(store.offsets())
     segs: list[Scan] = []
     scans: dict[int, Scan] = {}
@@ -591,7 +591,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
 
     def recover(s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
         nonlocal cache
-        psm = _Psm(store, version.java_producer_map, now)
+        psm = ProducerStateModel(store, version.java_producer_map, now)
         rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
         again = s.base in recovered_bases
@@ -727,7 +727,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
     if version.removes_stray_snapshots:
         remove_stray_snapshots(store, [s.base for s in segs])
-    main = _Psm(store, version.java_producer_map, now)
+    main = ProducerStateModel(store, version.java_producer_map, now)
     rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
     _snapshot_changes(plan, store, before_snaps)
     written = {c.name for c in changes if c.kind == "write"}
@@ -796,7 +796,7 @@ def _delete_segment(plan: LoaderPlan, files: dict[str, str], s: Scan, lost_detai
     plan.deleted_segments.append(lost)
 
 
-def _snapshot_changes(plan: LoaderPlan, store: _Snapshots, before: set[int]) -> None:
+def _snapshot_changes(plan: LoaderPlan, store: SnapshotStore, before: set[int]) -> None:
     for off in sorted(before - set(store.present)):
         plan.snapshots_deleted.append(off)
         plan.changes.append(FileChange("delete", f"{off:020d}.snapshot", "producer snapshot removed by the loader"))

@@ -147,7 +147,7 @@ def _segments(copy: PartitionCopy) -> list[SegmentFate]:
         path = seek.seg_path(copy.path, base, ".log")
         warnings: list[str] = []
         with MappedFile(path) as mf:
-            ts = seek._largest_timestamp(copy.path, base, mf, seek.SeekStats(), warnings)  # noqa: SLF001 - the broker's rule
+            ts = seek.largest_timestamp(copy.path, base, mf, seek.SeekStats(), warnings)  # the broker's rule
         out.append(SegmentFate(base, os.path.getsize(path), ts, "mtime" if warnings else "timeindex"))
     return out
 
