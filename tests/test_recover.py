@@ -94,7 +94,7 @@ def _realdata() -> Path | None:
 def test_snapshot_writer_matches_real_broker_snapshots():
     """Replaying a real partition up to a real snapshot's offset gives that snapshot byte for byte."""
     from kafkalog_cli.format.batch import Batch
-    from kafkalog_cli.storage.partition import segment_logs
+    from kafkalog_cli.storage.layout import segment_logs
     from kafkalog_cli.storage.segment import MappedFile, entries
 
     root = _realdata()

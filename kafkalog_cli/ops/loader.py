@@ -46,7 +46,7 @@ from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
-from kafkalog_cli.storage import partition as part
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
@@ -365,8 +365,8 @@ class SnapshotStore:
         self.pdir = pdir
         self.present: dict[int, bytes | None] = {}
         for n in names:
-            if part.loader_file_kind(n) == "snapshot":
-                off = part.loader_offset(n)
+            if layout.loader_file_kind(n) == "snapshot":
+                off = layout.loader_offset(n)
                 if off is not None and n == f"{off:020d}.snapshot":
                     self.present[off] = None
         self.written: dict[int, bytes] = {}
@@ -555,8 +555,8 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
 
     # ---- loadSegmentFiles
     for n in sorted(files):
-        if part.loader_file_kind(n) == "index":
-            off = part.loader_offset(n)
+        if layout.loader_file_kind(n) == "index":
+            off = layout.loader_offset(n)
             if off is None:
                 plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
                                   "fails to start)")
@@ -566,9 +566,9 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                 del files[n]
     logs = []
     for n in sorted(files):
-        if part.loader_file_kind(n) != "log":
+        if layout.loader_file_kind(n) != "log":
             continue
-        off = part.loader_offset(n)
+        off = layout.loader_offset(n)
         if off is None or n != f"{off:020d}.log":
             plan.fatal.append(f"{n}: not a segment name the loader handles (it parses the text before the first '.' "
                               "as an offset); move it out of the partition directory")
@@ -819,21 +819,21 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
     ch = plan.changes
     cleaned, swaps = [], []
     for n in sorted(files):
-        kind = part.loader_file_kind(n)
+        kind = layout.loader_file_kind(n)
         if kind == "deleted":
             ch.append(FileChange("delete", n, "stray file marked for deletion", phase="leftovers"))
         elif kind in ("cleaned", "swap"):
-            if part.loader_offset(n) is None:
+            if layout.loader_offset(n) is None:
                 plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
                                   "fails to start)")
                 continue
             (cleaned if kind == "cleaned" else swaps).append(n)
     for c in ch:
         files.pop(c.name, None)
-    min_cleaned = min((part.loader_offset(n) or 0 for n in cleaned), default=None)
+    min_cleaned = min((layout.loader_offset(n) or 0 for n in cleaned), default=None)
     valid = []
     for n in swaps:
-        off = part.loader_offset(n) or 0
+        off = layout.loader_offset(n) or 0
         if min_cleaned is not None and off >= min_cleaned:
             ch.append(FileChange("delete", n, f"unfinished split/clean: base >= the smallest .cleaned base {min_cleaned}",
                                  phase="leftovers"))
@@ -846,7 +846,7 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
     log_swaps = [n for n in valid if n[: -len(".swap")].endswith(".log")]
     if version.legacy_swap:
         for n in valid:
-            off = part.loader_offset(n) or 0
+            off = layout.loader_offset(n) or 0
             for ext in ("index", "timeindex", "txnindex"):
                 name = f"{off:020d}.{ext}"
                 if name in files:
@@ -858,13 +858,13 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
                 plan.notes.append(f"Kafka {version}: {n} is left in place (no .log.swap for its base)")
             return
     if log_swaps:
-        lo = min(part.loader_offset(n) or 0 for n in log_swaps)
-        hi = max(_swap_next_offset(files[n], part.loader_offset(n) or 0) for n in log_swaps)
+        lo = min(layout.loader_offset(n) or 0 for n in log_swaps)
+        hi = max(_swap_next_offset(files[n], layout.loader_offset(n) or 0) for n in log_swaps)
         for n in sorted(files):
             if n.endswith(".swap"):
                 continue
-            off = part.loader_offset(n)
-            if version.legacy_swap and part.loader_file_kind(n) not in ("log", "index"):
+            off = layout.loader_offset(n)
+            if version.legacy_swap and layout.loader_file_kind(n) not in ("log", "index"):
                 continue  # <= 2.8 replaceSegments deletes only the old segments' files, not snapshots
             if off is not None and lo <= off < hi:
                 ch.append(FileChange("delete", n, f"replaced by the interrupted clean/split's .swap files (range "
@@ -877,7 +877,7 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
         ch.append(FileChange("rename", final, "completes an interrupted clean/split", source=n, phase="leftovers"))
         files[final] = files.pop(n)
         if version.legacy_swap:
-            recover_now[part.loader_offset(n) or 0] = f"Kafka {version}: completed .swap segment"
+            recover_now[layout.loader_offset(n) or 0] = f"Kafka {version}: completed .swap segment"
     if version.legacy_swap:
         for n in valid:
             if not n[: -len(".swap")].endswith(".log"):

@@ -23,7 +23,7 @@ import os
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import repair_plan, safety
-from kafkalog_cli.storage.partition import segment_bases
+from kafkalog_cli.storage.layout import segment_bases
 
 
 def partition_dirs(paths: list[str]) -> list[str]:

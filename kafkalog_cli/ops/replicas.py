@@ -40,8 +40,8 @@ from kafkalog_cli.storage.companions import (
     partition_checkpoint_offset,
     read_checkpoint_text,
 )
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.meta_properties import broker_id_of
-from kafkalog_cli.storage.partition import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 DIFFERENT_BATCH = "different-batch"

@@ -124,7 +124,7 @@ class PartitionRetention:
 
 def _log_end(copy: PartitionCopy, last_base: int) -> int:
     """Next offset after the last batch of the last non-empty segment."""
-    from kafkalog_cli.storage.partition import segment_logs
+    from kafkalog_cli.storage.layout import segment_logs
 
     leo = last_base
     for _base, path in reversed(segment_logs(copy.path)):

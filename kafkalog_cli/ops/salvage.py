@@ -34,7 +34,7 @@ from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety, verify
 from kafkalog_cli.storage import companions as comp
-from kafkalog_cli.storage import partition as part
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.segment import MappedFile
 
 INT32_MAX = 2147483647
@@ -89,13 +89,13 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="missing")
     names = sorted(os.listdir(pdir))
-    left = [n for n in names if part.loader_file_kind(n) in ("deleted", "cleaned", "swap")]
+    left = [n for n in names if layout.loader_file_kind(n) in ("deleted", "cleaned", "swap")]
     if left:
         raise _refuse("leftovers of an interrupted clean, split or delete are in the partition directory: run "
                       "'kafkalog recover --execute' (or start the broker) to resolve them first", pdir,
                       expected="no .deleted/.cleaned/.swap files", found=", ".join(left[:5]))
     version = ld.KafkaVersion.parse(kafka_version)
-    bases = part.segment_bases(pdir)
+    bases = layout.segment_bases(pdir)
     if not bases:
         raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files",
                                   found="none")
@@ -115,7 +115,7 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     infos: dict[int, list[pst.BatchInfo]] = {}
     prev_last: int | None = None
     for base in bases:
-        path = os.path.join(pdir, part.segment_name(base))
+        path = os.path.join(pdir, layout.segment_name(base))
         rep, m = verify.map_segment(path)
         if rep.unreadable:
             raise UnreadableFileError(rep.problems[0].message if rep.problems else "unreadable", file=path)
@@ -195,8 +195,8 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     # ---- files
     seg_changes(plan, pdir, bases, kept, infos, aborted, index_interval_bytes, segment_index_bytes)
     for n in names:
-        if part.loader_file_kind(n) == "snapshot":
-            off = part.loader_offset(n)
+        if layout.loader_file_kind(n) == "snapshot":
+            off = layout.loader_offset(n)
             if off not in snaps:
                 plan.changes.append(ld.FileChange("delete", n, "producer snapshot not in the rebuilt set"))
     for off, data in sorted(snaps.items()):
@@ -326,9 +326,9 @@ def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
     the segment files are kept (time-based retention reads them)."""
     pdir = plan.partition_dir
     kept = {}
-    for base in part.segment_bases(pdir):
-        _rep, m = verify.map_segment(os.path.join(pdir, part.segment_name(base)))
-        kept[part.segment_name(base)] = m.entries
+    for base in layout.segment_bases(pdir):
+        _rep, m = verify.map_segment(os.path.join(pdir, layout.segment_name(base)))
+        kept[layout.segment_name(base)] = m.entries
     steps = []
     for c in plan.changes:
         if c.kind == "delete":
@@ -352,10 +352,10 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
         # refuse before writing anything: a refusal in the 3rd partition of a log dir must not leave the first two
         # already rewritten ("exit 2, nothing written"); the plans are recomputed under the lock below
         for pdir in pdirs:
-            if pdir in explicit or part.segment_bases(pdir):
+            if pdir in explicit or layout.segment_bases(pdir):
                 plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
     for pdir in pdirs:
-        if pdir not in explicit and not part.segment_bases(pdir):
+        if pdir not in explicit and not layout.segment_bases(pdir):
             # one partition of a log dir without any segment (nothing to salvage there) must not stop the others;
             # named on its own it is still refused (exit 2) like every repair command does
             out.append((SalvagePlan(pdir, notes=["no segment (.log) file: nothing to salvage (the broker creates an "
