@@ -137,6 +137,8 @@ def _headers(path: str) -> list:
 
 
 def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None) -> TruncatePlan:
+    """What ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1827-1862) does to this partition when it truncates to the end
+    offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's."""
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
@@ -154,20 +156,7 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             leo = max(leo, heads[s.base][-1][3] + 1)
             break
     cache = _read_cache(pdir)
-    if to_offset is not None:
-        target = to_offset
-    else:
-        if cache is None:
-            raise RepairRefused("no leader-epoch-checkpoint in the partition directory", file=pdir,
-                                expected=CHECKPOINT, found="missing")
-        _e, target = end_offset_for(cache, epoch if epoch is not None else -1, leo)
-        if target < 0:
-            latest = cache[-1][0] if cache else "none"
-            raise RepairRefused(
-                f"the leader-epoch cache has no end offset for epoch {epoch} (latest epoch {latest}): it is above every "
-                "cached epoch, negative, or the cache is empty",
-                file=os.path.join(pdir, CHECKPOINT), expected="a cached epoch", found=str(epoch),
-            )
+    target = to_offset if to_offset is not None else _end_offset_for(pdir, cache, epoch, leo)
     plan = TruncatePlan(pdir, epoch, target, leo, leo, checkpoint_before=list(cache or []),
                         checkpoint_after=list(cache or []))
     if target >= leo:
@@ -182,10 +171,46 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             file=pdir, expected=f"offset >= {log_start}", found=str(target),
         )
     seg = max((s for s in segments if s.base <= target), key=lambda s: s.base)
+    cut = _truncate_segment(plan, seg, heads[seg.base], target)
+    _delete_later_segments(plan, segments, seg, heads)
+    _truncate_epochs_from_end(plan, plan.new_log_end_offset)
+    _rebuild_producer_state(plan, pdir, segments, seg, heads, cut, target)
+    plan.notes.append(
+        "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
+        f"to the new log end offset {plan.new_log_end_offset} when it loads the log"
+    )
+    open_after = _open_transactions(segments, seg, cut, pdir)
+    if open_after:
+        plan.notes.append(
+            "transactions left without their marker by the cut (open until the coordinator writes it again, which "
+            "holds the last stable offset): " + ", ".join(f"producer {p} from offset {o}" for p, o in open_after.items())
+        )
+    return plan
+
+
+def _end_offset_for(pdir: str, cache: list[tuple[int, int]] | None, epoch: int | None, leo: int) -> int:
+    """The truncation target of ``epoch``: ``LeaderEpochFileCache.endOffsetFor`` (LeaderEpochFileCache.java:286),
+    as a follower asks its leader for; refused when the cache cannot answer."""
+    if cache is None:
+        raise RepairRefused("no leader-epoch-checkpoint in the partition directory", file=pdir,
+                            expected=CHECKPOINT, found="missing")
+    _e, target = end_offset_for(cache, epoch if epoch is not None else -1, leo)
+    if target < 0:
+        latest = cache[-1][0] if cache else "none"
+        raise RepairRefused(
+            f"the leader-epoch cache has no end offset for epoch {epoch} (latest epoch {latest}): it is above every "
+            "cached epoch, negative, or the cache is empty",
+            file=os.path.join(pdir, CHECKPOINT), expected="a cached epoch", found=str(epoch),
+        )
+    return target
+
+
+def _truncate_segment(plan: TruncatePlan, seg: ps.Segment, hs: list, target: int) -> int:
+    """``LogSegment.truncateTo`` (LogSegment.java:553-575) of the segment holding ``target``: ``translateOffset``
+    finds the first batch *in file order* whose last offset is >= target and the log is cut at its position (with
+    offsets that are not monotonic everything after that position goes too, even batches below the target).
+    Sets the plan's cut, new log end offset and lost range; returns the cut position."""
     plan.cut_segment = seg.base
-    # Kafka cuts at the start position of the first batch *in file order* whose lastOffset >= T; with offsets that
-    # are not monotonic everything after that position goes too, even batches whose offsets are below T
-    hs = heads[seg.base]
     idx = next((i for i, h in enumerate(hs) if h[3] >= target), len(hs))
     kept, gone = hs[:idx], hs[idx:]
     cut = gone[0][0] if gone else (kept[-1][0] + kept[-1][1] if kept else 0)
@@ -212,6 +237,11 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
         plan.lost.append(LostRange(os.path.basename(seg.path("log")), min(h[2] for h in gone),
                                    max(h[3] for h in gone), sum(h[4] for h in gone), len(gone), seg.size - cut,
                                    cut == 0))
+    return cut
+
+
+def _delete_later_segments(plan: TruncatePlan, segments: list[ps.Segment], seg: ps.Segment, heads: dict) -> None:
+    """``LocalLog.truncateTo`` (LocalLog.scala:552-558): every segment based above the target is deleted."""
     for s in segments:
         if s.base > seg.base:
             plan.deleted_segments.append(s.base)
@@ -219,11 +249,23 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             if hs:
                 plan.lost.append(LostRange(os.path.basename(s.path("log")), min(h[2] for h in hs),
                                            max(h[3] for h in hs), sum(h[4] for h in hs), len(hs), s.size, True))
+
+
+def _truncate_epochs_from_end(plan: TruncatePlan, new_leo: int) -> None:
+    """``leaderEpochCache.truncateFromEndAsyncFlush`` in ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1852-1853):
+    the epochs starting at or after the new end go from the leader-epoch checkpoint."""
     plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, new_leo)
     removed = [e for e in plan.checkpoint_before if e not in plan.checkpoint_after]
     if removed:
         plan.notes.append("leader epochs removed from leader-epoch-checkpoint: "
                           + ", ".join(f"{e} (from {s})" for e, s in removed))
+
+
+def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], seg: ps.Segment,
+                            heads: dict, cut: int, target: int) -> None:
+    """``deleteProducerSnapshots`` + ``rebuildProducerState(targetOffset)`` in ``UnifiedLog.truncateTo``
+    (UnifiedLog.scala:1850-1855): the producer snapshots as the broker leaves them (``_plan_snapshots``; when the
+    producer state cannot be replayed, ``_plan_snapshots_fallback``)."""
     marker = os.path.join(safety.log_dir_of(pdir), CLEAN_SHUTDOWN)
     try:
         _plan_snapshots(plan, pdir, segments, seg, cut, min(target, _log_start(pdir, segments[0].base)))
@@ -232,20 +274,10 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     else:
         if os.path.exists(marker):
             plan.notes.append(
-                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the producer snapshot at {new_leo} "
-                "(written or kept here, as the broker's truncation leaves it) and has nothing to replay"
+                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the producer snapshot at "
+                f"{plan.new_log_end_offset} (written or kept here, as the broker's truncation leaves it) and has "
+                "nothing to replay"
             )
-    plan.notes.append(
-        "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
-        f"to the new log end offset {new_leo} when it loads the log"
-    )
-    open_after = _open_transactions(segments, seg, cut, pdir)
-    if open_after:
-        plan.notes.append(
-            "transactions left without their marker by the cut (open until the coordinator writes it again, which "
-            "holds the last stable offset): " + ", ".join(f"producer {p} from offset {o}" for p, o in open_after.items())
-        )
-    return plan
 
 
 def _log_start(pdir: str, first_base: int) -> int:
