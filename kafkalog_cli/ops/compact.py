@@ -519,7 +519,7 @@ def _segment_ranges(group: list[Part]) -> list[tuple[int, int]]:
 
 
 def _group_segments(segs: list[Part], upper: int, opts: CompactOptions) -> list[list[Part]]:
-    """LogCleaner.groupSegmentsBySize (spec §9.5, errata E13)."""
+    """``LogCleaner.groupSegmentsBySize`` (LogCleaner.scala:976-1001; spec §9.5, errata E13)."""
     groups: list[list[Part]] = []
     i = 0
     while i < len(segs):
@@ -598,9 +598,43 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     facts.log_end_offset = leo
     log_start = segments[0].base
 
+    notes: list[str] = []
+    lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes)
+    plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
+                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes)
+    clean_segs = [s for s in segments if s.base < upper]
+    if not clean_segs:
+        plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
+        return plan
+    parts = _split_overflowed_segments(plan, clean_segs, seg_facts, opts)
+    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
+    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts)
+    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
+    cleaned_parts = _build_offset_map(plan, cleaner, parts, progress)
+    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
+    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
+    groups = _group_segments(cleaned_parts, upper, opts)
+    cleaner.groups = groups
+    cleaner.seg_ranges = {p.base: r for g in groups for p, r in zip(g, _segment_ranges(g))}
+    _check_txn_indexes(segments, facts, log_start, [(log_start, upper), *cleaner.seg_ranges.values()])
+    _clean_segments(plan, cleaner, groups, progress)
+    _replace_segments(plan)
+    plan.notes.append(
+        "cleaner-offset-checkpoint is left unchanged: the broker re-reads the cleaned range on its next clean and "
+        + ("cleans what this limited round left" if cleaner.full else
+           "finds nothing more to remove (same survivors), it only costs one extra pass")
+    )
+    return plan
+
+
+def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts, leo: int, opts: CompactOptions,
+                       now: int, notes: list[str]) -> tuple[int, int]:
+    """``LogCleanerManager.cleanableOffsets`` (LogCleanerManager.scala:622-683): (last stable offset, first
+    uncleanable offset). Cleaning stops at the last stable offset, the high watermark, the active segment (unless
+    ``include_active``) and the first segment younger than min.compaction.lag.ms, rounded down to a segment base."""
+    log_start = segments[0].base
     lso = min(facts.open_txns.values(), default=leo)
     cap = lso
-    notes: list[str] = []
     hw, hw_unknown = _high_watermark(pdir)
     if hw is None:
         notes.append(
@@ -627,16 +661,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     upper = max(cap, log_start)
     if lso < leo:
         notes.append(f"open transaction(s) hold the last stable offset at {lso}: nothing at or after it is cleaned")
+    return lso, upper
 
-    plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
-                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes)
-    clean_segs = [s for s in segments if s.base < upper]
-    if not clean_segs:
-        plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
-        return plan
 
-    # segments whose offsets overflow the 32-bit relative range are split first (LogCleaner.cleanSegments catches
-    # LogSegmentOffsetOverflowException, splits the segment and cleans it on the next round: one round here)
+def _split_overflowed_segments(plan: CompactPlan, clean_segs: list[ps.Segment], seg_facts: dict[int, _SegFacts],
+                               opts: CompactOptions) -> list[Part]:
+    """The cleanable segments as parts: a segment whose offsets overflow the 32-bit relative range is split first
+    (``LogCleaner.cleanSegments`` catches LogSegmentOffsetOverflowException and calls ``splitOverflowedSegment``,
+    LogCleaner.scala:689-694, LocalLog.java:157; the broker cleans the parts on its next round, here in this one)."""
     parts: list[Part] = []
     for s in clean_segs:
         sf = seg_facts[s.base]
@@ -650,15 +682,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
             parts.extend(pieces)
         else:
             parts.append(Part(s.base, s, 0, s.size, sf.next_offset, s.index_size, s.timeindex_size))
+    return parts
 
-    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
-    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts)
 
-    # pass 2: the offset map over [log start, upper), bounded like the broker's dedupe buffer
-    ranges = [(log_start, upper)]
-    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
-    end_offset = cleaner.build_offset_map(log_start, progress)
-    cleaned_parts = [p for p in parts if p.base < end_offset]  # LogCleaner.doClean: logSegments(0, endOffset)
+def _build_offset_map(plan: CompactPlan, cleaner: _Cleaner, parts: list[Part], progress: Progress) -> list[Part]:
+    """Pass 2, ``LogCleaner.buildOffsetMap`` (LogCleaner.scala:1035-1079): the offset map over [log start, first
+    uncleanable offset), bounded like the broker's dedupe buffer; returns the parts this round cleans
+    (``doClean``: ``logSegments(0, endOffset)``, LogCleaner.scala:594-625)."""
+    end_offset = cleaner.build_offset_map(plan.log_start_offset, progress)
     omap = cleaner.omap
     plan.offset_map = {"bytes": omap.memory, "slots": omap.slots, "max_entries": omap.max_entries,
                        "entries": omap.entries, "full": cleaner.full, "cleaned_up_to": end_offset}
@@ -670,15 +701,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
             f"{end_offset - 1}, as Kafka limits a round; records after it are kept as they are"
             + (f", and segments from {untouched[0]} on are not touched" if untouched else "")
             + ". Give a larger --dedupe-buffer-bytes to clean the rest")
+    return [p for p in parts if p.base < end_offset]
 
-    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
-    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
-    groups = _group_segments(cleaned_parts, upper, opts)
-    cleaner.groups = groups
-    cleaner.seg_ranges = {p.base: r for g in groups for p, r in zip(g, _segment_ranges(g))}
-    _check_txn_indexes(segments, facts, log_start, [*ranges, *cleaner.seg_ranges.values()])
 
-    # pass 3: group and filter (nothing is kept but sizes and statistics)
+def _clean_segments(plan: CompactPlan, cleaner: _Cleaner, groups: list[list[Part]], progress: Progress) -> None:
+    """Pass 3, ``LogCleaner.cleanSegments`` (LogCleaner.scala:650-735) per group, without a sink: every batch is
+    filtered (``cleanInto``/``shouldRetainRecord``, in ``_Cleaner.clean_group``) and only sizes and statistics are
+    kept; ``compaction_steps`` runs the same filter again into the staged files."""
+    pdir = plan.partition_dir
     tracker = TxnTracker()
     progress.add_total(sum(p.size for g in groups for p in g))
     for group in groups:
@@ -694,8 +724,12 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
         plan.groups.append(out)
     plan.cleaner = cleaner
 
-    # segment files that go: those of source segments whose base is no longer a segment's (merged away, or split
-    # with the first part based elsewhere); errata E13: so do their producer snapshots (never the newest one)
+
+def _replace_segments(plan: CompactPlan) -> None:
+    """The files ``replaceSegments`` (LogCleaner.scala:709, LocalLog.java:201-260) removes: those of source segments
+    whose base is no longer a segment's (merged away, or split with the first part based elsewhere); errata E13: so
+    do their producer snapshots (never the newest one)."""
+    pdir = plan.partition_dir
     new_bases = {g.out_base for g in plan.groups}
     gone: list[int] = []
     for g in plan.changed_groups:
@@ -713,12 +747,6 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
         name = ps.seg_name(base, "snapshot")
         if name in snaps and name != newest:
             plan.snapshot_deletes.append(name)
-    plan.notes.append(
-        "cleaner-offset-checkpoint is left unchanged: the broker re-reads the cleaned range on its next clean and "
-        + ("cleans what this limited round left" if cleaner.full else
-           "finds nothing more to remove (same survivors), it only costs one extra pass")
-    )
-    return plan
 
 
 def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int, _SegFacts],
