@@ -278,25 +278,20 @@ def _pointer_paths(partition_dir: str) -> list[str]:
 
     1. ``<parent of the log dir>/kafkalog-backups/.journals/`` (outside the log dir, derived from the partition's
        real path alone);
-    2. ``~/.local/state/kafkalog/journals/`` when 1 cannot be created (a read-only parent);
-    3. ``$KAFKALOG_BACKUP_DIR/.journals/`` (read only: where kafkalog before this change put it).
+    2. ``~/.local/state/kafkalog/journals/`` when 1 cannot be created (a read-only parent).
     """
     real = os.path.realpath(partition_dir)
     key = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = f"{os.path.basename(real)}-{key}.json"
-    out = [
+    return [
         os.path.join(os.path.dirname(log_dir_of(partition_dir)), "kafkalog-backups", ".journals", name),
         os.path.join(os.path.expanduser("~"), ".local", "state", "kafkalog", "journals", name),
     ]
-    env = os.environ.get(BACKUP_ENV)
-    if env:
-        out.append(os.path.join(os.path.abspath(env), ".journals", name))
-    return out
 
 
 def _write_pointer(partition_dir: str, data: dict) -> None:
     """Write the pointer at the first location whose directory can be created (see ``_pointer_paths``)."""
-    paths = _pointer_paths(partition_dir)[:2]
+    paths = _pointer_paths(partition_dir)
     for i, path in enumerate(paths):
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
