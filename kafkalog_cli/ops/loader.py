@@ -530,12 +530,13 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
 
 def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
                segment_index_bytes: int, lost_detail: bool) -> LoaderPlan:
+    """``LogLoader.load`` (LogLoader.java:128-256) as data: the leftovers (``_leftovers``), ``loadSegmentFiles``,
+    ``recoverLog``, then the leader-epoch cache and producer state (``_LoadModel``)."""
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory",
                                   found="no such directory")
     version = KafkaVersion.parse(kafka_version)
-    now = int(time.time() * 1000) if now_ms is None else now_ms
     logdir = os.path.dirname(os.path.realpath(pdir))
     tp = topic_partition(pdir)
     clean = os.path.exists(os.path.join(logdir, CLEAN_SHUTDOWN))
@@ -549,11 +550,23 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     except OSError as exc:
         raise UnreadableFileError(f"cannot list the directory: {exc.strerror}", file=pdir) from None
     files: dict[str, str] = {n: os.path.join(pdir, n) for n in names}  # final name -> file holding its content
-    changes = plan.changes
     recover_now: dict[int, str] = {}
     _leftovers(plan, files, version, recover_now)
+    logs = _segment_names(plan, files)
+    plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
+    if plan.fatal:
+        return plan
+    model = _LoadModel(plan, files, version, int(time.time() * 1000) if now_ms is None else now_ms,
+                       index_interval_bytes, segment_index_bytes, lost_detail)
+    if not model.load_segment_files(logs, recover_now) or not model.recover_log():
+        return plan
+    model.finish_load(epoch_file)
+    return plan
 
-    # ---- loadSegmentFiles
+
+def _segment_names(plan: LoaderPlan, files: dict[str, str]) -> list[tuple[int, str]]:
+    """The name checks of ``loadSegmentFiles`` (LogLoader.java:356-370): an index file without its ``.log`` is
+    deleted, a name whose offset does not parse is fatal; returns the segments (base, name) in offset order."""
     for n in sorted(files):
         if layout.loader_file_kind(n) == "index":
             off = layout.loader_offset(n)
@@ -562,7 +575,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                                   "fails to start)")
                 continue
             if f"{off:020d}.log" not in files:
-                changes.append(FileChange("delete", n, "orphaned index file (no .log)"))
+                plan.changes.append(FileChange("delete", n, "orphaned index file (no .log)"))
                 del files[n]
     logs = []
     for n in sorted(files):
@@ -574,28 +587,78 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                               "as an offset); move it out of the partition directory")
             continue
         logs.append((off, n))
-    plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
-    if plan.fatal:
-        return plan
-    cache = list(plan.epochs_before)
-    store = SnapshotStore(pdir, list(files))
-    before_snaps = set(store.offsets())
-    segs: list[Scan] = []
-    scans: dict[int, Scan] = {}
-    recovered_bases: set[int] = set()
+    return logs
 
-    def scan(base: int) -> Scan:
-        if base not in scans:
-            scans[base] = scan_segment(files[f"{base:020d}.log"], base, index_interval_bytes, segment_index_bytes)
-        return scans[base]
 
-    def recover(s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
-        nonlocal cache
-        psm = ProducerStateModel(store, version.java_producer_map, now)
+class _LoadModel:
+    """The state of one simulated ``LogLoader.load`` after the leftovers: the segments as recovery sees them, the
+    leader-epoch cache and the snapshot files as the simulation changes them. Each method is one of LogLoader's
+    steps; a fatal condition is appended to ``plan.fatal`` and the method returns False."""
+
+    def __init__(self, plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, now: int, interval: int,
+                 sib: int, lost_detail: bool) -> None:
+        self.plan = plan
+        self.files = files
+        self.version = version
+        self.now = now
+        self.interval = interval
+        self.sib = sib
+        self.lost_detail = lost_detail
+        self.cache = list(plan.epochs_before)
+        self.store = SnapshotStore(plan.partition_dir, list(files))
+        self.before_snaps = set(self.store.offsets())
+        self.segs: list[Scan] = []
+        self.scans: dict[int, Scan] = {}
+        self.recovered_bases: set[int] = set()
+
+    def scan(self, base: int) -> Scan:
+        if base not in self.scans:
+            self.scans[base] = scan_segment(self.files[f"{base:020d}.log"], base, self.interval, self.sib)
+        return self.scans[base]
+
+    def load_segment_files(self, logs: list[tuple[int, str]], recover_now: dict[int, str]) -> bool:
+        """``loadSegmentFiles`` (LogLoader.java:356-395): open every segment; one with a missing ``.index``, a
+        ``.txnindex`` failing its sanity check, or completed from a ``.swap`` is recovered right away (errata E2:
+        that truncation keeps the later segments); a missing ``.timeindex`` is created empty."""
+        plan, files = self.plan, self.files
+        for base, _n in logs:
+            s = self.scan(base)
+            tname, iname, xname = f"{base:020d}.timeindex", f"{base:020d}.index", f"{base:020d}.txnindex"
+            if iname in files and tname not in files:
+                plan.changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt "
+                                               "(retention then uses the .log mtime); run rebuild-index to rebuild it"))
+                files[tname] = ""
+            reason = None
+            if iname not in files:
+                reason = recover_now.get(base, "the .index file is missing")
+            else:
+                txn_err = _txn_sanity(files.get(xname), base)
+                if txn_err == "fatal":
+                    plan.fatal.append(f"{xname}: an entry has a version > 0 (KafkaException at load: the broker fails "
+                                      "to start)")
+                    return False
+                if txn_err:
+                    reason = txn_err
+                elif base in recover_now:
+                    reason = recover_now[base]
+            if reason:
+                self.recover_segment(s, reason + " (recovered at load; truncation here keeps later segments)",
+                                     self.segs, True)
+            self.segs.append(s)
+        if plan.fatal:
+            return False
+        plan.log_end_before = max((s.reader_next_offset for s in self.segs), default=0)
+        return True
+
+    def recover_segment(self, s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
+        """``recoverSegment`` (LogLoader.java:399-421): producer state rebuilt up to the segment, then
+        ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
+        plan, store = self.plan, self.store
+        psm = ProducerStateModel(store, self.version.java_producer_map, self.now)
         rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
-        again = s.base in recovered_bases
-        recovered_bases.add(s.base)
+        again = s.base in self.recovered_bases
+        self.recovered_bases.add(s.base)
         if s.stop in ("fatal", "overflow"):
             what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start"
                     if s.stop == "overflow" else "the broker fails to start")
@@ -613,8 +676,8 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         for b in s.infos:
             if stop_at is not None and b.position >= stop_at:
                 break
-            if b.leader_epoch >= 0 and (not cache or b.leader_epoch > cache[-1][0]):
-                cache = epoch_assign(cache, b.leader_epoch, b.base_offset)
+            if b.leader_epoch >= 0 and (not self.cache or b.leader_epoch > self.cache[-1][0]):
+                self.cache = epoch_assign(self.cache, b.leader_epoch, b.base_offset)
             if stop_at is None:
                 psm.state.replay([b], aborted)
         if s.stop == "empty":
@@ -629,7 +692,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                 rec.outcome = "truncated"
                 rec.stop = s.problem.message if s.problem else "bytes after the last complete batch"
                 rec.stop_position = s.valid_bytes
-        if rec.outcome != "intact" and lost_detail:
+        if rec.outcome != "intact" and self.lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
         s.reader_last = None  # recovery cuts the file: the reader sees the valid prefix only
         rec.next_offset = s.next_offset
@@ -641,104 +704,88 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
             prev = next(r for r in plan.recovered if r.base == s.base)
             prev.reason += "; recovered again by the unclean-shutdown pass (no further change)"
             return rec
-        _segment_file_changes(plan, files, s, aborted, rec)
+        _segment_file_changes(plan, self.files, s, aborted, rec)
         plan.recovered.append(rec)
         s.size = s.valid_bytes  # the file is cut now: recovering it again finds nothing
         s.stop, s.problem = None, None
         return rec
 
-    for base, _n in logs:
-        s = scan(base)
-        tname, iname, xname = f"{base:020d}.timeindex", f"{base:020d}.index", f"{base:020d}.txnindex"
-        if iname in files and tname not in files:
-            changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt "
-                                      "(retention then uses the .log mtime); run rebuild-index to rebuild it"))
-            files[tname] = ""
-        reason = None
-        if iname not in files:
-            reason = recover_now.get(base, "the .index file is missing")
-        else:
-            txn_err = _txn_sanity(files.get(xname), base)
-            if txn_err == "fatal":
-                plan.fatal.append(f"{xname}: an entry has a version > 0 (KafkaException at load: the broker fails to "
-                                  "start)")
-                return plan
-            if txn_err:
-                reason = txn_err
-            elif base in recover_now:
-                reason = recover_now[base]
-        if reason:
-            recover(s, reason + " (recovered at load; truncation here keeps later segments)", segs, True)
-        segs.append(s)
-    if plan.fatal:
-        return plan
-    plan.log_end_before = max((s.reader_next_offset for s in segs), default=0)
+    def recover_log(self) -> bool:
+        """``recoverLog`` (LogLoader.java:464-534): after an unclean shutdown every segment from the one holding the
+        recovery point is recovered, and the segments after the first one cut are deleted; then
+        ``deleteSegmentsIfLogStartGreaterThanLogEnd`` (LogLoader.java:423-440) and, with no segment left, a new empty
+        active segment at the log start offset."""
+        plan, segs, clean = self.plan, self.segs, self.plan.clean_shutdown
+        if not clean and segs:
+            floor = [s for s in segs if s.base <= plan.recovery_point]
+            first = floor[-1].base if floor else segs[0].base
+            todo = [s for s in segs if s.base >= first]
+            for i, s in enumerate(todo):
+                rec = self.recover_segment(s, "unclean shutdown: at or above the recovery point", segs)
+                if plan.fatal:
+                    return False
+                if rec.outcome != "intact":
+                    for later in todo[i + 1:]:
+                        _delete_segment(plan, self.files, later, self.lost_detail)
+                        segs.remove(later)
+                    break
+        elif clean:
+            plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing "
+                              ".index or a .txnindex that fails its check")
+        leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
+        if segs and leo < plan.log_start_checkpoint:
+            for s in list(segs):
+                _delete_segment(plan, self.files, s, self.lost_detail)
+            segs.clear()
+            self.cache = []
+            for off in self.store.offsets():
+                self.store.delete(off)
+            plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint "
+                              f"{plan.log_start_checkpoint}: the broker deletes every segment")
+        if not segs:
+            base = plan.log_start_checkpoint
+            plan.changes.append(FileChange("create-empty", f"{base:020d}.log",
+                                           "no segment left: a new empty active segment"))
+            for ext in ("index", "timeindex"):  # resizeIndexes on the active segment creates them (LogLoader.load)
+                plan.changes.append(FileChange("create-empty", f"{base:020d}.{ext}", "index of the new active segment"))
+            segs.append(Scan(base, "", 0, 0, [], b"", b"", None, None))
+        elif clean and not self.before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
+            plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips "
+                              "rebuilding producer state and writes empty snapshots (idempotence/transaction state "
+                              f"lost); remove {CLEAN_SHUTDOWN} first to make it replay the log")
+        leo = segs[-1].reader_next_offset
+        plan.log_end_offset = leo
+        plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
+        plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
+        return True
 
-    # ---- recoverLog
-    if not clean and segs:
-        floor = [s for s in segs if s.base <= plan.recovery_point]
-        first = floor[-1].base if floor else segs[0].base
-        todo = [s for s in segs if s.base >= first]
-        for i, s in enumerate(todo):
-            rec = recover(s, "unclean shutdown: at or above the recovery point", segs)
-            if plan.fatal:
-                return plan
-            if rec.outcome != "intact":
-                for later in todo[i + 1:]:
-                    _delete_segment(plan, files, later, lost_detail)
-                    segs.remove(later)
-                break
-    elif clean:
-        plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing .index "
-                          "or a .txnindex that fails its check")
-    leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
-    if segs and leo < plan.log_start_checkpoint:
-        for s in list(segs):
-            _delete_segment(plan, files, s, lost_detail)
-        segs = []
-        cache = []
-        for off in store.offsets():
-            store.delete(off)
-        plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint {plan.log_start_checkpoint}: "
-                          "the broker deletes every segment")
-    if not segs:
-        base = plan.log_start_checkpoint
-        changes.append(FileChange("create-empty", f"{base:020d}.log", "no segment left: a new empty active segment"))
-        for ext in ("index", "timeindex"):  # resizeIndexes on the active segment creates them (LogLoader.load)
-            changes.append(FileChange("create-empty", f"{base:020d}.{ext}", "index of the new active segment"))
-        segs = [Scan(base, "", 0, 0, [], b"", b"", None, None)]
-    elif clean and not before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
-        plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips rebuilding "
-                          "producer state and writes empty snapshots (idempotence/transaction state lost); "
-                          f"remove {CLEAN_SHUTDOWN} first to make it replay the log")
-    leo = segs[-1].reader_next_offset
-    plan.log_end_offset = leo
-    plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
-    plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
-
-    # ---- epochs, producer state
-    cache = epoch_truncate_from_start(epoch_truncate_from_end(cache, leo), plan.log_start_checkpoint)
-    plan.epochs_after = cache
-    if cache != plan.epochs_before:
-        text = comp.encode_leader_epoch_checkpoint(cache).encode()
-        changes.append(FileChange("write", EPOCH_CHECKPOINT, "leader-epoch cache after recovery and truncation",
-                                  len(text), data=text))
-    elif not epoch_file:
-        changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
-    if version.removes_stray_snapshots:
-        remove_stray_snapshots(store, [s.base for s in segs])
-    main = ProducerStateModel(store, version.java_producer_map, now)
-    rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
-    _snapshot_changes(plan, store, before_snaps)
-    written = {c.name for c in changes if c.kind == "write"}
-    plan.changes = [c for c in changes if not (c.kind == "create-empty" and c.name in written)]
-    if not clean and plan.recovered:
-        plan.notes.append("without .kafka_cleanshutdown the broker recovers these segments again at its next start; "
-                          "after 'recover --execute' it finds nothing left to change")
-    if not version.catches_ioexception:
-        plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory offline "
-                          "(only 4.0+ empties the segment instead)")
-    return plan
+    def finish_load(self, epoch_file: bool) -> None:
+        """The rest of ``LogLoader.load`` (LogLoader.java:208-256): the leader-epoch cache truncated to the log's
+        range, stray snapshots removed (3.x+), producer state rebuilt to the log end with its snapshots."""
+        plan, segs, clean, version = self.plan, self.segs, self.plan.clean_shutdown, self.version
+        leo = plan.log_end_offset
+        changes = plan.changes
+        cache = epoch_truncate_from_start(epoch_truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
+        plan.epochs_after = cache
+        if cache != plan.epochs_before:
+            text = comp.encode_leader_epoch_checkpoint(cache).encode()
+            changes.append(FileChange("write", EPOCH_CHECKPOINT, "leader-epoch cache after recovery and truncation",
+                                      len(text), data=text))
+        elif not epoch_file:
+            changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
+        if version.removes_stray_snapshots:
+            remove_stray_snapshots(self.store, [s.base for s in segs])
+        main = ProducerStateModel(self.store, version.java_producer_map, self.now)
+        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+        _snapshot_changes(plan, self.store, self.before_snaps)
+        written = {c.name for c in plan.changes if c.kind == "write"}
+        plan.changes = [c for c in plan.changes if not (c.kind == "create-empty" and c.name in written)]
+        if not clean and plan.recovered:
+            plan.notes.append("without .kafka_cleanshutdown the broker recovers these segments again at its next "
+                              "start; after 'recover --execute' it finds nothing left to change")
+        if not version.catches_ioexception:
+            plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory "
+                              "offline (only 4.0+ empties the segment instead)")
 
 
 def _txn_sanity(path: str | None, base: int) -> str | None:
