@@ -590,26 +590,27 @@ def _segment_names(plan: LoaderPlan, files: dict[str, str]) -> list[tuple[int, s
     return logs
 
 
+@dataclass
 class _LoadModel:
     """The state of one simulated ``LogLoader.load`` after the leftovers: the segments as recovery sees them, the
     leader-epoch cache and the snapshot files as the simulation changes them. Each method is one of LogLoader's
     steps; a fatal condition is appended to ``plan.fatal`` and the method returns False."""
 
-    def __init__(self, plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, now: int, interval: int,
-                 sib: int, lost_detail: bool) -> None:
-        self.plan = plan
-        self.files = files
-        self.version = version
-        self.now = now
-        self.interval = interval
-        self.sib = sib
-        self.lost_detail = lost_detail
-        self.cache = list(plan.epochs_before)
-        self.store = SnapshotStore(plan.partition_dir, list(files))
+    plan: LoaderPlan
+    files: dict[str, str]
+    version: KafkaVersion
+    now: int
+    interval: int
+    sib: int
+    lost_detail: bool
+    segs: list[Scan] = field(default_factory=list)
+    scans: dict[int, Scan] = field(default_factory=dict)
+    recovered_bases: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.cache = list(self.plan.epochs_before)
+        self.store = SnapshotStore(self.plan.partition_dir, list(self.files))
         self.before_snaps = set(self.store.offsets())
-        self.segs: list[Scan] = []
-        self.scans: dict[int, Scan] = {}
-        self.recovered_bases: set[int] = set()
 
     def scan(self, base: int) -> Scan:
         if base not in self.scans:
