@@ -252,7 +252,7 @@ def _delete_later_segments(plan: TruncatePlan, segments: list[ps.Segment], seg: 
 
 
 def _truncate_epochs_from_end(plan: TruncatePlan, new_leo: int) -> None:
-    """``leaderEpochCache.truncateFromEndAsyncFlush`` in ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1852-1853):
+    """``leaderEpochCache.truncateFromEndAsyncFlush`` in ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1852):
     the epochs starting at or after the new end go from the leader-epoch checkpoint."""
     plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, new_leo)
     removed = [e for e in plan.checkpoint_before if e not in plan.checkpoint_after]
