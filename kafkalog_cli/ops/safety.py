@@ -1,4 +1,6 @@
-"""The safety framework every writing command goes through (rebuild-index, compact, truncate-to-epoch).
+"""The safety framework every writing command goes through (rebuild-index, compact, truncate-to-epoch, recover,
+salvage). The commands do not drive it by hand: their plans become ``ops/repair_plan`` steps, and
+``repair_plan.execute_steps`` is the one caller of ``Transaction`` (see that module for the life of a repair).
 
 Why each piece exists:
 
