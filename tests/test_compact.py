@@ -3,19 +3,17 @@ refusal; lock refusal; kill -9 during --execute leaves the old or the new state,
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import signal
 import struct
 import subprocess
-import sys
-import time
 
 import pytest
 from click.testing import CliRunner
+from crash_driver import hashes as _hashes
 from kafka.record.default_records import DefaultRecordBatch
 from partition_gen import random_partition, verify_crc_clean
+from repair_helpers import kill_after_delays, refused_while_locked
 
 from kafkalog_cli.cli.compact import compact as compact_cmd
 from kafkalog_cli.errors import RepairRefused
@@ -170,35 +168,16 @@ def test_compact_refuses_corrupt_batch(tmp_path):
     assert code == 2 and "CRC" in text
 
 
-def _hashes(pdir: str) -> dict[str, str]:
-    return {n: hashlib.sha256(open(os.path.join(pdir, n), "rb").read()).hexdigest() for n in sorted(os.listdir(pdir))}
-
-
 def test_compact_refuses_locked_log_dir(tmp_path):
     pdir = str(tmp_path / "logs" / "t-0")
     random_partition(pdir, 2)
-    lock = tmp_path / "logs" / ".lock"
-    lock.touch()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX);"
-         " print('ok', flush=True); time.sleep(60)", str(lock)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ok"
-        before = _hashes(pdir)
-        proc = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", "--execute", "--now-ms", str(NOW),
-                               "--backup-dir", str(tmp_path / "bk"), pdir], capture_output=True, text=True)
-        assert proc.returncode == 2, proc.stderr
-        assert "locked" in proc.stderr and "Traceback" not in proc.stderr
-        assert _hashes(pdir) == before
-    finally:
-        holder.kill()
-        holder.wait()
+    proc = refused_while_locked(str(tmp_path), pdir, ["compact", "--execute", "--now-ms", str(NOW), "--backup-dir",
+                                                      str(tmp_path / "bk"), pdir])
+    assert proc.returncode == 2, proc.stderr
+    assert "locked" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_compact_crash_leaves_old_or_new(tmp_path):
-    from kafkalog_cli.ops.safety import recover_interrupted
-
     src = str(tmp_path / "src" / "logs" / "t-0")
     random_partition(src, 9)
     old = _hashes(src)
@@ -208,31 +187,9 @@ def test_compact_crash_leaves_old_or_new(tmp_path):
     assert code == 0, text
     new = _hashes(ref)
     assert new != old
-    env = dict(os.environ, KAFKALOG_TEST_SLOW_COMMIT="0.02", KAFKALOG_BACKUP_DIR=str(tmp_path / "journals"))
-    seen = set()
-    for i, delay in enumerate([0.05, 0.15, 0.25, 0.35, 0.45, 0.6, 0.8, 1.0]):
-        work = str(tmp_path / f"w{i}" / "logs" / "t-0")
-        shutil.copytree(src, work)
-        bk = str(tmp_path / f"bk{i}")
-        proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "compact", "--execute", "--now-ms", str(NOW),
-                                 "--backup-dir", bk, work], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        os.environ["KAFKALOG_BACKUP_DIR"] = str(tmp_path / "journals")
-        try:
-            recover_interrupted(work)
-        finally:
-            del os.environ["KAFKALOG_BACKUP_DIR"]
-        state = _hashes(work)
-        assert state in (old, new), f"mixed state after kill at {delay}s"
-        seen.add("old" if state == old else "new")
-        if state == new:  # everything replaced is in the backup
-            backups = [os.path.join(r, f) for r, _, fs in os.walk(bk) for f in fs if not f.endswith(".json")]
-            names = {os.path.basename(p) for p in backups}
-            for n in set(old) - set(new) | {n for n in old if n in new and old[n] != new[n]}:
-                assert n in names, f"{n} missing from the backup"
+    seen = kill_after_delays(str(tmp_path), src, new,
+                             lambda work, bk: ["compact", "--execute", "--now-ms", str(NOW), "--backup-dir", bk, work],
+                             [0.05, 0.15, 0.25, 0.35, 0.45, 0.6, 0.8, 1.0])
     assert seen  # at least one kill landed; usually both outcomes are seen
 
 

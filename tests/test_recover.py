@@ -94,7 +94,7 @@ def _realdata() -> Path | None:
 def test_snapshot_writer_matches_real_broker_snapshots():
     """Replaying a real partition up to a real snapshot's offset gives that snapshot byte for byte."""
     from kafkalog_cli.format.batch import Batch
-    from kafkalog_cli.storage.partition import segment_logs
+    from kafkalog_cli.storage.layout import segment_logs
     from kafkalog_cli.storage.segment import MappedFile, entries
 
     root = _realdata()
@@ -205,6 +205,21 @@ def test_recovery_point_limits_which_segments_are_recovered(tmp_path):
     flip(pdir, 20, layout[20][3][1] + 70)
     plan = ld.plan_load(pdir)
     assert plan.recovered[0].outcome == "truncated" and plan.log_end_offset == 23
+
+
+def test_recovery_point_named_twice_last_entry_wins(tmp_path):
+    """The broker reads the checkpoint into a map in file order (OffsetCheckpointFile.java:65-69): when a partition
+    is named twice the LAST entry wins. Before, recover/salvage took the first (0 here: every segment recovered)."""
+    pdir, _pb, layout = build(tmp_path, segments=3, producers=False)
+    logdir = os.path.dirname(pdir)
+    checkpoint(logdir, "recovery-point-offset-checkpoint", [("orders", 0, 0), ("orders", 0, 25)])
+    assert ld.read_offset_checkpoint(logdir, ld.RECOVERY_POINT_FILE, ("orders", 0)) == (
+        25, "recovery-point-offset-checkpoint: 25")
+    flip(pdir, 10, layout[10][4][1] + 70)  # below the recovery point's segment: not recovered
+    plan = ld.plan_load(pdir)
+    assert [r.base for r in plan.recovered] == [20] and plan.log_end_offset == 30
+    checkpoint(logdir, "recovery-point-offset-checkpoint", [("orders", 0, 25), ("orders", 0, 0)])
+    assert ld.read_offset_checkpoint(logdir, ld.RECOVERY_POINT_FILE, ("orders", 0))[0] == 0
 
 
 def test_txnindex_rebuilt_from_markers(tmp_path):

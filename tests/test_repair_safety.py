@@ -11,9 +11,9 @@ import sys
 import time
 
 import pytest
+from crash_driver import run_forked
 from index_partition_gen import make_partition
 from partition_gen import random_partition
-from test_crash_steps import run_forked
 
 from kafkalog_cli.errors import RepairRefused
 from kafkalog_cli.ops import safety

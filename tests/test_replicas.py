@@ -407,23 +407,39 @@ def test_realdata_copies_agree_and_a_truncated_copy_lags(tmp_path):
     assert checked
 
 
+def _replicas_without_epochs(root: str, hw_checkpoint: str) -> list[str]:
+    """Two replicas of 6 records without leader epochs, each log dir with this replication-offset-checkpoint."""
+    dirs = []
+    for broker in (1, 2):
+        pdir = replica(root, broker, values(6, epoch=-1))
+        os.remove(os.path.join(pdir, "leader-epoch-checkpoint"))
+        with open(os.path.join(os.path.dirname(pdir), "replication-offset-checkpoint"), "w") as f:
+            f.write(hw_checkpoint)
+        dirs.append(pdir)
+    return dirs
+
+
 def test_no_epochs_truncates_to_high_watermark_but_refetches_identical_records(tmp_path):
     """Without leader epochs the follower truncates to its high watermark (replication-offset-checkpoint); what it
     removes there is held identically by the leader, so it is fetched again: nothing is lost, no divergence (found on
     shared/realdata's __consumer_offsets-40 of xpxwo100/bullShit, a false positive before)."""
-    dirs = []
-    for broker in (1, 2):
-        pdir = replica(str(tmp_path), broker, values(6, epoch=-1))
-        os.remove(os.path.join(pdir, "leader-epoch-checkpoint"))
-        with open(os.path.join(os.path.dirname(pdir), "replication-offset-checkpoint"), "w") as f:
-            f.write("0\n1\norders 0 3\n")
-        dirs.append(pdir)
+    dirs = _replicas_without_epochs(str(tmp_path), "0\n1\norders 0 3\n")
     code, doc = run_json(*dirs)
     assert code == 0, doc
     f = next(r for r in doc["replicas"] if r["role"] == "follower")
     assert f["truncation_offset"] == 3 and f["lost_records"]["count"] == 0 and f["lost_records"]["refetched"] == 3
     code, out = run(*dirs)
     assert "loses nothing (3 records removed are held identically by the leader" in out
+
+
+def test_high_watermark_named_twice_last_entry_wins(tmp_path):
+    """replication-offset-checkpoint naming the partition twice: the broker's map keeps the last entry
+    (OffsetCheckpointFile.java:65-69), so the follower truncates to 3, not to the first entry's 1."""
+    dirs = _replicas_without_epochs(str(tmp_path), "0\n2\norders 0 1\norders 0 3\n")
+    code, doc = run_json(*dirs)
+    assert code == 0, doc
+    f = next(r for r in doc["replicas"] if r["role"] == "follower")
+    assert f["truncation_offset"] == 3 and f["lost_records"]["refetched"] == 3
 
 
 def test_new_empty_follower_lags_without_truncation(tmp_path):

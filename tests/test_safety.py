@@ -347,3 +347,24 @@ def test_no_roll_forward_onto_files_a_broker_put_back(tmp_path) -> None:  # noqa
     done = recover_interrupted(str(pdir))
     assert any("discarded by someone else" in line for line in done), done
     assert {p.name: p.read_bytes() for p in pdir.iterdir()} == before
+
+
+def test_journal_of_another_format_is_refused_not_guessed(tmp_path, monkeypatch):
+    """Recovery reads only the journal format kafkalog writes (version 2, every field present); a journal without
+    ``digests`` (an older kafkalog's) used to roll forward unchecked. Now it is refused, named, nothing changed."""
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(b"L")
+    (pdir / "00000000000000000000.index.cleaned").write_bytes(b"new")
+    backup = tmp_path / "bk" / "t-0-old"
+    journal = {"version": 1, "state": "committing", "partition_dir": str(pdir), "backup_dir": str(backup),
+               "replace": ["00000000000000000000.index"], "create": [], "delete": []}
+    safety._write_json_atomic(str(backup / safety.JOURNAL_NAME), journal, step=False)
+    safety._write_pointer(str(pdir), {"backup_dir": str(backup), "state": "committing"})
+    before = _hashes(str(pdir))
+    with pytest.raises(RepairRefused) as exc:
+        safety.recover_interrupted(str(pdir))
+    assert "journal" in exc.value.message and exc.value.file == str(backup / safety.JOURNAL_NAME)
+    assert "digests" in (exc.value.found or "")
+    assert _hashes(str(pdir)) == before

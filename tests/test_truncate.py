@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import signal
 import struct
-import subprocess
-import sys
 import time
 
 import pytest
 from click.testing import CliRunner
+from crash_driver import hashes as _hashes
 from kafka.record.default_records import DefaultRecordBatch
 from partition_gen import random_partition, verify_crc_clean
+from repair_helpers import kill_after_delays, refused_while_locked
 
 from kafkalog_cli.cli.truncate import truncate_to_epoch as truncate_cmd
 from kafkalog_cli.ops.truncate import end_offset_for, truncate_from_end
@@ -171,28 +169,12 @@ def test_clean_shutdown_marker_removed_into_backup(tmp_path):
     assert found and open(found[0]).read().startswith('{"version"')
 
 
-def _hashes(pdir: str) -> dict[str, str]:
-    return {n: hashlib.sha256(open(os.path.join(pdir, n), "rb").read()).hexdigest() for n in sorted(os.listdir(pdir))}
-
-
 def test_truncate_refuses_locked_log_dir(tmp_path):
     pdir = str(tmp_path / "logs" / "t-0")
     random_partition(pdir, 2)
-    lock = tmp_path / "logs" / ".lock"
-    lock.touch()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX);"
-         " print('ok', flush=True); time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ok"
-        before = _hashes(pdir)
-        proc = subprocess.run([sys.executable, "-m", "kafkalog_cli", "truncate-to-epoch", "--execute", "--to-offset",
-                               "10", "--backup-dir", str(tmp_path / "bk"), pdir], capture_output=True, text=True)
-        assert proc.returncode == 2 and "locked" in proc.stderr and "Traceback" not in proc.stderr
-        assert _hashes(pdir) == before
-    finally:
-        holder.kill()
-        holder.wait()
+    proc = refused_while_locked(str(tmp_path), pdir, ["truncate-to-epoch", "--execute", "--to-offset", "10",
+                                                      "--backup-dir", str(tmp_path / "bk"), pdir])
+    assert proc.returncode == 2 and "locked" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def _watch_for_unparsable_names(pdir: str, seconds: float) -> None:
@@ -210,40 +192,15 @@ def _watch_for_unparsable_names(pdir: str, seconds: float) -> None:
 
 
 def test_truncate_crash_leaves_old_or_new(tmp_path):
-    from kafkalog_cli.ops.safety import recover_interrupted
-
     src = str(tmp_path / "src" / "logs" / "t-0")
     random_partition(src, 6)
-    old = _hashes(src)
     ref = str(tmp_path / "ref" / "logs" / "t-0")
     shutil.copytree(src, ref)
     assert run_cli(ref, "--to-offset", "50", "--execute", "--backup-dir", str(tmp_path / "refbk"))[0] == 0
-    new = _hashes(ref)
-    env = dict(os.environ, KAFKALOG_TEST_SLOW_COMMIT="0.02", KAFKALOG_BACKUP_DIR=str(tmp_path / "journals"))
-    seen = set()
-    for i, delay in enumerate([0.05, 0.15, 0.3, 0.45, 0.6, 0.8, 1.1]):
-        work = str(tmp_path / f"w{i}" / "logs" / "t-0")
-        shutil.copytree(src, work)
-        bk = str(tmp_path / f"bk{i}")
-        proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "truncate-to-epoch", "--execute", "--to-offset",
-                                 "50", "--backup-dir", bk, work], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        _watch_for_unparsable_names(work, delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        os.environ["KAFKALOG_BACKUP_DIR"] = str(tmp_path / "journals")
-        try:
-            recover_interrupted(work)
-        finally:
-            del os.environ["KAFKALOG_BACKUP_DIR"]
-        state = _hashes(work)
-        assert state in (old, new), f"mixed state after kill at {delay}s"
-        seen.add("old" if state == old else "new")
-        if state == new:
-            names = {f for _, _, fs in os.walk(bk) for f in fs}
-            for n in old:
-                if n not in new or old[n] != new[n]:
-                    assert n in names, f"{n} missing from the backup"
+    seen = kill_after_delays(str(tmp_path), src, _hashes(ref),
+                             lambda work, bk: ["truncate-to-epoch", "--execute", "--to-offset", "50", "--backup-dir",
+                                               bk, work],
+                             [0.05, 0.15, 0.3, 0.45, 0.6, 0.8, 1.1], wait=_watch_for_unparsable_names)
     assert seen
 
 

@@ -9,6 +9,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers
+from kafkalog_cli.cli.repair_errors import engine_call
 from kafkalog_cli.render.jsondoc import versioned
 
 
@@ -73,25 +74,20 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
         cp.check_dedupe_buffer(dedupe_buffer_bytes)
     except ValueError as exc:
         fail(str(exc), "give --dedupe-buffer-bytes 48 or more (the broker's default is 134217728)")
-    try:
+    def call() -> tuple:
         # a progress bar on stderr only when it is a terminal (pipes and logs never see it), as dump and verify-crc
         if sys.stderr.isatty():
             with ByteProgress("compacting") as (advance, set_total):
-                plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
-                                                  keep_backup=not no_backup, progress=cp.Progress(advance, set_total))
-        else:
-            plan, recovered, written = cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir,
-                                              keep_backup=not no_backup)
-    except RepairRefused as exc:
-        fail(exc.describe(), exc.hint or "nothing was changed; stop the broker (or the other kafkalog command) if it "
-             "holds the log directory, and run again")
-    except UnreadableFileError as exc:
-        fail(exc.describe(), exc.hint or "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
-    except KafkalogError as exc:
-        fail(exc.describe(), exc.hint or "nothing was changed; 'kafkalog verify-crc PARTITION_DIR' maps the damage")
-    except OSError as exc:
-        fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
-             "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
+                return cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir, keep_backup=not no_backup,
+                              progress=cp.Progress(advance, set_total))
+        return cp.run(partition_dir, opts, execute=execute, backup_dir=backup_dir, keep_backup=not no_backup)
+
+    plan, recovered, written = engine_call(call, [
+        (RepairRefused, "nothing was changed; stop the broker (or the other kafkalog command) if it holds the log "
+                        "directory, and run again"),
+        (UnreadableFileError, "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed"),
+        (KafkalogError, "nothing was changed; 'kafkalog verify-crc PARTITION_DIR' maps the damage"),
+    ], os_file=partition_dir)
     for line in recovered:
         err(f"kafkalog: recovered an interrupted change: {line}")
     actions = cp.plan_actions(plan)

@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, line_writers
+from kafkalog_cli.cli.repair_errors import WRITE_FAILED_HINT, engine_call
 
 
 @click.command(
@@ -50,20 +51,14 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
     from kafkalog_cli.ops import rebuild_index as rb
 
     out, err = line_writers()
-    try:
-        res = rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
-                     segment_index_bytes=segment_index_bytes, rewrite_valid=rewrite_valid)
-    except RepairRefused as exc:
-        fail(exc.describe(), exc.hint or "stop the broker (or wait for it, or the other kafkalog command, to exit) and run "
-             "again; nothing was changed")
-    except WriteFailedError as exc:
-        fail(exc.describe(), exc.hint or "free space or fix the device, then run again; an interrupted write is finished or "
-             "undone by the next --execute run")
-    except KafkalogError as exc:
-        fail(exc.describe(), exc.hint or "check the path; nothing was changed")
-    except OSError as exc:
-        fail(f"{exc.filename or ', '.join(paths)}: {exc.strerror or exc}", "check permissions and free space; "
-             "an interrupted write is finished or undone by the next --execute run")
+    res = engine_call(
+        lambda: rb.run(list(paths), interval=index_interval_bytes, execute=execute, backup_dir=backup_dir,
+                       segment_index_bytes=segment_index_bytes, rewrite_valid=rewrite_valid), [
+            (RepairRefused, "stop the broker (or wait for it, or the other kafkalog command, to exit) and run again; "
+                            "nothing was changed"),
+            (WriteFailedError, WRITE_FAILED_HINT),
+            (KafkalogError, "check the path; nothing was changed"),
+        ], os_file=", ".join(paths))
     for line in res.recovered:
         err(f"kafkalog: recovered an interrupted change: {line}")
     if fmt == "json":

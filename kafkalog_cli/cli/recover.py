@@ -6,36 +6,32 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, line_writers
+from kafkalog_cli.cli.repair_errors import engine_call
 from kafkalog_cli.render.jsondoc import versioned
 
 _COMMON_EXIT = """\b
 Exit codes: dry run 0 when nothing would change, 1 when something would
 change; --execute 0 when done; 2 usage error, unreadable input, or refused
 (locked log dir, a state the broker would not load, or an inconsistent result)."""
+T = TypeVar("T")
 
 
-def _errors(fn):  # type: ignore[no-untyped-def]
+def _errors(fn: Callable[[], T]) -> T:
     """Run the engine; every typed error becomes one located line and exit 2 (nothing written)."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 
-    try:
-        return fn()
-    except RepairRefused as exc:
-        fail(exc.describe(), exc.hint or "nothing was changed")
-    except UnreadableFileError as exc:
-        fail(exc.describe(), exc.hint or "give a partition directory (e.g. /var/lib/kafka/orders-0) or a log directory")
-    except KafkalogError as exc:
-        fail(exc.describe(), exc.hint or "nothing was changed; run 'kafkalog verify-crc' on the partition to see the damage")
-    except ValueError as exc:
-        fail(str(exc), "kafkalog recover --help lists the accepted values")
-    except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}",
-             "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
-    return None
+    return engine_call(fn, [
+        (RepairRefused, "nothing was changed"),
+        (UnreadableFileError, "give a partition directory (e.g. /var/lib/kafka/orders-0) or a log directory"),
+        (KafkalogError, "nothing was changed; run 'kafkalog verify-crc' on the partition to see the damage"),
+        (ValueError, "kafkalog recover --help lists the accepted values"),
+    ])
 
 
 def _lost_text(lost) -> str:  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.repair_errors import WRITE_FAILED_HINT, engine_call
 from kafkalog_cli.render.jsondoc import versioned
 
 
@@ -49,21 +50,14 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
     out, err = line_writers()
     if (epoch is None) == (to_offset is None):
         fail("give exactly one of EPOCH or --to-offset", "e.g. kafkalog truncate-to-epoch orders-0 7")
-    try:
-        plan, recovered, written = tr.run(partition_dir, epoch, to_offset, execute=execute, backup_dir=backup_dir,
-                                          keep_backup=not no_backup)
-    except RepairRefused as exc:
-        fail(exc.describe(), exc.hint or "nothing was changed; stop the broker or pick another epoch / --to-offset")
-    except WriteFailedError as exc:
-        fail(exc.describe(), exc.hint or "free space or fix the device, then run again; an interrupted write is finished or "
-             "undone by the next --execute run")
-    except UnreadableFileError as exc:
-        fail(exc.describe(), exc.hint or "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed")
-    except KafkalogError as exc:
-        fail(exc.describe(), exc.hint or "nothing was changed; run 'kafkalog dump' on the file to see the damage")
-    except OSError as exc:
-        fail(f"{exc.filename or partition_dir}: {exc.strerror or exc}",
-             "check permissions and free space; an interrupted write is finished or undone by the next --execute run")
+    plan, recovered, written = engine_call(
+        lambda: tr.run(partition_dir, epoch, to_offset, execute=execute, backup_dir=backup_dir,
+                       keep_backup=not no_backup), [
+            (RepairRefused, "nothing was changed; stop the broker or pick another epoch / --to-offset"),
+            (WriteFailedError, WRITE_FAILED_HINT),
+            (UnreadableFileError, "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed"),
+            (KafkalogError, "nothing was changed; run 'kafkalog dump' on the file to see the damage"),
+        ], os_file=partition_dir)
     for line in recovered:
         err(f"kafkalog: recovered an interrupted change: {line}")
     if fmt == "json":

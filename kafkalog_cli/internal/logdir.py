@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kafkalog_cli.errors import UnreadableFileError
 from kafkalog_cli.storage.companions import partition_checkpoint_offset
-from kafkalog_cli.storage.partition import segment_bases
+from kafkalog_cli.storage.layout import segment_bases
 
 # topic-N as the broker names partition directories; "-delete"/"-future"/"-stray" directories are not live logs
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")

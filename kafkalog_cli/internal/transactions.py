@@ -204,21 +204,8 @@ def _snapshot(copy, log_start: int, leo: int) -> tuple[int, list] | None:  # noq
     """The producer snapshot the broker would load: the newest readable one with log start < offset <= log end
     (ProducerStateManager.truncateAndReload deletes the others, ProducerStateManager.java:355-361)."""
     from kafkalog_cli.ops import partition_scan as ps
-    from kafkalog_cli.storage.companions import SEGMENT_NAME, parse_producer_snapshot
 
-    offs = []
-    for name in os.listdir(copy.path):
-        m = SEGMENT_NAME.match(name)
-        if m and m.group(2) == "snapshot" and log_start < int(m.group(1)) <= leo:
-            offs.append(int(m.group(1)))
-    for off in sorted(offs, reverse=True):
-        path = os.path.join(copy.path, ps.seg_name(off, "snapshot"))
-        try:
-            with open(path, "rb") as f:
-                return off, parse_producer_snapshot(f.read(), path).entries
-        except (KafkalogError, OSError):
-            continue  # the broker drops a corrupt snapshot and tries the next older one
-    return None
+    return ps.newest_snapshot(copy.path, at_most=leo, above=log_start)
 
 
 def scan_partition(copy) -> PartitionReport:  # noqa: ANN001

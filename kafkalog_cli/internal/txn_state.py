@@ -15,7 +15,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import transaction_log as tl
 from kafkalog_cli.internal.logdir import PartitionCopy
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 TOPIC = "__transaction_state"

@@ -137,7 +137,7 @@ def _segments(copy: PartitionCopy) -> list[SegmentInfo]:
     for base in seek.list_segments(copy.path):
         path = seek.seg_path(copy.path, base, ".log")
         with MappedFile(path) as mf:
-            ts = seek._largest_timestamp(copy.path, base, mf, seek.SeekStats(), [])  # noqa: SLF001 - the broker's rule
+            ts = seek.largest_timestamp(copy.path, base, mf, seek.SeekStats(), [])  # the broker's rule
             first_ts = LONG_MAX
             try:
                 for e in entries(mf.buf, file=path):

@@ -44,6 +44,7 @@ from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.ops import repair_plan
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
     LOAD_FACTOR,
@@ -518,7 +519,7 @@ def _segment_ranges(group: list[Part]) -> list[tuple[int, int]]:
 
 
 def _group_segments(segs: list[Part], upper: int, opts: CompactOptions) -> list[list[Part]]:
-    """LogCleaner.groupSegmentsBySize (spec §9.5, errata E13)."""
+    """``LogCleaner.groupSegmentsBySize`` (LogCleaner.scala:976-1001; spec §9.5, errata E13)."""
     groups: list[list[Part]] = []
     i = 0
     while i < len(segs):
@@ -548,8 +549,7 @@ def _largest_timestamp(seg: ps.Segment, notes: list[str]) -> int:
     """The broker's ``LogSegment.largestTimestamp``, which ``LogCleanerManager.cleanableOffsets`` compares with
     min.compaction.lag.ms: the last ``.timeindex`` entry, else the ``.log`` mtime (errata E14/E17) — not the
     batches' max timestamp. The rule is ``seek``'s (seek-time chooses segments by the same value)."""
-    from kafkalog_cli.ops.seek import SeekStats
-    from kafkalog_cli.ops.seek import _largest_timestamp as largest_timestamp
+    from kafkalog_cli.ops.seek import SeekStats, largest_timestamp
 
     warnings: list[str] = []
     with MappedFile(seg.path("log")) as mf:
@@ -598,9 +598,43 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     facts.log_end_offset = leo
     log_start = segments[0].base
 
+    notes: list[str] = []
+    lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes)
+    plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
+                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes)
+    clean_segs = [s for s in segments if s.base < upper]
+    if not clean_segs:
+        plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
+        return plan
+    parts = _split_overflowed_segments(plan, clean_segs, seg_facts, opts)
+    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
+    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts)
+    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
+    cleaned_parts = _build_offset_map(plan, cleaner, parts, progress)
+    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
+    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
+    groups = _group_segments(cleaned_parts, upper, opts)
+    cleaner.groups = groups
+    cleaner.seg_ranges = {p.base: r for g in groups for p, r in zip(g, _segment_ranges(g))}
+    _check_txn_indexes(segments, facts, log_start, [(log_start, upper), *cleaner.seg_ranges.values()])
+    _clean_segments(plan, cleaner, groups, progress)
+    _replace_segments(plan)
+    plan.notes.append(
+        "cleaner-offset-checkpoint is left unchanged: the broker re-reads the cleaned range on its next clean and "
+        + ("cleans what this limited round left" if cleaner.full else
+           "finds nothing more to remove (same survivors), it only costs one extra pass")
+    )
+    return plan
+
+
+def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts, leo: int, opts: CompactOptions,
+                       now: int, notes: list[str]) -> tuple[int, int]:
+    """``LogCleanerManager.cleanableOffsets`` (LogCleanerManager.scala:622-683): (last stable offset, first
+    uncleanable offset). Cleaning stops at the last stable offset, the high watermark, the active segment (unless
+    ``include_active``) and the first segment younger than min.compaction.lag.ms, rounded down to a segment base."""
+    log_start = segments[0].base
     lso = min(facts.open_txns.values(), default=leo)
     cap = lso
-    notes: list[str] = []
     hw, hw_unknown = _high_watermark(pdir)
     if hw is None:
         notes.append(
@@ -627,16 +661,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     upper = max(cap, log_start)
     if lso < leo:
         notes.append(f"open transaction(s) hold the last stable offset at {lso}: nothing at or after it is cleaned")
+    return lso, upper
 
-    plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
-                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes)
-    clean_segs = [s for s in segments if s.base < upper]
-    if not clean_segs:
-        plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
-        return plan
 
-    # segments whose offsets overflow the 32-bit relative range are split first (LogCleaner.cleanSegments catches
-    # LogSegmentOffsetOverflowException, splits the segment and cleans it on the next round: one round here)
+def _split_overflowed_segments(plan: CompactPlan, clean_segs: list[ps.Segment], seg_facts: dict[int, _SegFacts],
+                               opts: CompactOptions) -> list[Part]:
+    """The cleanable segments as parts: a segment whose offsets overflow the 32-bit relative range is split first
+    (``LogCleaner.cleanSegments`` catches LogSegmentOffsetOverflowException and calls ``splitOverflowedSegment``,
+    LogCleaner.scala:689-694, LocalLog.java:157; the broker cleans the parts on its next round, here in this one)."""
     parts: list[Part] = []
     for s in clean_segs:
         sf = seg_facts[s.base]
@@ -650,15 +682,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
             parts.extend(pieces)
         else:
             parts.append(Part(s.base, s, 0, s.size, sf.next_offset, s.index_size, s.timeindex_size))
+    return parts
 
-    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
-    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts)
 
-    # pass 2: the offset map over [log start, upper), bounded like the broker's dedupe buffer
-    ranges = [(log_start, upper)]
-    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
-    end_offset = cleaner.build_offset_map(log_start, progress)
-    cleaned_parts = [p for p in parts if p.base < end_offset]  # LogCleaner.doClean: logSegments(0, endOffset)
+def _build_offset_map(plan: CompactPlan, cleaner: _Cleaner, parts: list[Part], progress: Progress) -> list[Part]:
+    """Pass 2, ``LogCleaner.buildOffsetMap`` (LogCleaner.scala:1035-1079): the offset map over [log start, first
+    uncleanable offset), bounded like the broker's dedupe buffer; returns the parts this round cleans
+    (``doClean``: ``logSegments(0, endOffset)``, LogCleaner.scala:594-625)."""
+    end_offset = cleaner.build_offset_map(plan.log_start_offset, progress)
     omap = cleaner.omap
     plan.offset_map = {"bytes": omap.memory, "slots": omap.slots, "max_entries": omap.max_entries,
                        "entries": omap.entries, "full": cleaner.full, "cleaned_up_to": end_offset}
@@ -670,15 +701,14 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
             f"{end_offset - 1}, as Kafka limits a round; records after it are kept as they are"
             + (f", and segments from {untouched[0]} on are not touched" if untouched else "")
             + ". Give a larger --dedupe-buffer-bytes to clean the rest")
+    return [p for p in parts if p.base < end_offset]
 
-    # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
-    # collects each segment's aborted transactions with that segment's own bounds, not the group's)
-    groups = _group_segments(cleaned_parts, upper, opts)
-    cleaner.groups = groups
-    cleaner.seg_ranges = {p.base: r for g in groups for p, r in zip(g, _segment_ranges(g))}
-    _check_txn_indexes(segments, facts, log_start, [*ranges, *cleaner.seg_ranges.values()])
 
-    # pass 3: group and filter (nothing is kept but sizes and statistics)
+def _clean_segments(plan: CompactPlan, cleaner: _Cleaner, groups: list[list[Part]], progress: Progress) -> None:
+    """Pass 3, ``LogCleaner.cleanSegments`` (LogCleaner.scala:650-735) per group, without a sink: every batch is
+    filtered (``cleanInto``/``shouldRetainRecord``, in ``_Cleaner.clean_group``) and only sizes and statistics are
+    kept; ``compaction_steps`` runs the same filter again into the staged files."""
+    pdir = plan.partition_dir
     tracker = TxnTracker()
     progress.add_total(sum(p.size for g in groups for p in g))
     for group in groups:
@@ -694,8 +724,12 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
         plan.groups.append(out)
     plan.cleaner = cleaner
 
-    # segment files that go: those of source segments whose base is no longer a segment's (merged away, or split
-    # with the first part based elsewhere); errata E13: so do their producer snapshots (never the newest one)
+
+def _replace_segments(plan: CompactPlan) -> None:
+    """The files ``replaceSegments`` (LogCleaner.scala:709, LocalLog.java:201-260) removes: those of source segments
+    whose base is no longer a segment's (merged away, or split with the first part based elsewhere); errata E13: so
+    do their producer snapshots (never the newest one)."""
+    pdir = plan.partition_dir
     new_bases = {g.out_base for g in plan.groups}
     gone: list[int] = []
     for g in plan.changed_groups:
@@ -713,12 +747,6 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
         name = ps.seg_name(base, "snapshot")
         if name in snaps and name != newest:
             plan.snapshot_deletes.append(name)
-    plan.notes.append(
-        "cleaner-offset-checkpoint is left unchanged: the broker re-reads the cleaned range on its next clean and "
-        + ("cleans what this limited round left" if cleaner.full else
-           "finds nothing more to remove (same survivors), it only costs one extra pass")
-    )
-    return plan
 
 
 def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int, _SegFacts],
@@ -927,33 +955,91 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
 
 # ------------------------------------------------------------------------------------------ execution
 def plan_actions(plan: CompactPlan) -> list:
-    """The file-level view of the plan, as ``safety.FileAction`` values (what a dry run lists)."""
-    from kafkalog_cli.ops import safety
+    """The file-level view of the plan, as ``safety.FileAction`` values (what a dry run lists): exactly the steps
+    ``--execute`` performs (``compaction_steps``)."""
+    return repair_plan.actions(plan.partition_dir, compaction_steps(plan))
 
-    acts = []
-    for g in plan.changed_groups:
-        name = ps.seg_name(g.out_base, "log")
+
+def compaction_steps(plan: CompactPlan, progress: Progress | None = None) -> list[repair_plan.Step]:
+    """The plan as file steps, in commit order (``repair_plan``): per changed group its cleaned ``.log``, then the
+    ``.index``/``.timeindex`` built from that staged ``.log``, its ``.txnindex``; then the deleted segment files and
+    producer snapshots. The writers run in step order (``_GroupWriter``)."""
+    writer = _GroupWriter(plan, progress or Progress())
+    steps: list[repair_plan.Step] = []
+    for i, g in enumerate(plan.groups):
+        if not g.changed:
+            continue
+        shown = "replace" if g.existed else "create"
         merged = f" (merges {', '.join(str(b) for b in g.bases)})" if len(g.bases) > 1 else ""
         split = " (part of a split segment)" if any(p.split for p in g.parts) else ""
-        exists = g.existed
-        acts.append(safety.FileAction("replace" if exists else "create", os.path.join(plan.partition_dir, name), g.size,
-                                      f"cleaned segment{merged}{split}"))
+        mtime = g.mtime_ns / 1e9
+        steps.append(repair_plan.write(ps.seg_name(g.out_base, "log"), writer.log(i), mtime=mtime, shown=shown,
+                                       size=g.size, detail=f"cleaned segment{merged}{split}"))
         for ext in ("index", "timeindex"):
-            acts.append(safety.FileAction("replace" if exists else "create",
-                                          os.path.join(plan.partition_dir, ps.seg_name(g.out_base, ext)),
-                                          0, "rebuilt by the recovery rule"))
+            steps.append(repair_plan.write(ps.seg_name(g.out_base, ext), writer.index(i, ext), mtime=mtime,
+                                           shown=shown, detail="rebuilt by the recovery rule"))
         if g.txn_entries:
-            acts.append(safety.FileAction("replace", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, "txnindex")),
-                                          34 * len(g.txn_entries), f"{len(g.txn_entries)} aborted transaction(s)"))
+            steps.append(repair_plan.write(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries),
+                                           shown="replace", size=34 * len(g.txn_entries),
+                                           detail=f"{len(g.txn_entries)} aborted transaction(s)"))
         elif g.had_txnindex:
-            acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, ps.seg_name(g.out_base, "txnindex")),
-                                          detail="no aborted transaction left"))
-    for name, why in plan.file_deletes:
-        acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name), detail=why))
-    for name in plan.snapshot_deletes:
-        acts.append(safety.FileAction("delete", os.path.join(plan.partition_dir, name),
-                                      detail="its segment base no longer exists"))
-    return acts
+            steps.append(repair_plan.delete(ps.seg_name(g.out_base, "txnindex"), detail="no aborted transaction left"))
+    steps += [repair_plan.delete(name, detail=why) for name, why in plan.file_deletes]
+    steps += [repair_plan.delete(name, detail="its segment base no longer exists") for name in plan.snapshot_deletes]
+    return steps
+
+
+class _GroupWriter:
+    """The writers of ``compaction_steps``: the groups are filtered again in plan order with a fresh round tracker
+    (unchanged groups only advance it, changed ones stream into their staged ``.log``, which must come out exactly the
+    size the plan computed); a group's indexes are built from its staged ``.log``."""
+
+    def __init__(self, plan: CompactPlan, progress: Progress) -> None:
+        self.plan = plan
+        self.progress = progress
+        self.tracker = TxnTracker()
+        self.next_group = 0  # groups before this one went through the tracker
+        self.cleaned: dict[int, OutputGroup] = {}  # a changed group as streamed, checked against the plan
+        self.indexes: dict[int, dict[str, bytes]] = {}
+        self.total_added = False
+
+    def log(self, i: int) -> repair_plan.Writer:
+        def write(f: BinaryIO) -> None:
+            cleaner = self.plan.cleaner
+            assert cleaner is not None
+            if not self.total_added:
+                last = max(j for j, g in enumerate(self.plan.groups) if g.changed)
+                self.progress.add_total(sum(p.size for g in self.plan.groups[:last + 1] for p in g.parts))
+                self.total_added = True
+            for g in self.plan.groups[self.next_group:i]:  # unchanged: they only advance the round tracker
+                cleaner.clean_group(g.parts, OutputGroup(list(g.bases), parts=g.parts), self.tracker,
+                                    [SegmentStats(p.base) for p in g.parts], None)
+                self.progress.advance(sum(p.size for p in g.parts))
+            g = self.plan.groups[i]
+            again = OutputGroup(list(g.bases), parts=g.parts)
+            cleaner.clean_group(g.parts, again, self.tracker, [SegmentStats(p.base) for p in g.parts], f)
+            self.next_group = i + 1
+            self.cleaned[i] = again
+        return write
+
+    def index(self, i: int, ext: str) -> repair_plan.Writer:
+        def write(f: BinaryIO) -> None:
+            from kafkalog_cli.ops import safety
+
+            g = self.plan.groups[i]
+            if i not in self.indexes:
+                staged = os.path.join(self.plan.partition_dir, safety.staging_name(ps.seg_name(g.out_base, "log")))
+                again = self.cleaned.pop(i)
+                if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
+                    raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan "
+                                             f"said {g.size}", file=staged)
+                index, timeindex = _indexes_of(staged, g.out_base, self.plan)
+                self.indexes[i] = {"index": index, "timeindex": timeindex}
+            f.write(self.indexes[i].pop(ext))
+            if not self.indexes[i]:
+                del self.indexes[i]
+                self.progress.advance(sum(p.size for p in g.parts))
+        return write
 
 
 def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes]:
@@ -976,70 +1062,9 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes
     return index, timeindex
 
 
-def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: bool = True,
-                       on_staged: Callable[[], None] | None = None, progress: Progress | None = None) -> str:
-    """Write the plan through ``safety.Transaction``; return the backup directory.
-
-    The groups are filtered again in plan order with a fresh round tracker: unchanged groups only advance it, changed
-    ones stream into their staged ``.log``, which must come out exactly the size the plan computed."""
-    from kafkalog_cli.ops import safety
-
-    cleaner = plan.cleaner
-    assert cleaner is not None
-    pdir = plan.partition_dir
-    tracker = TxnTracker()
-    progress = progress or Progress()
-    progress.add_total(sum(p.size for g in plan.groups for p in g.parts))
-    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        for g in plan.groups:
-            again = OutputGroup(list(g.bases), parts=g.parts)
-            stats = [SegmentStats(p.base) for p in g.parts]
-            if not g.changed:
-                cleaner.clean_group(g.parts, again, tracker, stats, None)
-                progress.advance(sum(p.size for p in g.parts))
-                continue
-            log_name = ps.seg_name(g.out_base, "log")
-            mtime = g.mtime_ns / 1e9
-            tx.stage(log_name, lambda f, g=g, again=again, stats=stats: cleaner.clean_group(g.parts, again, tracker,
-                                                                                              stats, f), mtime=mtime)
-            staged = os.path.join(pdir, safety.staging_name(log_name))
-            if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
-                raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan said "
-                                         f"{g.size}", file=staged)
-            index, timeindex = _indexes_of(staged, g.out_base, plan)
-            tx.stage(ps.seg_name(g.out_base, "index"), index, mtime=mtime)
-            tx.stage(ps.seg_name(g.out_base, "timeindex"), timeindex, mtime=mtime)
-            if g.txn_entries:
-                tx.stage(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries))
-            elif g.had_txnindex:
-                tx.delete(ps.seg_name(g.out_base, "txnindex"))
-            progress.advance(sum(p.size for p in g.parts))
-        for name, _why in plan.file_deletes:
-            tx.delete(name)
-        for name in plan.snapshot_deletes:
-            tx.delete(name)
-        if on_staged is not None:
-            on_staged()
-        tx.commit()
-        return tx.backup_dir
-
-
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
         keep_backup: bool = True, progress: Progress | None = None) -> tuple[CompactPlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
-    from kafkalog_cli.ops import safety
-
-    recovered: list[str] = []
-    if not execute:
-        plan = plan_compaction(partition_dir, opts, progress)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        return plan, recovered, None
-    written = None
-    with safety.locked_log_dir(partition_dir):
-        recovered = safety.recover_interrupted(partition_dir)
-        plan = plan_compaction(partition_dir, opts, progress)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        if plan.has_changes:
-            written = execute_compaction(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup,
-                                         progress=progress)
-    return plan, recovered, written
+    return repair_plan.run_locked(partition_dir, lambda: plan_compaction(partition_dir, opts, progress),
+                                  lambda plan: compaction_steps(plan, progress), execute=execute,
+                                  backup_dir=backup_dir, keep_backup=keep_backup)

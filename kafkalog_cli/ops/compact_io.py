@@ -40,16 +40,14 @@ class SegmentReader:
         self.path = path
         self._mf = MappedFile(path)  # its checks: missing, directory, FIFO, permission
         self.buf = self._mf.buf
-        self._mm = getattr(self._mf, "_mm", None)
         self._dropped = 0
 
     def release_before(self, pos: int) -> None:
         """Drop the mapping's resident pages below ``pos`` (they are re-read from the page cache if touched again)."""
-        if self._mm is None or pos - self._dropped < DROP_EVERY or not hasattr(mmap, "MADV_DONTNEED"):
+        if pos - self._dropped < DROP_EVERY:
             return
         end = pos // mmap.PAGESIZE * mmap.PAGESIZE
-        if end > self._dropped:
-            self._mm.madvise(mmap.MADV_DONTNEED, self._dropped, end - self._dropped)
+        if end > self._dropped and self._mf.release_pages(self._dropped, end - self._dropped):
             self._dropped = end
 
     def batches(self, start: int = 0, end: int | None = None, *, validate: bool = False) -> Iterator[Batch]:
@@ -84,7 +82,6 @@ class SegmentReader:
 
     def close(self) -> None:
         self.buf = b""
-        self._mm = None
         self._mf.close()
 
     def __enter__(self) -> SegmentReader:

@@ -24,7 +24,7 @@ The steps, with their sources (apache/kafka 1eb7644 ``storage/.../log/LogLoader.
 5. leader-epoch cache ``truncateFromEnd(LEO)`` / ``truncateFromStart(log start checkpoint)``; producer snapshots:
    ``removeStraySnapshots`` then ``rebuildProducerState`` (UnifiedLog.java 43-130; ProducerStateManager.java).
    Every temporary ProducerStateManager of step 2/3 runs ``truncateAndReload``, which deletes the snapshots above
-   the segment's base, and takes snapshots; that is simulated exactly (``_Psm``).
+   the segment's base, and takes snapshots; that is simulated exactly (``ProducerStateModel``).
 
 Version differences modelled by ``--kafka-version``: the swap handling of <= 2.8; ``removeStraySnapshots`` only
 from 2.8 (2.7.x leaves stray snapshots in place); the producer map's iteration
@@ -46,7 +46,7 @@ from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
-from kafkalog_cli.storage import partition as part
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
@@ -197,13 +197,12 @@ def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -
         cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
     except CheckpointError as exc:
         return None, f"{name} unreadable ({exc.message}): the broker resets every partition to 0"
-    if tp is not None:
-        for topic, p, off in cp.entries:
-            if topic == tp[0] and p == str(tp[1]):
-                try:
-                    return comp.java_parse_int(off, 64), f"{name}: {off}"
-                except ValueError:
-                    return None, f"{name} has a malformed offset for this partition"
+    off = comp.checkpoint_entry(cp, tp[0], str(tp[1])) if tp is not None else None
+    if off is not None:  # the last entry for the partition wins, as in the broker's map
+        try:
+            return comp.java_parse_int(off, 64), f"{name}: {off}"
+        except ValueError:
+            return None, f"{name} has a malformed offset for this partition"
     return None, f"no entry for this partition in {name}"
 
 
@@ -359,18 +358,17 @@ def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | N
 
 
 # ------------------------------------------------------------------------------------------------ snapshots
-class _Snapshots:
+class SnapshotStore:
     """The partition's ``.snapshot`` files as the simulation changes them (content read lazily from disk)."""
 
     def __init__(self, pdir: str, names: list[str]) -> None:
         self.pdir = pdir
         self.present: dict[int, bytes | None] = {}
         for n in names:
-            if part.loader_file_kind(n) == "snapshot":
-                off = part.loader_offset(n)
+            if layout.loader_file_kind(n) == "snapshot":
+                off = layout.loader_offset(n)
                 if off is not None and n == f"{off:020d}.snapshot":
                     self.present[off] = None
-        self.original = set(self.present)
         self.written: dict[int, bytes] = {}
 
     def offsets(self) -> list[int]:
@@ -393,10 +391,10 @@ class _Snapshots:
         self.written[off] = data
 
 
-class _Psm:
+class ProducerStateModel:
     """One ProducerStateManager: its own view of the snapshot files, the producer map, map/snapshot end offsets."""
 
-    def __init__(self, store: _Snapshots, java_map: bool, now_ms: int | None) -> None:
+    def __init__(self, store: SnapshotStore, java_map: bool, now_ms: int | None) -> None:
         self.store = store
         self.view = set(store.offsets())
         self.state = pst.ProducerState(0)
@@ -446,7 +444,7 @@ class _Psm:
         return not self.state.producers
 
 
-def rebuild_producer_state(psm: _Psm, segs: list[Scan], log_start: int, last_offset: int, clean: bool) -> None:
+def rebuild_producer_state(psm: ProducerStateModel, segs: list[Scan], log_start: int, last_offset: int, clean: bool) -> None:
     """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order)."""
     to_snap: list[int] = []
     if segs:
@@ -484,7 +482,7 @@ def rebuild_producer_state(psm: _Psm, segs: list[Scan], log_start: int, last_off
     psm.take_snapshot()
 
 
-def remove_stray_snapshots(store: _Snapshots, bases: list[int]) -> None:
+def remove_stray_snapshots(store: SnapshotStore, bases: list[int]) -> None:
     """ProducerStateManager.removeStraySnapshots."""
     base_set = set(bases)
     stray: int | None = None
@@ -532,12 +530,13 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
 
 def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
                segment_index_bytes: int, lost_detail: bool) -> LoaderPlan:
+    """``LogLoader.load`` (LogLoader.java:128-256) as data: the leftovers (``_leftovers``), ``loadSegmentFiles``,
+    ``recoverLog``, then the leader-epoch cache and producer state (``_LoadModel``)."""
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory",
                                   found="no such directory")
     version = KafkaVersion.parse(kafka_version)
-    now = int(time.time() * 1000) if now_ms is None else now_ms
     logdir = os.path.dirname(os.path.realpath(pdir))
     tp = topic_partition(pdir)
     clean = os.path.exists(os.path.join(logdir, CLEAN_SHUTDOWN))
@@ -551,53 +550,116 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     except OSError as exc:
         raise UnreadableFileError(f"cannot list the directory: {exc.strerror}", file=pdir) from None
     files: dict[str, str] = {n: os.path.join(pdir, n) for n in names}  # final name -> file holding its content
-    changes = plan.changes
     recover_now: dict[int, str] = {}
     _leftovers(plan, files, version, recover_now)
+    logs = _segment_names(plan, files)
+    plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
+    if plan.fatal:
+        return plan
+    model = _LoadModel(plan, files, version, int(time.time() * 1000) if now_ms is None else now_ms,
+                       index_interval_bytes, segment_index_bytes, lost_detail)
+    if not model.load_segment_files(logs, recover_now) or not model.recover_log():
+        return plan
+    model.finish_load(epoch_file)
+    return plan
 
-    # ---- loadSegmentFiles
+
+def _segment_names(plan: LoaderPlan, files: dict[str, str]) -> list[tuple[int, str]]:
+    """The name checks of ``loadSegmentFiles`` (LogLoader.java:356-370): an index file without its ``.log`` is
+    deleted, a name whose offset does not parse is fatal; returns the segments (base, name) in offset order."""
     for n in sorted(files):
-        if part.loader_file_kind(n) == "index":
-            off = part.loader_offset(n)
+        if layout.loader_file_kind(n) == "index":
+            off = layout.loader_offset(n)
             if off is None:
                 plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
                                   "fails to start)")
                 continue
             if f"{off:020d}.log" not in files:
-                changes.append(FileChange("delete", n, "orphaned index file (no .log)"))
+                plan.changes.append(FileChange("delete", n, "orphaned index file (no .log)"))
                 del files[n]
     logs = []
     for n in sorted(files):
-        if part.loader_file_kind(n) != "log":
+        if layout.loader_file_kind(n) != "log":
             continue
-        off = part.loader_offset(n)
+        off = layout.loader_offset(n)
         if off is None or n != f"{off:020d}.log":
             plan.fatal.append(f"{n}: not a segment name the loader handles (it parses the text before the first '.' "
                               "as an offset); move it out of the partition directory")
             continue
         logs.append((off, n))
-    plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
-    if plan.fatal:
-        return plan
-    cache = list(plan.epochs_before)
-    store = _Snapshots(pdir, list(files))
-    before_snaps = set(store.offsets())
-    segs: list[Scan] = []
-    scans: dict[int, Scan] = {}
-    recovered_bases: set[int] = set()
+    return logs
 
-    def scan(base: int) -> Scan:
-        if base not in scans:
-            scans[base] = scan_segment(files[f"{base:020d}.log"], base, index_interval_bytes, segment_index_bytes)
-        return scans[base]
 
-    def recover(s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
-        nonlocal cache
-        psm = _Psm(store, version.java_producer_map, now)
+@dataclass
+class _LoadModel:
+    """The state of one simulated ``LogLoader.load`` after the leftovers: the segments as recovery sees them, the
+    leader-epoch cache and the snapshot files as the simulation changes them. Each method is one of LogLoader's
+    steps; a fatal condition is appended to ``plan.fatal`` and the method returns False."""
+
+    plan: LoaderPlan
+    files: dict[str, str]
+    version: KafkaVersion
+    now: int
+    interval: int
+    sib: int
+    lost_detail: bool
+    segs: list[Scan] = field(default_factory=list)
+    scans: dict[int, Scan] = field(default_factory=dict)
+    recovered_bases: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.cache = list(self.plan.epochs_before)
+        self.store = SnapshotStore(self.plan.partition_dir, list(self.files))
+        self.before_snaps = set(self.store.offsets())
+
+    def scan(self, base: int) -> Scan:
+        if base not in self.scans:
+            self.scans[base] = scan_segment(self.files[f"{base:020d}.log"], base, self.interval, self.sib)
+        return self.scans[base]
+
+    def load_segment_files(self, logs: list[tuple[int, str]], recover_now: dict[int, str]) -> bool:
+        """``loadSegmentFiles`` (LogLoader.java:356-395): open every segment; one with a missing ``.index``, a
+        ``.txnindex`` failing its sanity check, or completed from a ``.swap`` is recovered right away (errata E2:
+        that truncation keeps the later segments); a missing ``.timeindex`` is created empty."""
+        plan, files = self.plan, self.files
+        for base, _n in logs:
+            s = self.scan(base)
+            tname, iname, xname = f"{base:020d}.timeindex", f"{base:020d}.index", f"{base:020d}.txnindex"
+            if iname in files and tname not in files:
+                plan.changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt "
+                                               "(retention then uses the .log mtime); run rebuild-index to rebuild it"))
+                files[tname] = ""
+            reason = None
+            if iname not in files:
+                reason = recover_now.get(base, "the .index file is missing")
+            else:
+                txn_err = _txn_sanity(files.get(xname), base)
+                if txn_err == "fatal":
+                    plan.fatal.append(f"{xname}: an entry has a version > 0 (KafkaException at load: the broker fails "
+                                      "to start)")
+                    return False
+                if txn_err:
+                    reason = txn_err
+                elif base in recover_now:
+                    reason = recover_now[base]
+            if reason:
+                self.recover_segment(s, reason + " (recovered at load; truncation here keeps later segments)",
+                                     self.segs, True)
+            self.segs.append(s)
+        if plan.fatal:
+            return False
+        plan.log_end_before = max((s.reader_next_offset for s in self.segs), default=0)
+        return True
+
+    def recover_segment(self, s: Scan, reason: str, loaded: list[Scan], at_load: bool = False) -> SegmentRecovery:
+        """``recoverSegment`` (LogLoader.java:399-421): producer state rebuilt up to the segment, then
+        ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
+        plan, store = self.plan, self.store
+        psm = ProducerStateModel(store, self.version.java_producer_map, self.now)
         rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
-        again = s.base in recovered_bases
-        recovered_bases.add(s.base)
+        again = s.base in self.recovered_bases
+        self.recovered_bases.add(s.base)
         if s.stop in ("fatal", "overflow"):
             what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start"
                     if s.stop == "overflow" else "the broker fails to start")
@@ -615,8 +677,8 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         for b in s.infos:
             if stop_at is not None and b.position >= stop_at:
                 break
-            if b.leader_epoch >= 0 and (not cache or b.leader_epoch > cache[-1][0]):
-                cache = epoch_assign(cache, b.leader_epoch, b.base_offset)
+            if b.leader_epoch >= 0 and (not self.cache or b.leader_epoch > self.cache[-1][0]):
+                self.cache = epoch_assign(self.cache, b.leader_epoch, b.base_offset)
             if stop_at is None:
                 psm.state.replay([b], aborted)
         if s.stop == "empty":
@@ -631,7 +693,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
                 rec.outcome = "truncated"
                 rec.stop = s.problem.message if s.problem else "bytes after the last complete batch"
                 rec.stop_position = s.valid_bytes
-        if rec.outcome != "intact" and lost_detail:
+        if rec.outcome != "intact" and self.lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
         s.reader_last = None  # recovery cuts the file: the reader sees the valid prefix only
         rec.next_offset = s.next_offset
@@ -643,104 +705,88 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
             prev = next(r for r in plan.recovered if r.base == s.base)
             prev.reason += "; recovered again by the unclean-shutdown pass (no further change)"
             return rec
-        _segment_file_changes(plan, files, s, aborted, rec)
+        _segment_file_changes(plan, self.files, s, aborted, rec)
         plan.recovered.append(rec)
         s.size = s.valid_bytes  # the file is cut now: recovering it again finds nothing
         s.stop, s.problem = None, None
         return rec
 
-    for base, _n in logs:
-        s = scan(base)
-        tname, iname, xname = f"{base:020d}.timeindex", f"{base:020d}.index", f"{base:020d}.txnindex"
-        if iname in files and tname not in files:
-            changes.append(FileChange("create-empty", tname, "missing time index created empty, NOT rebuilt "
-                                      "(retention then uses the .log mtime); run rebuild-index to rebuild it"))
-            files[tname] = ""
-        reason = None
-        if iname not in files:
-            reason = recover_now.get(base, "the .index file is missing")
-        else:
-            txn_err = _txn_sanity(files.get(xname), base)
-            if txn_err == "fatal":
-                plan.fatal.append(f"{xname}: an entry has a version > 0 (KafkaException at load: the broker fails to "
-                                  "start)")
-                return plan
-            if txn_err:
-                reason = txn_err
-            elif base in recover_now:
-                reason = recover_now[base]
-        if reason:
-            recover(s, reason + " (recovered at load; truncation here keeps later segments)", segs, True)
-        segs.append(s)
-    if plan.fatal:
-        return plan
-    plan.log_end_before = max((s.reader_next_offset for s in segs), default=0)
+    def recover_log(self) -> bool:
+        """``recoverLog`` (LogLoader.java:464-534): after an unclean shutdown every segment from the one holding the
+        recovery point is recovered, and the segments after the first one cut are deleted; then
+        ``deleteSegmentsIfLogStartGreaterThanLogEnd`` (LogLoader.java:423-440) and, with no segment left, a new empty
+        active segment at the log start offset."""
+        plan, segs, clean = self.plan, self.segs, self.plan.clean_shutdown
+        if not clean and segs:
+            floor = [s for s in segs if s.base <= plan.recovery_point]
+            first = floor[-1].base if floor else segs[0].base
+            todo = [s for s in segs if s.base >= first]
+            for i, s in enumerate(todo):
+                rec = self.recover_segment(s, "unclean shutdown: at or above the recovery point", segs)
+                if plan.fatal:
+                    return False
+                if rec.outcome != "intact":
+                    for later in todo[i + 1:]:
+                        _delete_segment(plan, self.files, later, self.lost_detail)
+                        segs.remove(later)
+                    break
+        elif clean:
+            plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing "
+                              ".index or a .txnindex that fails its check")
+        leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
+        if segs and leo < plan.log_start_checkpoint:
+            for s in list(segs):
+                _delete_segment(plan, self.files, s, self.lost_detail)
+            segs.clear()
+            self.cache = []
+            for off in self.store.offsets():
+                self.store.delete(off)
+            plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint "
+                              f"{plan.log_start_checkpoint}: the broker deletes every segment")
+        if not segs:
+            base = plan.log_start_checkpoint
+            plan.changes.append(FileChange("create-empty", f"{base:020d}.log",
+                                           "no segment left: a new empty active segment"))
+            for ext in ("index", "timeindex"):  # resizeIndexes on the active segment creates them (LogLoader.load)
+                plan.changes.append(FileChange("create-empty", f"{base:020d}.{ext}", "index of the new active segment"))
+            segs.append(Scan(base, "", 0, 0, [], b"", b"", None, None))
+        elif clean and not self.before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
+            plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips "
+                              "rebuilding producer state and writes empty snapshots (idempotence/transaction state "
+                              f"lost); remove {CLEAN_SHUTDOWN} first to make it replay the log")
+        leo = segs[-1].reader_next_offset
+        plan.log_end_offset = leo
+        plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
+        plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
+        return True
 
-    # ---- recoverLog
-    if not clean and segs:
-        floor = [s for s in segs if s.base <= plan.recovery_point]
-        first = floor[-1].base if floor else segs[0].base
-        todo = [s for s in segs if s.base >= first]
-        for i, s in enumerate(todo):
-            rec = recover(s, "unclean shutdown: at or above the recovery point", segs)
-            if plan.fatal:
-                return plan
-            if rec.outcome != "intact":
-                for later in todo[i + 1:]:
-                    _delete_segment(plan, files, later, lost_detail)
-                    segs.remove(later)
-                break
-    elif clean:
-        plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing .index "
-                          "or a .txnindex that fails its check")
-    leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
-    if segs and leo < plan.log_start_checkpoint:
-        for s in list(segs):
-            _delete_segment(plan, files, s, lost_detail)
-        segs = []
-        cache = []
-        for off in store.offsets():
-            store.delete(off)
-        plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint {plan.log_start_checkpoint}: "
-                          "the broker deletes every segment")
-    if not segs:
-        base = plan.log_start_checkpoint
-        changes.append(FileChange("create-empty", f"{base:020d}.log", "no segment left: a new empty active segment"))
-        for ext in ("index", "timeindex"):  # resizeIndexes on the active segment creates them (LogLoader.load)
-            changes.append(FileChange("create-empty", f"{base:020d}.{ext}", "index of the new active segment"))
-        segs = [Scan(base, "", 0, 0, [], b"", b"", None, None)]
-    elif clean and not before_snaps and any(b.producer_id >= 0 for s in segs for b in s.infos):
-        plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips rebuilding "
-                          "producer state and writes empty snapshots (idempotence/transaction state lost); "
-                          f"remove {CLEAN_SHUTDOWN} first to make it replay the log")
-    leo = segs[-1].reader_next_offset
-    plan.log_end_offset = leo
-    plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
-    plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
-
-    # ---- epochs, producer state
-    cache = epoch_truncate_from_start(epoch_truncate_from_end(cache, leo), plan.log_start_checkpoint)
-    plan.epochs_after = cache
-    if cache != plan.epochs_before:
-        text = comp.encode_leader_epoch_checkpoint(cache).encode()
-        changes.append(FileChange("write", EPOCH_CHECKPOINT, "leader-epoch cache after recovery and truncation",
-                                  len(text), data=text))
-    elif not epoch_file:
-        changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
-    if version.removes_stray_snapshots:
-        remove_stray_snapshots(store, [s.base for s in segs])
-    main = _Psm(store, version.java_producer_map, now)
-    rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
-    _snapshot_changes(plan, store, before_snaps)
-    written = {c.name for c in changes if c.kind == "write"}
-    plan.changes = [c for c in changes if not (c.kind == "create-empty" and c.name in written)]
-    if not clean and plan.recovered:
-        plan.notes.append("without .kafka_cleanshutdown the broker recovers these segments again at its next start; "
-                          "after 'recover --execute' it finds nothing left to change")
-    if not version.catches_ioexception:
-        plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory offline "
-                          "(only 4.0+ empties the segment instead)")
-    return plan
+    def finish_load(self, epoch_file: bool) -> None:
+        """The rest of ``LogLoader.load`` (LogLoader.java:208-256): the leader-epoch cache truncated to the log's
+        range, stray snapshots removed (3.x+), producer state rebuilt to the log end with its snapshots."""
+        plan, segs, clean, version = self.plan, self.segs, self.plan.clean_shutdown, self.version
+        leo = plan.log_end_offset
+        changes = plan.changes
+        cache = epoch_truncate_from_start(epoch_truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
+        plan.epochs_after = cache
+        if cache != plan.epochs_before:
+            text = comp.encode_leader_epoch_checkpoint(cache).encode()
+            changes.append(FileChange("write", EPOCH_CHECKPOINT, "leader-epoch cache after recovery and truncation",
+                                      len(text), data=text))
+        elif not epoch_file:
+            changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
+        if version.removes_stray_snapshots:
+            remove_stray_snapshots(self.store, [s.base for s in segs])
+        main = ProducerStateModel(self.store, version.java_producer_map, self.now)
+        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+        _snapshot_changes(plan, self.store, self.before_snaps)
+        written = {c.name for c in plan.changes if c.kind == "write"}
+        plan.changes = [c for c in plan.changes if not (c.kind == "create-empty" and c.name in written)]
+        if not clean and plan.recovered:
+            plan.notes.append("without .kafka_cleanshutdown the broker recovers these segments again at its next "
+                              "start; after 'recover --execute' it finds nothing left to change")
+        if not version.catches_ioexception:
+            plan.notes.append(f"Kafka {version}: an I/O error while recovering a segment takes the log directory "
+                              "offline (only 4.0+ empties the segment instead)")
 
 
 def _txn_sanity(path: str | None, base: int) -> str | None:
@@ -798,7 +844,7 @@ def _delete_segment(plan: LoaderPlan, files: dict[str, str], s: Scan, lost_detai
     plan.deleted_segments.append(lost)
 
 
-def _snapshot_changes(plan: LoaderPlan, store: _Snapshots, before: set[int]) -> None:
+def _snapshot_changes(plan: LoaderPlan, store: SnapshotStore, before: set[int]) -> None:
     for off in sorted(before - set(store.present)):
         plan.snapshots_deleted.append(off)
         plan.changes.append(FileChange("delete", f"{off:020d}.snapshot", "producer snapshot removed by the loader"))
@@ -821,21 +867,21 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
     ch = plan.changes
     cleaned, swaps = [], []
     for n in sorted(files):
-        kind = part.loader_file_kind(n)
+        kind = layout.loader_file_kind(n)
         if kind == "deleted":
             ch.append(FileChange("delete", n, "stray file marked for deletion", phase="leftovers"))
         elif kind in ("cleaned", "swap"):
-            if part.loader_offset(n) is None:
+            if layout.loader_offset(n) is None:
                 plan.fatal.append(f"{n}: the name does not start with an offset (NumberFormatException: the broker "
                                   "fails to start)")
                 continue
             (cleaned if kind == "cleaned" else swaps).append(n)
     for c in ch:
         files.pop(c.name, None)
-    min_cleaned = min((part.loader_offset(n) or 0 for n in cleaned), default=None)
+    min_cleaned = min((layout.loader_offset(n) or 0 for n in cleaned), default=None)
     valid = []
     for n in swaps:
-        off = part.loader_offset(n) or 0
+        off = layout.loader_offset(n) or 0
         if min_cleaned is not None and off >= min_cleaned:
             ch.append(FileChange("delete", n, f"unfinished split/clean: base >= the smallest .cleaned base {min_cleaned}",
                                  phase="leftovers"))
@@ -848,7 +894,7 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
     log_swaps = [n for n in valid if n[: -len(".swap")].endswith(".log")]
     if version.legacy_swap:
         for n in valid:
-            off = part.loader_offset(n) or 0
+            off = layout.loader_offset(n) or 0
             for ext in ("index", "timeindex", "txnindex"):
                 name = f"{off:020d}.{ext}"
                 if name in files:
@@ -860,13 +906,13 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
                 plan.notes.append(f"Kafka {version}: {n} is left in place (no .log.swap for its base)")
             return
     if log_swaps:
-        lo = min(part.loader_offset(n) or 0 for n in log_swaps)
-        hi = max(_swap_next_offset(files[n], part.loader_offset(n) or 0) for n in log_swaps)
+        lo = min(layout.loader_offset(n) or 0 for n in log_swaps)
+        hi = max(_swap_next_offset(files[n], layout.loader_offset(n) or 0) for n in log_swaps)
         for n in sorted(files):
             if n.endswith(".swap"):
                 continue
-            off = part.loader_offset(n)
-            if version.legacy_swap and part.loader_file_kind(n) not in ("log", "index"):
+            off = layout.loader_offset(n)
+            if version.legacy_swap and layout.loader_file_kind(n) not in ("log", "index"):
                 continue  # <= 2.8 replaceSegments deletes only the old segments' files, not snapshots
             if off is not None and lo <= off < hi:
                 ch.append(FileChange("delete", n, f"replaced by the interrupted clean/split's .swap files (range "
@@ -879,7 +925,7 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
         ch.append(FileChange("rename", final, "completes an interrupted clean/split", source=n, phase="leftovers"))
         files[final] = files.pop(n)
         if version.legacy_swap:
-            recover_now[part.loader_offset(n) or 0] = f"Kafka {version}: completed .swap segment"
+            recover_now[layout.loader_offset(n) or 0] = f"Kafka {version}: completed .swap segment"
     if version.legacy_swap:
         for n in valid:
             if not n[: -len(".swap")].endswith(".log"):

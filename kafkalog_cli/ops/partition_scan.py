@@ -167,14 +167,16 @@ def replay_batch(state: dict[int, ProducerState], b: Batch, ctype: int | None) -
         e.current_txn_first_offset = b.base_offset
 
 
-def newest_snapshot(partition_dir: str, at_most: int | None = None) -> tuple[int, list[ProducerEntry]] | None:
-    """(offset, entries) of the newest readable ``.snapshot`` (<= ``at_most``), None if there is none."""
+def newest_snapshot(partition_dir: str, at_most: int | None = None,
+                    above: int | None = None) -> tuple[int, list[ProducerEntry]] | None:
+    """(offset, entries) of the newest readable ``.snapshot`` with ``above < offset <= at_most`` (either bound
+    optional), None if there is none: the one the broker's ProducerStateManager loads (compact, transactions)."""
     found = []
     for name in os.listdir(partition_dir):
         m = SEGMENT_NAME.match(name)
         if m and m.group(2) == "snapshot":
             off = int(m.group(1))
-            if at_most is None or off <= at_most:
+            if (at_most is None or off <= at_most) and (above is None or off > above):
                 found.append(off)
     for off in sorted(found, reverse=True):
         path = os.path.join(partition_dir, seg_name(off, "snapshot"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.crc import crc32c
@@ -40,6 +41,9 @@ from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.index import OFFSET_ENTRY, OFFSET_SIZE, TIME_ENTRY, TIME_SIZE, valid_count
 from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile
+
+if TYPE_CHECKING:
+    from kafkalog_cli.ops.repair_plan import Step
 
 INT_MAX = 2147483647
 DEFAULT_INTERVAL = 4096
@@ -587,8 +591,10 @@ def _run_partition(
     segment_index_bytes: int,
     rewrite_valid: bool = False,
 ) -> None:
-    """Compare (and with ``execute`` rewrite) one partition directory's indexes; appends to ``result``."""
-    from kafkalog_cli.ops import safety
+    """Compare (and with ``execute`` rewrite) one partition directory's indexes; appends to ``result``.
+
+    The files to write are ``repair_plan`` steps: the dry run's actions are those steps, ``--execute`` performs them."""
+    from kafkalog_cli.ops import repair_plan, safety
 
     logs = segment_logs(pdir)
     if not logs:
@@ -596,63 +602,53 @@ def _run_partition(
     active_base = logs[-1][0]
     chosen = [(b, p) for b, p in logs if selected is None or p in selected]
     plan = safety.Plan(pdir)
-    txn = None
-    if execute:
-        txn = safety.Transaction(pdir, safety.backup_subdir(backup_dir, pdir))
-    try:
-        for base, log_path in chosen:
-            rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
-            rep.rewrite_valid = rewrite_valid
-            result.segments.append(rep)
-            if rep.problem is not None:
-                plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
+    if execute:  # refused before anything is compared, even when nothing is to be written
+        safety.check_backup_dir(pdir, safety.backup_subdir(backup_dir, pdir))
+    steps: list[repair_plan.Step] = []
+    for base, log_path in chosen:
+        rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
+        rep.rewrite_valid = rewrite_valid
+        result.segments.append(rep)
+        if rep.problem is not None:
+            plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
+            continue
+        stem = os.path.basename(log_path)[: -len(".log")]
+        for kind, data in (("index", rb.index), ("timeindex", rb.timeindex)):
+            if not _needs_write(rep, kind):
                 continue
-            stem = os.path.basename(log_path)[: -len(".log")]
-            for kind, data in (("index", rb.index), ("timeindex", rb.timeindex)):
-                if not _needs_write(rep, kind):
-                    continue
-                name = f"{stem}.{kind}"
-                c = rep.index if kind == "index" else rep.timeindex
-                plan.actions.append(
-                    safety.FileAction("create" if c.status == "missing" else "replace", os.path.join(pdir, name), len(data), c.status)
-                )
-                if txn is not None:
-                    txn.stage(name, data)
-                    rep.written.append(name)
-        result.txn_differences += _stage_txn_indexes(pdir, [b for b, _ in chosen], plan, txn)
-        if active_base in [b for b, _ in chosen]:
-            plan.notes.append(
-                "the active segment's indexes are written trimmed to their entries; the broker preallocates them "
-                "to segment.index.bytes again when it loads the log"
-            )
-        plan.summary = {
-            "segments": len(chosen),
-            "files_to_write": len(plan.actions),
-            "segments_skipped": sum(1 for r in result.segments if r.problem and os.path.dirname(r.log_path) == pdir),
-        }
-        if txn is not None and plan.actions:
-            txn.commit()
-            result.backup_dirs.append(txn.backup_dir)
-    finally:
-        if txn is not None and not txn.committed:
-            txn.abort()
+            name = f"{stem}.{kind}"
+            c = rep.index if kind == "index" else rep.timeindex
+            steps.append(repair_plan.write(name, data, shown="create" if c.status == "missing" else "replace",
+                                           size=len(data), detail=c.status))
+            if execute:
+                rep.written.append(name)
+    txn_steps = _txn_index_steps(pdir, [b for b, _ in chosen])
+    result.txn_differences += len(txn_steps)
+    steps += txn_steps
+    plan.actions = repair_plan.actions(pdir, steps)
+    if active_base in [b for b, _ in chosen]:
+        plan.notes.append(
+            "the active segment's indexes are written trimmed to their entries; the broker preallocates them "
+            "to segment.index.bytes again when it loads the log"
+        )
+    plan.summary = {
+        "segments": len(chosen),
+        "files_to_write": len(plan.actions),
+        "segments_skipped": sum(1 for r in result.segments if r.problem and os.path.dirname(r.log_path) == pdir),
+    }
+    if execute and steps:
+        result.backup_dirs += repair_plan.execute_steps(pdir, steps, backup_dir)
     plan.notes += safety.log_dir_warnings(pdir)
     result.plans.append(plan)
 
 
-def _stage_txn_indexes(pdir: str, bases: list[int], plan: object, txn: object) -> int:
-    """The ``.txnindex`` call site (rebuild_txnindex.py): plan (and stage) every one that is missing or differs."""
-    from kafkalog_cli.ops import safety
+def _txn_index_steps(pdir: str, bases: list[int]) -> list[Step]:
+    """The ``.txnindex`` call site (rebuild_txnindex.py): a step for every one that is missing or differs."""
+    from kafkalog_cli.ops import repair_plan
     from kafkalog_cli.ops.rebuild_txnindex import rebuild_txn_indexes
 
-    n = 0
-    for t in rebuild_txn_indexes(pdir):
-        if t.base not in bases or not t.needs_write or t.data is None:
-            continue
-        n += 1
-        plan.actions.append(safety.FileAction(  # type: ignore[attr-defined]
-            "create" if t.status == "missing" else "replace", os.path.join(pdir, t.name), len(t.data),
-            f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries)"))
-        if txn is not None:
-            txn.stage(t.name, t.data)  # type: ignore[attr-defined]
-    return n
+    return [repair_plan.write(t.name, t.data, shown="create" if t.status == "missing" else "replace",
+                              size=len(t.data),
+                              detail=f"{t.status}: rebuilt from the log's ABORT markers ({len(t.data) // 34} entries)")
+            for t in rebuild_txn_indexes(pdir)
+            if t.base in bases and t.needs_write and t.data is not None]

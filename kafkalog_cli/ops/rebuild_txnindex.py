@@ -22,7 +22,7 @@ from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.storage import companions as comp
-from kafkalog_cli.storage.partition import segment_logs
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 

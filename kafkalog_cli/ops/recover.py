@@ -19,13 +19,11 @@ The plan is recomputed under the log-dir lock right before writing, so dry run a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import BinaryIO
 
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.ops import loader as ld
-from kafkalog_cli.ops import safety
-from kafkalog_cli.storage.partition import segment_bases
+from kafkalog_cli.ops import repair_plan, safety
+from kafkalog_cli.storage.layout import segment_bases
 
 
 def partition_dirs(paths: list[str]) -> list[str]:
@@ -51,19 +49,6 @@ def partition_dirs(paths: list[str]) -> list[str]:
     return out
 
 
-def _copy_prefix(src: str, length: int) -> Callable[[BinaryIO], None]:
-    def write(f: BinaryIO) -> None:
-        with open(src, "rb") as fin:
-            left = length
-            while left:
-                chunk = fin.read(min(left, 1 << 20))
-                if not chunk:
-                    raise UnreadableFileError("segment shrank while being truncated", file=src)
-                f.write(chunk)
-                left -= len(chunk)
-    return write
-
-
 def _swap_order(c: ld.FileChange) -> tuple[str, int, str]:
     """Per segment, ``N.log.swap`` is renamed before its indexes (Kafka's ``LogSegment.changeFileSuffixes`` order):
     killed in between, ``N.log.swap`` beside an already renamed ``N.index`` would make the broker's loader create a
@@ -72,45 +57,36 @@ def _swap_order(c: ld.FileChange) -> tuple[str, int, str]:
     return stem, 0 if ext == "log" else 1, c.name
 
 
+def recovery_steps(plan: ld.LoaderPlan) -> list[repair_plan.Step]:
+    """The loader's plan as file steps (``repair_plan``), in the loader's order (``LogLoader.load``): the leftovers
+    it deletes (``removeTempFilesAndCollectSwapFiles``; a file a ``.swap`` is about to replace is deleted too, so it
+    is backed up first), then the ``.swap`` renames (``completeSwapOperations``, ``.log`` before its indexes), then the
+    recovery itself (``recoverLog``: truncated segments, rebuilt indexes, deleted later segments, snapshots, the
+    leader-epoch checkpoint). The renames split this into the two transactions of the module docstring."""
+    pdir = plan.partition_dir
+    first = [c for c in plan.changes if c.phase == "leftovers"]
+    renames = [c for c in first if c.kind == "rename"]
+    steps = [repair_plan.delete(c.name) for c in first if c.kind == "delete"]
+    steps += [repair_plan.delete(c.name) for c in renames if os.path.lexists(os.path.join(pdir, c.name))]
+    steps += [repair_plan.Step("rename", c.name, source=c.source) for c in sorted(renames, key=_swap_order)]
+    for c in plan.changes:
+        if c.phase == "leftovers":
+            continue
+        if c.kind == "delete":
+            steps.append(repair_plan.delete(c.name))
+        elif c.kind == "truncate":
+            steps.append(repair_plan.write(c.name, repair_plan.copy_prefix(os.path.join(pdir, c.name), c.size),
+                                           keep_mtime=True))
+        elif c.kind == "write":
+            steps.append(repair_plan.write(c.name, c.data or b"", keep_mtime=c.name.endswith((".index", ".timeindex"))))
+        elif c.kind == "create-empty":
+            steps.append(repair_plan.write(c.name, b""))
+    return steps
+
+
 def execute_plan(plan: ld.LoaderPlan, backup_dir: str | None, keep_backup: bool = True) -> list[str]:
     """Apply ``plan`` (computed under the lock); returns the backup directories used."""
-    pdir = plan.partition_dir
-    used: list[str] = []
-    first = [c for c in plan.changes if c.phase == "leftovers"]
-    rest = [c for c in plan.changes if c.phase != "leftovers"]
-    deletes = [c for c in first if c.kind == "delete"]
-    renames = [c for c in first if c.kind == "rename"]
-    overwritten = [c.name for c in renames if os.path.lexists(os.path.join(pdir, c.name))]
-    if deletes or overwritten:
-        with safety.Transaction(pdir, safety.backup_subdir(backup_dir, pdir), keep_backup=keep_backup) as tx:
-            for c in deletes:
-                tx.delete(c.name)
-            for name in overwritten:
-                tx.delete(name)  # backed up before the .swap takes its name
-            tx.commit()
-            used.append(tx.backup_dir)
-    for c in sorted(renames, key=_swap_order):
-        src = safety.safe_child(pdir, c.source or "")
-        if os.path.exists(src):
-            os.replace(src, safety.safe_child(pdir, c.name))
-    if rest:
-        with safety.Transaction(pdir, safety.backup_subdir(backup_dir, pdir), keep_backup=keep_backup) as tx:
-            for c in rest:
-                path = os.path.join(pdir, c.name)
-                if c.kind == "delete":
-                    tx.delete(c.name)
-                elif c.kind == "truncate":
-                    mtime = os.stat(path).st_mtime
-                    tx.stage(c.name, _copy_prefix(path, c.size), mtime=mtime)
-                elif c.kind == "write":
-                    keep_mtime = os.stat(path).st_mtime if c.name.endswith((".index", ".timeindex")) and \
-                        os.path.exists(path) else None
-                    tx.stage(c.name, c.data or b"", mtime=keep_mtime)
-                elif c.kind == "create-empty":
-                    tx.stage(c.name, b"")
-            tx.commit()
-            used.append(tx.backup_dir)
-    return used
+    return repair_plan.execute_steps(plan.partition_dir, recovery_steps(plan), backup_dir, keep_backup=keep_backup)
 
 
 def _interrupted(pdir: str) -> list[str]:

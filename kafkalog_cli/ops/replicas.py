@@ -35,9 +35,13 @@ from kafkalog_cli.format.batch import ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, ATTR_TR
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key
 from kafkalog_cli.format.text import increment_sequence
 from kafkalog_cli.ops.truncate import CHECKPOINT, end_offset_for, truncate_from_end
-from kafkalog_cli.storage.companions import parse_checkpoint, parse_leader_epoch_checkpoint, read_checkpoint_text
+from kafkalog_cli.storage.companions import (
+    parse_leader_epoch_checkpoint,
+    partition_checkpoint_offset,
+    read_checkpoint_text,
+)
+from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.meta_properties import broker_id_of
-from kafkalog_cli.storage.partition import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 DIFFERENT_BATCH = "different-batch"
@@ -555,23 +559,15 @@ class LostRecords:
 
 
 def _high_watermark(pdir: str) -> int | None:
-    """This partition's entry in the log directory's replication-offset-checkpoint, None when absent."""
-    path = os.path.join(os.path.dirname(pdir), "replication-offset-checkpoint")
-    base = os.path.basename(pdir)
-    topic, _, part = base.rpartition("-")
-    if not os.path.isfile(path) or not part.isdigit():
+    """This partition's entry in the log directory's replication-offset-checkpoint, None when absent or unreadable.
+
+    Read by the shared reader (``companions.partition_checkpoint_offset``): the last entry for the partition wins,
+    as in the broker's map."""
+    topic, _, part = os.path.basename(pdir).rpartition("-")
+    if not part.isdigit():
         return None
-    try:
-        cp = parse_checkpoint(read_checkpoint_text(path), path, columns=3)
-    except CheckpointError:
-        return None
-    for t, p, off in cp.entries:
-        if t == topic and p == part:
-            try:
-                return int(off)
-            except ValueError:
-                return None
-    return None
+    hw, _why = partition_checkpoint_offset(os.path.dirname(pdir), topic, part, "replication-offset-checkpoint")
+    return hw
 
 
 def leader_epochs(leader: Replica, replicas: list[Replica]) -> tuple[list[tuple[int, int]], str | None]:

@@ -124,7 +124,7 @@ class PartitionRetention:
 
 def _log_end(copy: PartitionCopy, last_base: int) -> int:
     """Next offset after the last batch of the last non-empty segment."""
-    from kafkalog_cli.storage.partition import segment_logs
+    from kafkalog_cli.storage.layout import segment_logs
 
     leo = last_base
     for _base, path in reversed(segment_logs(copy.path)):
@@ -147,7 +147,7 @@ def _segments(copy: PartitionCopy) -> list[SegmentFate]:
         path = seek.seg_path(copy.path, base, ".log")
         warnings: list[str] = []
         with MappedFile(path) as mf:
-            ts = seek._largest_timestamp(copy.path, base, mf, seek.SeekStats(), warnings)  # noqa: SLF001 - the broker's rule
+            ts = seek.largest_timestamp(copy.path, base, mf, seek.SeekStats(), warnings)  # the broker's rule
         out.append(SegmentFate(base, os.path.getsize(path), ts, "mtime" if warnings else "timeindex"))
     return out
 

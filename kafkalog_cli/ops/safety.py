@@ -1,4 +1,6 @@
-"""The safety framework every writing command goes through (rebuild-index, compact, truncate-to-epoch).
+"""The safety framework every writing command goes through (rebuild-index, compact, truncate-to-epoch, recover,
+salvage). The commands do not drive it by hand: their plans become ``ops/repair_plan`` steps, and
+``repair_plan.execute_steps`` is the one caller of ``Transaction`` (see that module for the life of a repair).
 
 Why each piece exists:
 
@@ -73,6 +75,9 @@ BUILD_SUFFIX = ".cleaned"
 PLAIN_SUFFIX = ".tmp"  # staging suffix of files whose names carry no offset (Kafka's checkpoint-write suffix)
 _OFFSET_NAME = re.compile(r"[0-9]{20}\.")
 JOURNAL_NAME = "journal.json"
+JOURNAL_VERSION = 2  # the only journal format recovery reads; any other is refused, never guessed at
+_JOURNAL_KEYS = ("state", "backup_dir", "suffix", "keep_backup", "replace", "create", "delete", "early_delete",
+                 "log_dir", "log_dir_delete", "backups", "digests", "exchange_dir", "old_ino")
 BACKUP_ENV = "KAFKALOG_BACKUP_DIR"
 SLOW_ENV = "KAFKALOG_TEST_SLOW_COMMIT"  # test-only: seconds to sleep between commit steps
 KILL_ENV = "KAFKALOG_TEST_KILL_AT_STEP"  # test-only: SIGKILL after the k-th file-changing step
@@ -275,25 +280,20 @@ def _pointer_paths(partition_dir: str) -> list[str]:
 
     1. ``<parent of the log dir>/kafkalog-backups/.journals/`` (outside the log dir, derived from the partition's
        real path alone);
-    2. ``~/.local/state/kafkalog/journals/`` when 1 cannot be created (a read-only parent);
-    3. ``$KAFKALOG_BACKUP_DIR/.journals/`` (read only: where kafkalog before this change put it).
+    2. ``~/.local/state/kafkalog/journals/`` when 1 cannot be created (a read-only parent).
     """
     real = os.path.realpath(partition_dir)
     key = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = f"{os.path.basename(real)}-{key}.json"
-    out = [
+    return [
         os.path.join(os.path.dirname(log_dir_of(partition_dir)), "kafkalog-backups", ".journals", name),
         os.path.join(os.path.expanduser("~"), ".local", "state", "kafkalog", "journals", name),
     ]
-    env = os.environ.get(BACKUP_ENV)
-    if env:
-        out.append(os.path.join(os.path.abspath(env), ".journals", name))
-    return out
 
 
 def _write_pointer(partition_dir: str, data: dict) -> None:
     """Write the pointer at the first location whose directory can be created (see ``_pointer_paths``)."""
-    paths = _pointer_paths(partition_dir)[:2]
+    paths = _pointer_paths(partition_dir)
     for i, path in enumerate(paths):
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -455,6 +455,21 @@ def _backup_file(src: str, backup_dir: str) -> None:
     os.replace(tmp, dst)
 
 
+def check_backup_dir(partition_dir: str, backup_dir: str | None) -> str:
+    """The backup directory a transaction uses (``backup_dir`` or the default); refused inside the log directory."""
+    path = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(partition_dir)
+    real_logdir = os.path.realpath(log_dir_of(os.path.abspath(partition_dir)))
+    real_backup = os.path.realpath(path)
+    if real_backup == real_logdir or real_backup.startswith(real_logdir + os.sep):
+        raise RepairRefused(
+            "the backup directory must be outside the Kafka log directory (the broker refuses unknown folders there)",
+            file=path,
+            expected=f"a path outside {real_logdir}",
+            found=real_backup,
+        )
+    return path
+
+
 def offset_named(name: str) -> bool:
     """True when Kafka's loader can parse ``name``'s prefix as an offset, so ``.cleaned``/``.swap`` are safe for it."""
     return _OFFSET_NAME.match(name) is not None
@@ -478,16 +493,7 @@ class Transaction:
 
     def __init__(self, partition_dir: str, backup_dir: str | None, *, keep_backup: bool = True, suffix: str = ".swap") -> None:
         self.partition_dir = os.path.abspath(partition_dir)
-        self.backup_dir = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(partition_dir)
-        real_logdir = os.path.realpath(log_dir_of(self.partition_dir))
-        real_backup = os.path.realpath(self.backup_dir)
-        if real_backup == real_logdir or real_backup.startswith(real_logdir + os.sep):
-            raise RepairRefused(
-                "the backup directory must be outside the Kafka log directory (the broker refuses unknown folders there)",
-                file=self.backup_dir,
-                expected=f"a path outside {real_logdir}",
-                found=real_backup,
-            )
+        self.backup_dir = check_backup_dir(self.partition_dir, backup_dir)
         self.keep_backup = keep_backup
         self.suffix = suffix
         self.staged: dict[str, bool] = {}  # final name -> existed before
@@ -573,19 +579,10 @@ class Transaction:
         if name not in self.log_dir_deletes:
             self.log_dir_deletes.append(name)
 
-    def plan_actions(self) -> list[FileAction]:
-        acts = []
-        for name, existed in self.staged.items():
-            p = os.path.join(self.partition_dir, name)
-            acts.append(FileAction("replace" if existed else "create", p, os.path.getsize(os.path.join(self.partition_dir, staging_name(name)))))
-        for name in self.early_deletes + self.deletes:
-            acts.append(FileAction("delete", os.path.join(self.partition_dir, name)))
-        return acts
-
     # ------------------------------------------------------------------------------------------ commit
     def _journal(self, state: str) -> dict:
         return {
-            "version": 2,
+            "version": JOURNAL_VERSION,
             "state": state,
             "partition_dir": self.partition_dir,
             "backup_dir": self.backup_dir,
@@ -832,9 +829,7 @@ def _discarded_by_someone_else(pdir: str, j: dict, staged: list[str], suffix: st
     started in between, its loader deleted our ``.cleaned``/``.swap`` files and kept the old segments; rolling
     forward would then delete segments whose replacements no longer exist.
     """
-    digests = j.get("digests")
-    if digests is None:
-        return None  # a journal of an older kafkalog: keep the previous behaviour
+    digests = j["digests"]
     for name in staged:
         if not offset_named(name):
             continue
@@ -972,16 +967,16 @@ def _commit_by_exchange(partition_dir: str, j: dict) -> bool:
     """
     real = os.path.realpath(partition_dir)
     side = j["exchange_dir"]
-    log_dir = j.get("log_dir", "")
+    log_dir = j["log_dir"]
     backup_dir = j["backup_dir"]
-    for name in j.get("log_dir_delete", []):
+    for name in j["log_dir_delete"]:
         path = os.path.join(log_dir, name)
         if os.path.lexists(path) and os.path.exists(os.path.join(backup_dir, name)):
             os.unlink(path)
             _fsync_dir(log_dir)
             _slow()
-    staged = list(j.get("replace", [])) + list(j.get("create", []))
-    gone = set(j.get("delete", [])) | set(j.get("early_delete", [])) | set(staged)
+    staged = list(j["replace"]) + list(j["create"])
+    gone = set(j["delete"]) | set(j["early_delete"]) | set(staged)
     ours = {staging_name(n) for n in staged}
     st = os.stat(real)
     os.mkdir(side, stat.S_IMODE(st.st_mode))
@@ -1026,16 +1021,16 @@ def _remove_side(side: str) -> None:
 
 def _recover_exchange(pdir: str, j: dict) -> list[str] | None:
     """Recovery of an exchange commit (``_commit_by_exchange``); None when the journal is not one."""
-    side = j.get("exchange_dir")
-    if not side or j.get("state") not in ("committing", "deleting"):
+    side = j["exchange_dir"]
+    if not side or j["state"] not in ("committing", "deleting"):
         return None
     real = os.path.realpath(pdir)
-    if os.stat(real).st_ino != j.get("old_ino"):
+    if os.stat(real).st_ino != j["old_ino"]:
         _remove_side(side)
         j["state"] = "done"
         _write_json_atomic(os.path.join(j["backup_dir"], JOURNAL_NAME), j, step=False)
-        if not j.get("keep_backup", True):
-            _drop_backup(j["backup_dir"], list(j.get("log_dir_delete", [])))
+        if not j["keep_backup"]:
+            _drop_backup(j["backup_dir"], list(j["log_dir_delete"]))
         return [f"finished the interrupted change (the new partition directory was already in place; rolled "
                 f"forward); old versions are in {j['backup_dir']}"]
     if os.path.isdir(side):
@@ -1110,16 +1105,26 @@ def recover_interrupted(partition_dir: str) -> list[str]:
 
 
 def _recover_with_journal(pdir: str, j: dict) -> list[str]:
+    if j.get("version") != JOURNAL_VERSION or not all(k in j for k in _JOURNAL_KEYS):
+        raise RepairRefused(
+            "the interrupted change's journal is not one this kafkalog writes (an older or damaged journal): it is "
+            "neither finished nor undone",
+            file=os.path.join(str(j.get("backup_dir", "")), JOURNAL_NAME),
+            expected=f"journal version {JOURNAL_VERSION} with {', '.join(_JOURNAL_KEYS)}",
+            found=f"version {j.get('version')!r}, missing " + ", ".join(k for k in _JOURNAL_KEYS if k not in j),
+            hint="finish or undo it with the kafkalog version that wrote it, or by hand from the backup directory "
+                 "(its files are the old versions), then remove the pointer named in the README's crash-safety section",
+        )
     backup_dir = j["backup_dir"]
-    suffix = j.get("suffix", ".swap")
-    staged = list(j.get("replace", [])) + list(j.get("create", []))
-    deletes = list(j.get("delete", []))
-    early = list(j.get("early_delete", []))
-    state = j.get("state")
+    suffix = j["suffix"]
+    staged = list(j["replace"]) + list(j["create"])
+    deletes = list(j["delete"])
+    early = list(j["early_delete"])
+    state = j["state"]
     done: list[str] = []
     if state in ("done", "rolled-back", "abandoned"):
         return done
-    if j.get("exchange_dir"):
+    if j["exchange_dir"]:
         exchanged = _recover_exchange(pdir, j)
         if exchanged:
             return exchanged
@@ -1128,8 +1133,8 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
     # ``.cleaned`` becoming ``.swap``; ``.tmp`` files do not count
     leftover = [n for n in staged if offset_named(n) and os.path.exists(os.path.join(pdir, n + BUILD_SUFFIX))]
     if state == "backing-up" or (leftover and state != "deleting"):
-        log_dir = j.get("log_dir", "")
-        for n in j.get("log_dir_delete", []):  # removed right after "committing": put it back
+        log_dir = j["log_dir"]
+        for n in j["log_dir_delete"]:  # removed right after "committing": put it back
             path, saved = os.path.join(log_dir, n), os.path.join(backup_dir, n)
             if log_dir and not os.path.lexists(path) and os.path.exists(saved):
                 tmp = path + ".kafkalog-restore"
@@ -1140,8 +1145,7 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
                 _fsync_dir(log_dir)
                 done.append(f"restored {path} from the backup (rolled back)")
         for n in staged:
-            # (a journal of an older kafkalog may have staged a plain name as .cleaned/.swap too)
-            for suf in (BUILD_SUFFIX, suffix) if offset_named(n) else (PLAIN_SUFFIX, BUILD_SUFFIX, suffix):
+            for suf in (BUILD_SUFFIX, suffix) if offset_named(n) else (PLAIN_SUFFIX,):
                 p = os.path.join(pdir, n + suf)
                 if os.path.exists(p):
                     os.unlink(p)
@@ -1150,8 +1154,8 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
         j["state"] = "rolled-back"
         _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j, step=False)
         # the old files are all still in place, so our copies back up nothing; only files this transaction created
-        # are removed (a journal without the list, from an older kafkalog, removes none)
-        for n in j.get("backups", []):
+        # are removed
+        for n in j["backups"]:
             p = os.path.join(backup_dir, n)
             for q in (p, p + ".partial"):
                 if os.path.exists(q):
@@ -1169,13 +1173,13 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
             f"(the old files are in {backup_dir})"
         )
         return done
-    _finish(pdir, backup_dir, staged, deletes, suffix, j.get("log_dir", ""), list(j.get("log_dir_delete", [])), early)
+    _finish(pdir, backup_dir, staged, deletes, suffix, j["log_dir"], list(j["log_dir_delete"]), early)
     j["state"] = "done"
     _write_json_atomic(os.path.join(backup_dir, JOURNAL_NAME), j, step=False)
     done.append(
         f"finished the interrupted change of {len(staged) + len(deletes) + len(early)} file(s) (rolled forward); "
         f"old versions are in {backup_dir}"
     )
-    if not j.get("keep_backup", True):
-        _drop_backup(backup_dir, list(j.get("log_dir_delete", [])))
+    if not j["keep_backup"]:
+        _drop_backup(backup_dir, list(j["log_dir_delete"]))
     return done

@@ -32,9 +32,9 @@ from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import safety, verify
+from kafkalog_cli.ops import repair_plan, safety, verify
 from kafkalog_cli.storage import companions as comp
-from kafkalog_cli.storage import partition as part
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.segment import MappedFile
 
 INT32_MAX = 2147483647
@@ -85,22 +85,43 @@ def _refuse(message: str, pdir: str, **kw: object) -> RepairRefused:
 def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION, now_ms: int | None = None,
                  index_interval_bytes: int = ri.DEFAULT_INTERVAL,
                  segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES) -> SalvagePlan:
+    """Everything ``salvage`` would write (see the module docstring), in its steps: the broker's loss for
+    comparison, the resync map, the replay, then the segment files, snapshots and leader-epoch checkpoint."""
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="missing")
     names = sorted(os.listdir(pdir))
-    left = [n for n in names if part.loader_file_kind(n) in ("deleted", "cleaned", "swap")]
+    left = [n for n in names if layout.loader_file_kind(n) in ("deleted", "cleaned", "swap")]
     if left:
         raise _refuse("leftovers of an interrupted clean, split or delete are in the partition directory: run "
                       "'kafkalog recover --execute' (or start the broker) to resolve them first", pdir,
                       expected="no .deleted/.cleaned/.swap files", found=", ".join(left[:5]))
     version = ld.KafkaVersion.parse(kafka_version)
-    bases = part.segment_bases(pdir)
+    bases = layout.segment_bases(pdir)
     if not bases:
         raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files",
                                   found="none")
     plan = SalvagePlan(pdir)
-    broker = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+    broker = _broker_loss(plan, kafka_version, now_ms)
+    kept, infos, prev_last = _resync_map(plan, bases)
+    err_cuts = _salvage_loss(plan, bases)
+    aborted, snaps = _replay(plan, bases, infos, prev_last, err_cuts, version, broker.log_start_checkpoint)
+    seg_changes(plan, pdir, bases, kept, infos, aborted, index_interval_bytes, segment_index_bytes)
+    _snapshot_files(plan, names, snaps)
+    _epoch_checkpoint(plan, broker, [b for v in infos.values() for b in v])
+    rewritten = {c.name for c in plan.changes}
+    blocking = [f for f in broker.fatal if f.split(":", 1)[0] not in rewritten]
+    if blocking:
+        raise _refuse("the broker would not load this partition for a reason salvage does not repair: "
+                      + "; ".join(blocking), pdir, expected="a state the loader handles", found=blocking[0][:80])
+    if plan.has_changes and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(pdir)), ld.CLEAN_SHUTDOWN)):
+        plan.notes.append(f"{ld.CLEAN_SHUTDOWN} is present: the broker will load the rebuilt snapshots as they are")
+    return plan
+
+
+def _broker_loss(plan: SalvagePlan, kafka_version: str, now_ms: int | None) -> ld.LoaderPlan:
+    """What the broker's own recovery (``loader.plan_load``) would lose, for the comparison the plan shows."""
+    broker = ld.plan_load(plan.partition_dir, kafka_version, now_ms=now_ms)
     plan.broker_lost_records = broker.lost_records
     plan.broker_log_end_offset = broker.log_end_offset
     lost_firsts = [r.lost.first_offset for r in broker.recovered if r.lost and r.lost.first_offset is not None]
@@ -109,13 +130,20 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     lost_lasts += [r.lost.last_offset for r in broker.recovered if r.lost and r.lost.last_offset is not None]
     if lost_firsts or lost_lasts:
         plan.broker_lost_offsets = (min(lost_firsts or lost_lasts), max(lost_lasts or lost_firsts))
+    return broker
 
-    # ---- the resync map of every segment: what to keep
+
+def _resync_map(plan: SalvagePlan, bases: list[int]) -> tuple[dict[int, list[tuple[int, int, int, int]]],
+                                                                dict[int, list[pst.BatchInfo]], int | None]:
+    """verify-crc's resync map of every segment: the intact batches to keep (per segment), their batch infos, the
+    last kept offset; the corrupt ranges become the plan's cuts. Refused when a kept batch cannot be loaded where it
+    is (offsets going backwards or outside the segment's 32-bit range, an unreadable control record, legacy magic)."""
+    pdir = plan.partition_dir
     kept: dict[int, list[tuple[int, int, int, int]]] = {}
     infos: dict[int, list[pst.BatchInfo]] = {}
     prev_last: int | None = None
     for base in bases:
-        path = os.path.join(pdir, part.segment_name(base))
+        path = os.path.join(pdir, layout.segment_name(base))
         rep, m = verify.map_segment(path)
         if rep.unreadable:
             raise UnreadableFileError(rep.problems[0].message if rep.problems else "unreadable", file=path)
@@ -146,6 +174,11 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
                                   file=path, position=pos)
                 seg_infos.append(info)
         infos[base] = seg_infos
+    return kept, infos, prev_last
+
+
+def _salvage_loss(plan: SalvagePlan, bases: list[int]) -> list[Cut]:
+    """The bytes and offset gaps the corrupt cuts lose (a zero-filled tail loses nothing); returns those cuts."""
     err_cuts = [c for c in plan.cuts if not c.zero_tail]
     plan.salvage_lost_bytes = sum(c.end - c.start for c in err_cuts)
     for c in err_cuts:
@@ -156,8 +189,16 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
             hi = nxt[0] - 1 if nxt else None
         if hi is None or hi >= lo:
             plan.salvage_lost_offsets.append((lo, hi if hi is not None else -1))
+    return err_cuts
 
-    # ---- replay: producer state, transactions, snapshots, .txnindex entries
+
+def _replay(plan: SalvagePlan, bases: list[int], infos: dict[int, list[pst.BatchInfo]], prev_last: int | None,
+            err_cuts: list[Cut], version: ld.KafkaVersion,
+            log_start_checkpoint: int) -> tuple[list[tuple[int, int, int, int]], dict[int, bytes]]:
+    """Producer-state replay of the kept batches as the broker's (refused where its replay would fail, or where an
+    open transaction's marker may lie in a cut): the aborted transactions (``.txnindex`` entries) and the snapshots
+    at every segment base but the first and at the log end offset (the ones the loader keeps)."""
+    pdir = plan.partition_dir
     state = pst.ProducerState(bases[0])
     aborted: list[tuple[int, int, int, int]] = []
     snaps: dict[int, bytes] = {}
@@ -188,29 +229,34 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
                 "in the cut bytes. Decide first: abort it after the load (kafka-transactions.sh abort), or cut the "
                 f"partition before offset {first} (truncate-to-epoch --to-offset {first})", pdir,
                 expected="every transaction decided or still open before any cut", found=f"open transaction {pid}@{first}")
-    snaps = {o: d for o, d in snaps.items() if o > broker.log_start_checkpoint}  # the loader deletes the others
     plan.kept_batches = sum(len(v) for v in infos.values())
     plan.kept_records = sum(b.records for v in infos.values() for b in v)
+    return aborted, {o: d for o, d in snaps.items() if o > log_start_checkpoint}  # the loader deletes the others
 
-    # ---- files
-    seg_changes(plan, pdir, bases, kept, infos, aborted, index_interval_bytes, segment_index_bytes)
+
+def _snapshot_files(plan: SalvagePlan, names: list[str], snaps: dict[int, bytes]) -> None:
+    """Producer snapshot files: those outside the rebuilt set deleted, the rebuilt ones written where they differ."""
     for n in names:
-        if part.loader_file_kind(n) == "snapshot":
-            off = part.loader_offset(n)
+        if layout.loader_file_kind(n) == "snapshot":
+            off = layout.loader_offset(n)
             if off not in snaps:
                 plan.changes.append(ld.FileChange("delete", n, "producer snapshot not in the rebuilt set"))
     for off, data in sorted(snaps.items()):
         name = f"{off:020d}.snapshot"
-        path = os.path.join(pdir, name)
+        path = os.path.join(plan.partition_dir, name)
         if os.path.isfile(path):
             with open(path, "rb") as f:
                 if f.read() == data:
                     continue
         plan.changes.append(ld.FileChange("write", name, f"producer snapshot ({(len(data) - 10) // 46} producers)",
                                           len(data), data=data))
+
+
+def _epoch_checkpoint(plan: SalvagePlan, broker: ld.LoaderPlan, batches: list[pst.BatchInfo]) -> None:
+    """The leader-epoch checkpoint: kept when it describes the kept batches (errata E7: its history stays), else
+    regenerated from them (the first batch of each higher epoch), in both cases cut to the log's range."""
     plan.epochs_before = list(broker.epochs_before)
-    batches = [b for v in infos.values() for b in v]
-    kept_file = ld.epoch_truncate_from_start(ld.epoch_truncate_from_end(plan.epochs_before, leo),
+    kept_file = ld.epoch_truncate_from_start(ld.epoch_truncate_from_end(plan.epochs_before, plan.log_end_offset),
                                              broker.log_start_checkpoint)
     if _epochs_consistent(kept_file, batches):
         cache = kept_file  # the checkpoint already describes the kept batches: keep its history (E7)
@@ -229,14 +275,6 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
         if dropped:
             plan.notes.append("leader-epoch entries dropped: " + ", ".join(f"{e}@{s}" for e, s in dropped)
                               + " (not consistent with the kept batches or at/after the log end)")
-    rewritten = {c.name for c in plan.changes}
-    blocking = [f for f in broker.fatal if f.split(":", 1)[0] not in rewritten]
-    if blocking:
-        raise _refuse("the broker would not load this partition for a reason salvage does not repair: "
-                      + "; ".join(blocking), pdir, expected="a state the loader handles", found=blocking[0][:80])
-    if plan.has_changes and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(pdir)), ld.CLEAN_SHUTDOWN)):
-        plan.notes.append(f"{ld.CLEAN_SHUTDOWN} is present: the broker will load the rebuilt snapshots as they are")
-    return plan
 
 
 def _epochs_consistent(cache: list[tuple[int, int]], batches: list[pst.BatchInfo]) -> bool:
@@ -320,25 +358,24 @@ def seg_changes(plan: SalvagePlan, pdir: str, bases: list[int], kept: dict, info
                                               data=txn))
 
 
-def execute_salvage(plan: SalvagePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
+def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
+    """The plan as file steps (``repair_plan``): each rewritten ``.log`` is streamed from its intact batches (the
+    resync map, read again now under the lock), every other file is written from the plan's bytes; the mtimes of
+    the segment files are kept (time-based retention reads them)."""
     pdir = plan.partition_dir
     kept = {}
-    for base in part.segment_bases(pdir):
-        _rep, m = verify.map_segment(os.path.join(pdir, part.segment_name(base)))
-        kept[part.segment_name(base)] = m.entries
-    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        for c in plan.changes:
-            path = os.path.join(pdir, c.name)
-            if c.kind == "delete":
-                tx.delete(c.name)
-            elif c.name.endswith(".log"):
-                tx.stage(c.name, _writer(path, kept[c.name]), mtime=os.stat(path).st_mtime)
-            else:
-                keep = os.stat(path).st_mtime if c.name.endswith((".index", ".timeindex")) and os.path.exists(path) \
-                    else None
-                tx.stage(c.name, c.data or b"", mtime=keep)
-        tx.commit()
-        return tx.backup_dir
+    for base in layout.segment_bases(pdir):
+        _rep, m = verify.map_segment(os.path.join(pdir, layout.segment_name(base)))
+        kept[layout.segment_name(base)] = m.entries
+    steps = []
+    for c in plan.changes:
+        if c.kind == "delete":
+            steps.append(repair_plan.delete(c.name))
+        elif c.name.endswith(".log"):
+            steps.append(repair_plan.write(c.name, _writer(os.path.join(pdir, c.name), kept[c.name]), keep_mtime=True))
+        else:
+            steps.append(repair_plan.write(c.name, c.data or b"", keep_mtime=c.name.endswith((".index", ".timeindex"))))
+    return steps
 
 
 def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: bool = False,
@@ -353,10 +390,10 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
         # refuse before writing anything: a refusal in the 3rd partition of a log dir must not leave the first two
         # already rewritten ("exit 2, nothing written"); the plans are recomputed under the lock below
         for pdir in pdirs:
-            if pdir in explicit or part.segment_bases(pdir):
+            if pdir in explicit or layout.segment_bases(pdir):
                 plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
     for pdir in pdirs:
-        if pdir not in explicit and not part.segment_bases(pdir):
+        if pdir not in explicit and not layout.segment_bases(pdir):
             # one partition of a log dir without any segment (nothing to salvage there) must not stop the others;
             # named on its own it is still refused (exit 2) like every repair command does
             out.append((SalvagePlan(pdir, notes=["no segment (.log) file: nothing to salvage (the broker creates an "
@@ -371,7 +408,8 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
             recovered = safety.recover_interrupted(pdir)
             plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
             plan.notes += safety.log_dir_warnings(pdir)
-            written = execute_salvage(plan, safety.backup_subdir(backup_dir, pdir), keep_backup) \
-                if plan.has_changes else None
+            used = repair_plan.execute_steps(pdir, salvage_steps(plan), backup_dir, keep_backup=keep_backup) \
+                if plan.has_changes else []
+            written = used[-1] if used else None
             out.append((plan, recovered, written))
     return out

@@ -283,7 +283,7 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
 
 
 # ------------------------------------------------------------------------------------------------ seek-time
-def _largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: SeekStats, warnings: list[str]) -> int:
+def largest_timestamp(partition_dir: str, base: int, log: MappedFile, stats: SeekStats, warnings: list[str]) -> int:
     """The broker's ``LogSegment.largestTimestamp``: the last time-index entry's timestamp, or, when the time index
     is missing or empty, the ``.log`` file's mtime in milliseconds (errata E14).
 
@@ -347,7 +347,7 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
         path = seg_path(partition_dir, base, ".log")
         with MappedFile(path) as log:
             stats.files_opened += 1
-            if k < len(bases) - 1 and _largest_timestamp(partition_dir, base, log, stats, warnings) < target:
+            if k < len(bases) - 1 and largest_timestamp(partition_dir, base, log, stats, warnings) < target:
                 continue
             start_off = _time_lookup(partition_dir, base, target, stats, warnings)
             pos = _start_position(partition_dir, base, start_off, log, stats, warnings)

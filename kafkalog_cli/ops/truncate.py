@@ -29,7 +29,7 @@ from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import partition_scan as ps
 from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import safety
+from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -137,6 +137,8 @@ def _headers(path: str) -> list:
 
 
 def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None) -> TruncatePlan:
+    """What ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1827-1862) does to this partition when it truncates to the end
+    offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's."""
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
@@ -154,20 +156,7 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             leo = max(leo, heads[s.base][-1][3] + 1)
             break
     cache = _read_cache(pdir)
-    if to_offset is not None:
-        target = to_offset
-    else:
-        if cache is None:
-            raise RepairRefused("no leader-epoch-checkpoint in the partition directory", file=pdir,
-                                expected=CHECKPOINT, found="missing")
-        _e, target = end_offset_for(cache, epoch if epoch is not None else -1, leo)
-        if target < 0:
-            latest = cache[-1][0] if cache else "none"
-            raise RepairRefused(
-                f"the leader-epoch cache has no end offset for epoch {epoch} (latest epoch {latest}): it is above every "
-                "cached epoch, negative, or the cache is empty",
-                file=os.path.join(pdir, CHECKPOINT), expected="a cached epoch", found=str(epoch),
-            )
+    target = to_offset if to_offset is not None else _end_offset_for(pdir, cache, epoch, leo)
     plan = TruncatePlan(pdir, epoch, target, leo, leo, checkpoint_before=list(cache or []),
                         checkpoint_after=list(cache or []))
     if target >= leo:
@@ -182,10 +171,46 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             file=pdir, expected=f"offset >= {log_start}", found=str(target),
         )
     seg = max((s for s in segments if s.base <= target), key=lambda s: s.base)
+    cut = _truncate_segment(plan, seg, heads[seg.base], target)
+    _delete_later_segments(plan, segments, seg, heads)
+    _truncate_epochs_from_end(plan, plan.new_log_end_offset)
+    _rebuild_producer_state(plan, pdir, segments, seg, heads, cut, target)
+    plan.notes.append(
+        "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
+        f"to the new log end offset {plan.new_log_end_offset} when it loads the log"
+    )
+    open_after = _open_transactions(segments, seg, cut, pdir)
+    if open_after:
+        plan.notes.append(
+            "transactions left without their marker by the cut (open until the coordinator writes it again, which "
+            "holds the last stable offset): " + ", ".join(f"producer {p} from offset {o}" for p, o in open_after.items())
+        )
+    return plan
+
+
+def _end_offset_for(pdir: str, cache: list[tuple[int, int]] | None, epoch: int | None, leo: int) -> int:
+    """The truncation target of ``epoch``: ``LeaderEpochFileCache.endOffsetFor`` (LeaderEpochFileCache.java:286),
+    as a follower asks its leader for; refused when the cache cannot answer."""
+    if cache is None:
+        raise RepairRefused("no leader-epoch-checkpoint in the partition directory", file=pdir,
+                            expected=CHECKPOINT, found="missing")
+    _e, target = end_offset_for(cache, epoch if epoch is not None else -1, leo)
+    if target < 0:
+        latest = cache[-1][0] if cache else "none"
+        raise RepairRefused(
+            f"the leader-epoch cache has no end offset for epoch {epoch} (latest epoch {latest}): it is above every "
+            "cached epoch, negative, or the cache is empty",
+            file=os.path.join(pdir, CHECKPOINT), expected="a cached epoch", found=str(epoch),
+        )
+    return target
+
+
+def _truncate_segment(plan: TruncatePlan, seg: ps.Segment, hs: list, target: int) -> int:
+    """``LogSegment.truncateTo`` (LogSegment.java:553-575) of the segment holding ``target``: ``translateOffset``
+    finds the first batch *in file order* whose last offset is >= target and the log is cut at its position (with
+    offsets that are not monotonic everything after that position goes too, even batches below the target).
+    Sets the plan's cut, new log end offset and lost range; returns the cut position."""
     plan.cut_segment = seg.base
-    # Kafka cuts at the start position of the first batch *in file order* whose lastOffset >= T; with offsets that
-    # are not monotonic everything after that position goes too, even batches whose offsets are below T
-    hs = heads[seg.base]
     idx = next((i for i, h in enumerate(hs) if h[3] >= target), len(hs))
     kept, gone = hs[:idx], hs[idx:]
     cut = gone[0][0] if gone else (kept[-1][0] + kept[-1][1] if kept else 0)
@@ -212,6 +237,11 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
         plan.lost.append(LostRange(os.path.basename(seg.path("log")), min(h[2] for h in gone),
                                    max(h[3] for h in gone), sum(h[4] for h in gone), len(gone), seg.size - cut,
                                    cut == 0))
+    return cut
+
+
+def _delete_later_segments(plan: TruncatePlan, segments: list[ps.Segment], seg: ps.Segment, heads: dict) -> None:
+    """``LocalLog.truncateTo`` (LocalLog.scala:552-558): every segment based above the target is deleted."""
     for s in segments:
         if s.base > seg.base:
             plan.deleted_segments.append(s.base)
@@ -219,11 +249,23 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             if hs:
                 plan.lost.append(LostRange(os.path.basename(s.path("log")), min(h[2] for h in hs),
                                            max(h[3] for h in hs), sum(h[4] for h in hs), len(hs), s.size, True))
+
+
+def _truncate_epochs_from_end(plan: TruncatePlan, new_leo: int) -> None:
+    """``leaderEpochCache.truncateFromEndAsyncFlush`` in ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1852):
+    the epochs starting at or after the new end go from the leader-epoch checkpoint."""
     plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, new_leo)
     removed = [e for e in plan.checkpoint_before if e not in plan.checkpoint_after]
     if removed:
         plan.notes.append("leader epochs removed from leader-epoch-checkpoint: "
                           + ", ".join(f"{e} (from {s})" for e, s in removed))
+
+
+def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], seg: ps.Segment,
+                            heads: dict, cut: int, target: int) -> None:
+    """``deleteProducerSnapshots`` + ``rebuildProducerState(targetOffset)`` in ``UnifiedLog.truncateTo``
+    (UnifiedLog.scala:1850-1855): the producer snapshots as the broker leaves them (``_plan_snapshots``; when the
+    producer state cannot be replayed, ``_plan_snapshots_fallback``)."""
     marker = os.path.join(safety.log_dir_of(pdir), CLEAN_SHUTDOWN)
     try:
         _plan_snapshots(plan, pdir, segments, seg, cut, min(target, _log_start(pdir, segments[0].base)))
@@ -232,20 +274,10 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     else:
         if os.path.exists(marker):
             plan.notes.append(
-                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the producer snapshot at {new_leo} "
-                "(written or kept here, as the broker's truncation leaves it) and has nothing to replay"
+                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the producer snapshot at "
+                f"{plan.new_log_end_offset} (written or kept here, as the broker's truncation leaves it) and has "
+                "nothing to replay"
             )
-    plan.notes.append(
-        "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
-        f"to the new log end offset {new_leo} when it loads the log"
-    )
-    open_after = _open_transactions(segments, seg, cut, pdir)
-    if open_after:
-        plan.notes.append(
-            "transactions left without their marker by the cut (open until the coordinator writes it again, which "
-            "holds the last stable offset): " + ", ".join(f"producer {p} from offset {o}" for p, o in open_after.items())
-        )
-    return plan
 
 
 def _log_start(pdir: str, first_base: int) -> int:
@@ -264,7 +296,7 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     UnifiedLog.java:57-139): ``truncateAndReload`` removes every snapshot above the end or at/below the log start
     (ProducerStateManager.java:355-372) and reloads the newest one left, the kept log after it is replayed (a
     snapshot taken at the base of either of the last two segments passed), and ``takeSnapshot`` writes one at the
-    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``_Psm`` simulates
+    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``ProducerStateModel`` simulates
     exactly those steps; here it runs with the pre-truncation state. The end is the new log end offset, not the
     requested target: the broker writes at the target (its in-memory end, LocalLog.scala:556), but when the target
     lies inside a batch the log on disk ends lower and the next load would delete a snapshot above it
@@ -285,10 +317,10 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
         if bad is not None:
             raise bad
         kept.append(ld.Scan(s.base, s.path("log"), 0, 0, bs, b"", b"", None, None))  # type: ignore[arg-type]
-    store = ld._Snapshots(pdir, os.listdir(pdir))
+    store = ld.SnapshotStore(pdir, os.listdir(pdir))
     before = set(store.offsets())
     java_map = ld.KafkaVersion.parse(ld.DEFAULT_VERSION).java_producer_map
-    psm = ld._Psm(store, java_map, None)
+    psm = ld.ProducerStateModel(store, java_map, None)
     # the live state before the truncation; only whether it is empty matters (isEmptyBeforeTruncation), so the
     # replay of the removed part stops at its first unreadable batch or invalid transaction state
     try:
@@ -418,58 +450,39 @@ def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, byt
     return out
 
 
-def execute_truncation(plan: TruncatePlan, backup_dir: str | None, keep_backup: bool = True) -> str:
+def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
+    """The plan as file steps (``repair_plan``): the cut segment's prefix and its trimmed indexes
+    (``LocalLog.truncateTo`` -> ``LogSegment.truncateTo``), the later segments deleted early (highest first, before
+    the cut segment becomes visible: no new segment's offset range covers them, so a broker must never load the cut
+    segment beside them; the commit then goes by directory exchange), the leader-epoch checkpoint, the producer
+    snapshots above the new end (early) and at the cut, and ``.kafka_cleanshutdown``."""
     pdir = plan.partition_dir
-    with safety.Transaction(pdir, backup_dir, keep_backup=keep_backup) as tx:
-        if plan.cut_segment is not None:
-            seg = next(s for s in ps.list_segments(pdir) if s.base == plan.cut_segment)
-            cut = plan.cut_position
-            mtime = seg.mtime_ns / 1e9
-
-            def write_log(f, src: str = seg.path("log"), cut: int = cut) -> None:
-                with open(src, "rb") as fin:
-                    remaining = cut
-                    while remaining:
-                        chunk = fin.read(min(remaining, 1 << 20))
-                        if not chunk:
-                            raise UnreadableFileError("segment shrank while being truncated", file=src)
-                        f.write(chunk)
-                        remaining -= len(chunk)
-
-            tx.stage(ps.seg_name(seg.base, "log"), write_log, mtime=mtime)
-            for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, cut).items():
-                tx.stage(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None)
-            # early: removed (highest first) before the cut segment becomes visible, since no new segment's
-            # offset range covers them and a broker must never load the cut segment beside them
-            for base in plan.deleted_segments:
-                for ext in ("log", "index", "timeindex", "txnindex"):
-                    if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
-                        tx.delete(ps.seg_name(base, ext), early=True)
-        if plan.checkpoint_after != plan.checkpoint_before:
-            tx.stage(CHECKPOINT, encode_leader_epoch_checkpoint(plan.checkpoint_after).encode())
-        for name in plan.snapshot_deletes:
-            tx.delete(name, early=True)  # producer state above the new end: never loaded beside the cut segment
-        for w in plan.snapshot_writes:
-            tx.stage(w.name, w.data)  # producer state at the cut, visible with the cut segment
-        if plan.remove_clean_shutdown:
-            tx.remove_log_dir_file(CLEAN_SHUTDOWN)
-        tx.commit()
-        return tx.backup_dir
+    steps: list[repair_plan.Step] = []
+    if plan.cut_segment is not None:
+        seg = next(s for s in ps.list_segments(pdir) if s.base == plan.cut_segment)
+        mtime = seg.mtime_ns / 1e9
+        steps.append(repair_plan.write(ps.seg_name(seg.base, "log"), repair_plan.copy_prefix(seg.path("log"),
+                                                                                               plan.cut_position),
+                                       mtime=mtime, shown="replace", size=plan.cut_position))
+        for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, plan.cut_position).items():
+            steps.append(repair_plan.write(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None,
+                                           shown="replace", size=len(data)))
+        for base in plan.deleted_segments:
+            for ext in ("log", "index", "timeindex", "txnindex"):
+                if os.path.exists(os.path.join(pdir, ps.seg_name(base, ext))):
+                    steps.append(repair_plan.delete(ps.seg_name(base, ext), early=True))
+    if plan.checkpoint_after != plan.checkpoint_before:
+        data = encode_leader_epoch_checkpoint(plan.checkpoint_after).encode()
+        steps.append(repair_plan.write(CHECKPOINT, data, shown="replace", size=len(data)))
+    steps += [repair_plan.delete(name, early=True) for name in plan.snapshot_deletes]
+    steps += [repair_plan.write(w.name, w.data, size=len(w.data)) for w in plan.snapshot_writes]
+    if plan.remove_clean_shutdown:
+        steps.append(repair_plan.Step("remove-log-dir-file", CLEAN_SHUTDOWN))
+    return steps
 
 
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True) -> tuple[TruncatePlan, list[str], str | None]:
-
-    recovered: list[str] = []
-    if not execute:
-        plan = plan_truncation(partition_dir, epoch, to_offset)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        return plan, recovered, None
-    written = None
-    with safety.locked_log_dir(partition_dir):
-        recovered = safety.recover_interrupted(partition_dir)
-        plan = plan_truncation(partition_dir, epoch, to_offset)
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        if plan.has_changes:
-            written = execute_truncation(plan, safety.backup_subdir(backup_dir, partition_dir), keep_backup)
-    return plan, recovered, written
+    """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
+    return repair_plan.run_locked(partition_dir, lambda: plan_truncation(partition_dir, epoch, to_offset),
+                                  truncation_steps, execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)

@@ -201,6 +201,19 @@ def parse_checkpoint(text: str, path: str = "", *, columns: int | None = None) -
     return Checkpoint(version, entries)
 
 
+def checkpoint_entry(cp: Checkpoint, topic: str, partition: str) -> str | None:
+    """The offset text of ``topic partition`` in a parsed broker checkpoint, None when it has no entry.
+
+    The broker reads these files into a map in file order (OffsetCheckpointFile.read: ``result.put`` per entry,
+    OffsetCheckpointFile.java:65-69), so when a partition is named twice the LAST entry wins. Every reader of a
+    partition's checkpoint entry (recover/salvage, replicas, compact, explain) goes through this rule."""
+    found: str | None = None
+    for t, p, off in cp.entries:
+        if t == topic and p == partition:
+            found = off
+    return found
+
+
 def partition_checkpoint_offset(log_dir: str, topic: str, partition: str, filename: str) -> tuple[int | None, str]:
     """The ``topic partition`` entry of a log dir's broker checkpoint (``replication-offset-checkpoint``,
     ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``), or ``(None, why)`` when the file is missing or
@@ -222,10 +235,7 @@ def partition_checkpoint_offset(log_dir: str, topic: str, partition: str, filena
         return None, f"{path} is not UTF-8 text (the broker would refuse it)"
     except CheckpointError as exc:
         return None, f"{path} is malformed ({exc.describe()})"
-    found: str | None = None
-    for t, p, off in cp.entries:
-        if t == topic and p == partition:
-            found = off  # the last entry wins
+    found = checkpoint_entry(cp, topic, partition)
     if found is None:
         return None, f"{path} has no entry for {topic}-{partition}"
     try:

@@ -14,7 +14,8 @@ give the same answer for the same directory. The rule is the broker's, read from
   (``abc.log``) throws NumberFormatException and the partition fails to load. Hence: **a segment is a file named
   ``<20 ASCII digits>.log``** (the only name whose data the broker reads); other ``*.log`` names are reported.
 * ``LogLoader.removeTempFilesAndCollectSwapFiles`` (LogLoader.java:260-313) and ``load`` (LogLoader.java:128-193):
-  what the broker does with leftovers at start-up, see ``leftover_fate``.
+  what the broker does with leftovers at start-up, see ``leftover_fate``; how it sorts every file of the directory
+  (``loader_file_kind``, ``loader_offset``: the recover/salvage model's view).
 * An empty partition directory is a valid, empty log: the loader finds no segment and creates the active segment at
   the log start offset. kafkalog says so ("no segment: an empty partition") instead of calling it unreadable, unless
   the directory does not look like a partition directory at all (see ``no_segment``).
@@ -225,6 +226,39 @@ def leftover_fate(name: str, names: list[str] | set[str]) -> str:
         return ("the broker installs it at start-up: it deletes the segments this swap replaces, then renames it to "
                 f"{name[: -len(SWAP_SUFFIX)]} (an interrupted clean or split)")
     return f"the broker renames it to {name[: -len(SWAP_SUFFIX)]} at start-up (an interrupted swap)"
+
+
+# ------------------------------------------------------------------------------------------------ the loader's view
+LOADER_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+def loader_file_kind(name: str) -> str:
+    """How the broker's LogLoader classifies a file name (LogFileUtils, LogLoader.removeTempFilesAndCollectSwapFiles,
+    LogLoader.java:260-313): ``deleted`` (any ``*.deleted`` except a KRaft ``*.checkpoint.deleted``), ``cleaned``,
+    ``swap``, ``log`` (``*.log``), ``index`` (``*.index``/``*.timeindex``/``*.txnindex``), ``snapshot`` or
+    ``other``. Checked in the loader's order, so ``X.log.swap`` is ``swap``."""
+    if name.endswith(DELETED_SUFFIX):
+        return "other" if name.endswith(KRAFT_SNAPSHOT_DELETE_SUFFIX) else "deleted"
+    if name.endswith(CLEANED_SUFFIX):
+        return "cleaned"
+    if name.endswith(SWAP_SUFFIX):
+        return "swap"
+    if name.endswith(LOG_SUFFIX):
+        return "log"
+    if name.endswith(LOADER_INDEX_SUFFIXES):
+        return "index"
+    if name.endswith(SNAPSHOT_SUFFIX):
+        return "snapshot"
+    return "other"
+
+
+def loader_offset(name: str) -> int | None:
+    """``offset_from_name``, None where Java throws NumberFormatException (which the loader does not catch for
+    log/index/.cleaned files: the broker fails to start, errata E15)."""
+    try:
+        return offset_from_name(name)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

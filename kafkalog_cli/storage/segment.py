@@ -139,6 +139,15 @@ class MappedFile:
             except (OSError, AttributeError, ValueError):
                 pass
 
+    def release_pages(self, start: int, length: int) -> bool:
+        """Give the mapping's resident pages in ``[start, start+length)`` (page-aligned) back to the kernel
+        (``MADV_DONTNEED``; re-read from the page cache if touched again), so a streaming reader of a large segment
+        does not keep it all resident. False (nothing done) when the file is not memory-mapped."""
+        if self._mm is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return False
+        self._mm.madvise(mmap.MADV_DONTNEED, start, length)
+        return True
+
     def findings(self) -> list[ReadFinding]:
         """What the disk did to the reads so far (``unreadable`` ranges, ``truncated-during-read``, ``vanished``);
         call it again after further reads: pages that faulted since are added."""
