@@ -62,3 +62,35 @@ def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_
         )
 
     return format_batch
+
+
+# Text per call of a run (about one write(2)): large enough that the per-call Python is negligible, small enough to
+# keep memory flat and an interrupt prompt.
+RUN_MAX_OUT = 1 << 20
+
+RunResult = "tuple[bytes, int, int, int, int, list[tuple[int, int]], bool]"
+FastRun = Callable[..., RunResult]
+
+
+def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_horizon: bool = False,
+             file_json: Callable[[], bytes] | None = None) -> FastRun | None:
+    """The formatter of whole runs of clean v2 batches (``_accel.dump_run``), or None where the accelerator is off.
+
+    The callable takes ``(buf, pos, end, deep, max_codec, last, java_gaps)`` and returns ``(text, next_pos, batches,
+    records, last, gaps, full)``: the UTF-8 text of the batches from ``pos`` on that the per-batch path would format
+    the same way (``text`` is b"" and ``batches`` 0 when the batch at ``pos`` is not one of them). ``json`` selects
+    the JSON objects of ``JsonRenderer`` (then ``file_json`` gives the current file's JSON string) instead of
+    DumpLogSegments' lines."""
+    if not available() or not hasattr(_accel, "dump_run"):
+        return None
+    dump_run = _accel.dump_run
+    labels = (_LABELS[0], _LABELS[1])
+    codec_names = tuple((CODEC_NAMES[k].upper() if codec_upper else CODEC_NAMES[k]).encode() for k in range(5))
+    mode = 1 if json else 0
+
+    def run(buf, pos: int, end: int, deep: bool, max_codec: int, last: int, java_gaps: bool):  # noqa: ANN001, ANN202
+        fj = file_json() if file_json is not None else b""
+        return dump_run(buf, pos, end, mode, deep, print_data, print_horizon, max_codec, labels, codec_names, fj, last,
+                        java_gaps, RUN_MAX_OUT)
+
+    return run

@@ -1,0 +1,125 @@
+"""``_accel.dump_run`` (issue 20): whole runs of clean v2 batches formatted in one compiled call, text and JSON,
+byte-identical to the pure-Python reference on random, mutated, compressed and gapped segments; a run that stops
+at its output cap or before a batch it declines resumes exactly where the per-batch path takes over."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from test_accel import _random_segment
+
+from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+from kafkalog_cli.ops.dump import Dumper, DumpOptions, FormattedRun
+from kafkalog_cli.render import accel
+from kafkalog_cli.render.dls import DlsRenderer
+from kafkalog_cli.render.jsonl import JsonRenderer
+from kafkalog_cli.render.parsers import DecoderParser
+from kafkalog_cli.render.versions import profile_for
+
+pytestmark = pytest.mark.skipif(not accel.available(), reason="accelerator not built or disabled")
+
+
+def _dump(path: str, *, fmt: str, mode: str, print_data: bool, version: str, deep: bool = True) -> tuple[bytes, int]:
+    """The dump's stdout as bytes: ``mode`` is "reference" (no accelerator), "batch" (per-batch formatter) or "run"
+    (per-batch formatter and the run formatter, as the CLI sets them); returns the text and the FormattedRun count."""
+    out: list[bytes] = []
+    prof = profile_for(version)
+    opts = DumpOptions(print_data_log=print_data, deep_iteration=deep,
+                       parser=DecoderParser(tombstone_key=bool(prof.tombstone_key)))
+
+    def line(s: str) -> None:
+        out.append((s + "\n").encode("utf-8", "replace"))
+
+    r: DlsRenderer | JsonRenderer
+    if fmt == "json":
+        r = JsonRenderer(opts, line, line, out_bytes=out.append)
+    else:
+        r = DlsRenderer(prof, opts, line, line, out_bytes=out.append)
+    if mode != "reference":
+        opts.fast = r.fast_formatter()
+        assert opts.fast is not None
+    if mode == "run":
+        opts.fast_run = r.fast_run()
+        assert opts.fast_run is not None
+    d = Dumper(prof, opts)
+    runs = 0
+    for ev in d.run([path]):
+        runs += isinstance(ev, FormattedRun)
+        r.handle(ev)
+    r.summary(d.summary)
+    return b"".join(out), runs
+
+
+def _gapped_segment(rng: random.Random) -> bytes:
+    """Mostly clean uncompressed batches, some compressed, some with binary (non-UTF-8) values, offset gaps, a
+    control-attribute batch, a bad CRC: every reason for the run to stop, between clean stretches."""
+    data = bytearray()
+    off = rng.randint(0, 1000)
+    for _ in range(rng.randint(3, 25)):
+        n = rng.randint(1, 12)
+        binary = rng.random() < 0.15
+        recs = [RecordSpec(b"k%d" % i, rng.randbytes(6) if binary else "значение😀 %d".encode() % i,
+                           headers=[("h", b"1")] if i % 2 else [], timestamp=1_700_000_000_000 + i) for i in range(n)]
+        b = bytearray(encode_batch(recs, base_offset=off, codec=rng.choice([0, 0, 0, 0, 3]),
+                                   timestamp_type=rng.choice([0, 0, 1]), base_sequence=rng.choice([-1, 3])))
+        if rng.random() < 0.1:
+            b[rng.randrange(61, len(b))] ^= 0x21  # bad CRC (and maybe malformed records)
+        data += b
+        off += n + rng.choice([0, 0, 0, 5])
+    return bytes(data)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_run_identical_to_reference_and_per_batch(tmp_path, fmt: str) -> None:  # noqa: ANN001
+    rng = random.Random(2020)
+    runs_total = 0
+    for i in range(60):
+        seg = _gapped_segment(rng) if i % 2 else _random_segment(rng)
+        path = tmp_path / f"{i:020d}.log"
+        path.write_bytes(seg)
+        for print_data, version in ((True, "3.6"), (False, "4.3"), (True, "3.0")):
+            ref, _ = _dump(str(path), fmt=fmt, mode="reference", print_data=print_data, version=version)
+            batch, _ = _dump(str(path), fmt=fmt, mode="batch", print_data=print_data, version=version)
+            run, runs = _dump(str(path), fmt=fmt, mode="run", print_data=print_data, version=version)
+            assert run == batch == ref, (i, print_data, version)
+            runs_total += runs
+    assert runs_total > 100  # the run formatter really ran
+
+
+def test_shallow_run_takes_compressed_batches(tmp_path) -> None:  # noqa: ANN001
+    """Without --deep-iteration a batch line needs no decompression: the run takes compressed batches too."""
+    rng = random.Random(5)
+    path = tmp_path / "00000000000000000000.log"
+    data = b""
+    for k in range(20):
+        recs = [RecordSpec(b"k", b"v" * rng.randint(0, 40), timestamp=1_700_000_000_000 + i) for i in range(5)]
+        data += encode_batch(recs, base_offset=5 * k, codec=k % 5)
+    path.write_bytes(data)
+    for version in ("3.6", "2.4"):
+        ref, _ = _dump(str(path), fmt="text", mode="reference", print_data=False, version=version, deep=False)
+        run, runs = _dump(str(path), fmt="text", mode="run", print_data=False, version=version, deep=False)
+        assert run == ref and runs == 1, version
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_run_resumes_after_its_output_cap(tmp_path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:  # noqa: ANN001
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(
+        encode_batch([RecordSpec(b"k", b"x" * 300, timestamp=1_700_000_000_000)] * 10, base_offset=10 * k)
+        for k in range(40)))
+    ref, _ = _dump(str(path), fmt=fmt, mode="reference", print_data=True, version="3.6")
+    whole, runs_whole = _dump(str(path), fmt=fmt, mode="run", print_data=True, version="3.6")
+    monkeypatch.setattr(accel, "RUN_MAX_OUT", 5000)  # a few batches per call
+    capped, runs_capped = _dump(str(path), fmt=fmt, mode="run", print_data=True, version="3.6")
+    assert capped == whole == ref
+    assert runs_whole == 1 and runs_capped > 5
+
+
+def test_progress_counts_the_bytes_of_a_run() -> None:
+    from kafkalog_cli.cli.dump import _with_progress
+
+    steps: list[int] = []
+    evs = [FormattedRun(b"x", 3 << 20, 10), FormattedRun(b"y", 2 << 20, 7), FormattedRun(b"z", 100, 1)]
+    assert list(_with_progress(iter(evs), steps.append)) == evs
+    assert steps == [5 << 20, 100]
