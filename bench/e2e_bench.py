@@ -20,10 +20,8 @@ With --peak it also reports the child's peak RSS (VmHWM from wait4's rusage) of 
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import platform
-import random
 import subprocess
 import sys
 import tempfile
@@ -32,32 +30,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from segments import generate  # noqa: E402  (bench/segments.py: the generator shared with bench/dump_bench.py)
 
 from kafkalog_cli.format import codecs  # noqa: E402
-from kafkalog_cli.format.encoder import RecordSpec, encode_batch  # noqa: E402
 
 CLI = [sys.executable, "-m", "kafkalog_cli"]
-
-
-def generate(path: Path, mib: float, codec: int, value: int) -> int:
-    """A segment of 100-record batches (a header on every 4th record); returns the record count. Values are
-    base64 text of random bytes, so that lz4 compresses them about as much as real JSON-ish payloads (~0.75)."""
-    off = 0
-    total = 0
-    rng = random.Random(20)
-    pool = base64.b64encode(rng.randbytes(value * 300))
-    with open(path, "wb") as f:
-        while total < mib * 1024 * 1024:
-            recs = [
-                RecordSpec(b"key-%08d" % (off + i), pool[(p := rng.randrange(0, len(pool) - value)):p + value],
-                           headers=[("trace", b"1")] if i % 4 == 0 else [], timestamp=1_700_000_000_000 + off + i)
-                for i in range(100)
-            ]
-            b = encode_batch(recs, base_offset=off, codec=codec, partition_leader_epoch=1)
-            f.write(b)
-            total += len(b)
-            off += 100
-    return off
 
 
 def aiokafka_decode(data: bytes) -> int:
