@@ -20,13 +20,16 @@ from kafkalog_cli.render.versions import profile_for
 pytestmark = pytest.mark.skipif(not accel.available(), reason="accelerator not built or disabled")
 
 
-def _dump(path: str, *, fmt: str, mode: str, print_data: bool, version: str, deep: bool = True) -> tuple[bytes, int]:
+def _dump(path: str, *, fmt: str, mode: str, print_data: bool, version: str, deep: bool = True,
+          limit: int | None = None) -> tuple[bytes, int]:
     """The dump's stdout as bytes: ``mode`` is "reference" (no accelerator), "batch" (per-batch formatter) or "run"
     (per-batch formatter and the run formatter, as the CLI sets them); returns the text and the FormattedRun count."""
     out: list[bytes] = []
     prof = profile_for(version)
     opts = DumpOptions(print_data_log=print_data, deep_iteration=deep,
                        parser=DecoderParser(tombstone_key=bool(prof.tombstone_key)))
+    if limit is not None:
+        opts.decompress_limit = limit
 
     def line(s: str) -> None:
         out.append((s + "\n").encode("utf-8", "replace"))
@@ -123,3 +126,35 @@ def test_progress_counts_the_bytes_of_a_run() -> None:
     evs = [FormattedRun(b"x", 3 << 20, 10), FormattedRun(b"y", 2 << 20, 7), FormattedRun(b"z", 100, 1)]
     assert list(_with_progress(iter(evs), steps.append)) == evs
     assert steps == [5 << 20, 100]
+
+
+def _with_crc(batch: bytearray) -> bytes:
+    from kafkalog_cli.format.crc import crc32c
+
+    batch[17:21] = crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    return bytes(batch)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_compressed_batch_that_fails_to_decompress_is_left_to_the_reference(tmp_path, fmt: str) -> None:  # noqa: ANN001
+    """A CRC-valid lz4/gzip batch whose payload does not decompress, and batches over the size cap: the run stops
+    before them (the decompressor's KafkalogError is the run's "not mine"), the reference words the error."""
+    good = [encode_batch([RecordSpec(b"k", b"v%d" % i * 30, timestamp=1_700_000_000_000)] * 5, base_offset=5 * i,
+                         codec=(0, 3, 1)[i % 3]) for i in range(9)]
+    bad = bytearray(encode_batch([RecordSpec(b"k", b"zz" * 200, timestamp=1_700_000_000_000)] * 5, base_offset=45,
+                                 codec=3))
+    bad[61] ^= 0xFF  # the lz4 frame's magic
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(good[:6]) + _with_crc(bad) + b"".join(good[6:]))
+    ref, _ = _dump(str(path), fmt=fmt, mode="reference", print_data=True, version="3.6")
+    run, runs = _dump(str(path), fmt=fmt, mode="run", print_data=True, version="3.6")
+    assert run == ref and runs >= 1
+    assert b"lz4 frame magic is wrong" in ref  # the reference's error about the bad frame is in both
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "00000000000000000000.log").write_bytes(b"".join(good))
+    small_seg = str(small / "00000000000000000000.log")
+    capped_ref, _ = _dump(small_seg, fmt=fmt, mode="reference", print_data=True, version="3.6", limit=100)
+    capped_run, _ = _dump(small_seg, fmt=fmt, mode="run", print_data=True, version="3.6", limit=100)
+    assert capped_run == capped_ref
+

@@ -9,13 +9,15 @@
  *
  * It accepts only batches for which kafkalog_cli/ops/dump.py:Dumper._log would take the compiled per-batch path
  * with the same result: >= 61 bytes left before `end`, magic 2, batch length >= 49 and inside `end`, CRC-32C valid,
- * codec id <= max_codec, and for a deep dump: uncompressed, not a control batch, recordsCount >= 0, and records that
- * put_records / put_json_records format without declining. It stops before the first batch that fails any of these
+ * codec id <= max_codec, and for a deep dump: not a control batch, recordsCount >= 0, records that put_records /
+ * put_json_records format without declining, and if compressed, a `decompress(codec, buf, start, end)` (Python:
+ * kafkalog_cli.format.codecs with the dump's size cap) that returns the records' bytes; an exception of class
+ * `decline` from it (KafkalogError: corrupt data, the cap) stops the run before the batch, any other propagates. It stops before the first batch that fails any of these
  * (Python then handles that batch, with its exact text or error), at `end`, or once the text reaches max_out bytes.
  * A batch that declines half way is rolled back (text, last offset, gaps).
  *
  * dump_run(buf, pos, end, mode, deep, print_data, print_horizon, max_codec, (label0, label1),
- *          (codec0, .., codec4), file_json, last, java_gaps, max_out)
+ *          (codec0, .., codec4), file_json, last, java_gaps, max_out, decompress, decline)
  *   -> (bytes, next_pos, batches, records, last, gaps, full)
  * labels are the timestamp-type names, codecN the codec names as printed (text: upper or lower case per version;
  * JSON: lower case); file_json is the file's JSON string (mode 1 only). `full` says it stopped at max_out (call
@@ -27,11 +29,12 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
     int mode, deep, print_data, print_horizon, max_codec, java_gaps;
     const char *labels[2], *codecs[5], *file_json;
     Py_ssize_t label_lens[2], codec_lens[5], fj_len;
-    if (!PyArg_ParseTuple(args, "y*LLipppi(y#y#)(y#y#y#y#y#)y#LpL", &view, &pos, &end, &mode, &deep, &print_data,
+    PyObject *decompress, *decline;
+    if (!PyArg_ParseTuple(args, "y*LLipppi(y#y#)(y#y#y#y#y#)y#LpLOO", &view, &pos, &end, &mode, &deep, &print_data,
                           &print_horizon, &max_codec, &labels[0], &label_lens[0], &labels[1], &label_lens[1],
                           &codecs[0], &codec_lens[0], &codecs[1], &codec_lens[1], &codecs[2], &codec_lens[2],
                           &codecs[3], &codec_lens[3], &codecs[4], &codec_lens[4], &file_json, &fj_len, &last,
-                          &java_gaps, &max_out))
+                          &java_gaps, &max_out, &decompress, &decline))
         return NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
     if (end > view.len) end = view.len;
@@ -45,6 +48,7 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
     int full = 0;
     PyObject *gaps = PyList_New(0);
     if (!gaps) goto error;
+    if (decompress != Py_None && (view.obj == NULL || !PyCallable_Check(decompress))) decompress = Py_None;
     while (end - pos >= 61) {
         if ((long long)o.len >= max_out) {
             full = 1;
@@ -58,7 +62,8 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
         int attributes = h.attributes & 0xFF; /* Kafka reads only the low byte (Batch.attributes) */
         int codec = attributes & 7;
         if (codec > max_codec) break;
-        if (deep && (codec != 0 || (attributes & 0x20) || h.records_count < 0)) break;
+        if (deep && ((attributes & 0x20) || h.records_count < 0 || (codec != 0 && decompress == Py_None))) break;
+        if (mode == 1 && !deep) break; /* the JSON fast path is for deep dumps only */
         int64_t last_offset;
         if (__builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last_offset)) break;
         if (crc32c_of(p + 21, (size_t)length + 12 - 21) != h.crc) break;
@@ -66,30 +71,61 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
         int32_t last_seq = h.base_sequence == -1 ? -1 : increment_sequence(h.base_sequence, h.last_offset_delta);
         const char *label = labels[(attributes & 0x08) ? 1 : 0];
         Py_ssize_t label_len = label_lens[(attributes & 0x08) ? 1 : 0];
+        /* the records: in the segment, or (deep, compressed) in what `decompress` returns */
+        const uint8_t *rb = b;
+        Py_ssize_t rstart = (Py_ssize_t)pos + 61, rend = (Py_ssize_t)(pos + size);
+        PyObject *plain = NULL;
+        Py_buffer pv;
+        if (deep && codec != 0) {
+            plain = PyObject_CallFunction(decompress, "iOnn", codec, view.obj, rstart, rend);
+            if (!plain) {
+                if (PyErr_ExceptionMatches(decline)) { /* Python re-does the batch and reports the problem */
+                    PyErr_Clear();
+                    break;
+                }
+                goto error;
+            }
+            if (PyObject_GetBuffer(plain, &pv, PyBUF_SIMPLE) < 0) {
+                Py_DECREF(plain);
+                goto error;
+            }
+            rb = (const uint8_t *)pv.buf;
+            rstart = 0;
+            rend = pv.len;
+        }
         size_t mark = o.len;
         long long mark_last = last;
         Py_ssize_t mark_gaps = PyList_GET_SIZE(gaps);
         size_t guess = JSON_HEAD_MAX + (size_t)fj_len + (size_t)label_len + (size_t)codec_lens[codec];
         if (deep && h.records_count > 0 && h.records_count < (1 << 24))
-            guess += (size_t)size + (size_t)h.records_count * (160 + (size_t)label_len);
-        if (ob_reserve(&o, guess) < 0) goto nomem;
+            guess += (size_t)(rend - rstart) + (size_t)h.records_count * (160 + (size_t)label_len);
+        if (ob_reserve(&o, guess) < 0) {
+            if (plain) {
+                PyBuffer_Release(&pv);
+                Py_DECREF(plain);
+            }
+            goto nomem;
+        }
         int r = 1;
         if (mode == 0) {
             put_batch_line(&o, pos, size, h.base_offset, last_offset, h.records_count, h.base_sequence, last_seq,
                            h.producer_id, h.producer_epoch, h.epoch, attributes, h.base_ts, h.max_ts, 2,
                            (int64_t)h.crc, 1, label, label_len, codecs[codec], codec_lens[codec], print_horizon);
             if (deep)
-                r = put_records(&o, b, pos + 61, pos + size, h.records_count, h.base_offset, h.base_ts, h.max_ts,
+                r = put_records(&o, rb, rstart, rend, h.records_count, h.base_offset, h.base_ts, h.max_ts,
                                 (attributes & 0x08) != 0, h.base_sequence, label, label_len, print_data, &last,
                                 java_gaps, gaps);
         } else {
-            if (!deep) break; /* the JSON fast path is for deep dumps only */
             put_json_head(&o, file_json, fj_len, pos, h.base_offset, last_offset, size, codecs[codec],
                           codec_lens[codec], label, label_len, (int64_t)h.crc, h.records_count, h.base_sequence,
                           last_seq, h.producer_id, h.producer_epoch, h.epoch, attributes, h.base_ts, h.max_ts);
-            r = put_json_records(&o, b, pos + 61, pos + size, h.records_count, h.base_offset, h.base_ts, h.max_ts,
+            r = put_json_records(&o, rb, rstart, rend, h.records_count, h.base_offset, h.base_ts, h.max_ts,
                                  (attributes & 0x08) != 0, h.base_sequence, file_json, fj_len, pos, label, label_len,
                                  print_data, &last, java_gaps, gaps);
+        }
+        if (plain) {
+            PyBuffer_Release(&pv);
+            Py_DECREF(plain);
         }
         if (r < 0) goto error;
         if (r == 0) { /* roll the batch back: Python formats it (or words its problem) */

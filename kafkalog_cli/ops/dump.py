@@ -516,7 +516,7 @@ class Dumper:
                 try:
                     if run is not None and wait <= 0:
                         text, npos, nb, nrec, last, new_gaps, full = run(buf, start, end, deep, max_codec, last,
-                                                                         java_gaps)
+                                                                         java_gaps, opts.decompress_limit)
                         if nb:
                             if new_gaps:
                                 gaps.extend(new_gaps)
