@@ -4,12 +4,21 @@ typedef struct {
     char *data;
     size_t len;
     size_t cap;
+    /* when set, `data` is this bytearray's storage, grown with PyByteArray_Resize and handed to Python as it is (no
+     * copy; dump_run). Such a buffer is never ob_release'd. */
+    PyObject *ba;
 } outbuf;
 
 static int ob_reserve(outbuf *o, size_t extra) {
     if (o->len + extra <= o->cap) return 0;
     size_t ncap = o->cap ? o->cap : 4096;
     while (ncap < o->len + extra) ncap *= 2;
+    if (o->ba) {
+        if (PyByteArray_Resize(o->ba, (Py_ssize_t)ncap) < 0) return -1;
+        o->data = PyByteArray_AS_STRING(o->ba);
+        o->cap = ncap;
+        return 0;
+    }
     char *n = (char *)PyMem_Realloc(o->data, ncap);
     if (!n) return -1;
     o->data = n;

@@ -122,9 +122,10 @@ class FormattedBatch:
 @dataclass
 class FormattedRun:
     """Consecutive clean v2 batches (``size`` bytes of the segment) formatted in one compiled call
-    (``_accel.dump_run``): their batch lines / objects and (deep) record lines, as UTF-8 bytes."""
+    (``_accel.dump_run``): their batch lines / objects and (deep) record lines, as UTF-8 bytes (a bytearray the
+    accelerator reuses once it is dropped: a consumer may keep it, but must not change it)."""
 
-    text: bytes
+    text: bytes | bytearray
     size: int
     batches: int
 
