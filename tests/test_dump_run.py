@@ -158,3 +158,31 @@ def test_compressed_batch_that_fails_to_decompress_is_left_to_the_reference(tmp_
     capped_run, _ = _dump(small_seg, fmt=fmt, mode="run", print_data=True, version="3.6", limit=100)
     assert capped_run == capped_ref
 
+
+
+def test_run_text_kept_by_a_consumer_is_never_reused(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """dump_run's bytearrays are pooled: one a consumer still holds must not be written again."""
+    monkeypatch.setattr(accel, "RUN_MAX_OUT", 3000)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(
+        encode_batch([RecordSpec(b"k", b"%d" % k * 100, timestamp=1_700_000_000_000)] * 10, base_offset=10 * k)
+        for k in range(60)))
+    kept: list[bytes | bytearray] = []
+    copies: list[bytes] = []
+    seen = 0
+
+    def out_bytes(chunk: bytes | bytearray) -> None:
+        nonlocal seen
+        seen += 1
+        if seen % 3 == 1:  # keep every third chunk, drop the others (their buffers go back to the pool)
+            kept.append(chunk)
+            copies.append(bytes(chunk))
+
+    prof = profile_for("3.6")
+    opts = DumpOptions(print_data_log=True, deep_iteration=True, parser=DecoderParser())
+    r = DlsRenderer(prof, opts, lambda s: None, lambda s: None, out_bytes=out_bytes)
+    opts.fast, opts.fast_run = r.fast_formatter(), r.fast_run()
+    for ev in Dumper(prof, opts).run([str(path)]):
+        r.handle(ev)
+    assert seen > 20 and len(kept) > 6
+    assert [bytes(k) for k in kept] == copies
