@@ -186,3 +186,22 @@ def test_run_text_kept_by_a_consumer_is_never_reused(tmp_path, monkeypatch: pyte
         r.handle(ev)
     assert seen > 20 and len(kept) > 6
     assert [bytes(k) for k in kept] == copies
+
+
+def test_json_base64_of_every_length(tmp_path) -> None:  # noqa: ANN001
+    """The compiled base64 (6 bytes per step, then 3, then the padded tail) against the reference for values and
+    keys of every length 0..70, and the decoded bytes against the records."""
+    import base64
+    import json
+
+    rng = random.Random(64)
+    recs = [RecordSpec(rng.randbytes(i % 9).hex().encode(), bytes(rng.randrange(32, 127) for _ in range(i)),
+                       timestamp=1_700_000_000_000) for i in range(71)]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(encode_batch(recs, base_offset=0))
+    ref, _ = _dump(str(path), fmt="json", mode="reference", print_data=True, version="3.6")
+    run, runs = _dump(str(path), fmt="json", mode="run", print_data=True, version="3.6")
+    assert run == ref and runs == 1
+    objs = [json.loads(line) for line in run.decode().splitlines()]
+    values = [base64.b64decode(o["value_b64"]) for o in objs if o["type"] == "record"]
+    assert values == [r.value for r in recs]
