@@ -205,3 +205,22 @@ def test_json_base64_of_every_length(tmp_path) -> None:  # noqa: ANN001
     objs = [json.loads(line) for line in run.decode().splitlines()]
     values = [base64.b64decode(o["value_b64"]) for o in objs if o["type"] == "record"]
     assert values == [r.value for r in recs]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_utf8_check_at_every_position(tmp_path, fmt: str) -> None:  # noqa: ANN001
+    """The compiled UTF-8 check skips ASCII 32 and 8 bytes at a time: a non-ASCII byte (valid or not) at every
+    position of a 0..80-byte value must be seen exactly as the reference sees it."""
+    seqs = [b"\xff", "é".encode(), b"\xed\xa0\x80", "😀".encode(), b"\xc3"]
+    data = b""
+    off = 0
+    for seq in seqs:
+        for p in range(0, 80, 3):
+            value = b"a" * p + seq + b"b" * (80 - p)
+            data += encode_batch([RecordSpec(b"k" * (p % 40), value, timestamp=1_700_000_000_000)], base_offset=off)
+            off += 1
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    ref, _ = _dump(str(path), fmt=fmt, mode="reference", print_data=True, version="3.6")
+    run, runs = _dump(str(path), fmt=fmt, mode="run", print_data=True, version="3.6")
+    assert run == ref and runs > 10
