@@ -214,8 +214,8 @@ def test_utf8_check_at_every_position(tmp_path, fmt: str) -> None:  # noqa: ANN0
     seqs = [b"\xff", "é".encode(), b"\xed\xa0\x80", "😀".encode(), b"\xc3"]
     data = b""
     off = 0
-    for seq in seqs:
-        for p in range(0, 80, 3):
+    for p in range(0, 80, 3):
+        for seq in seqs:
             value = b"a" * p + seq + b"b" * (80 - p)
             data += encode_batch([RecordSpec(b"k" * (p % 40), value, timestamp=1_700_000_000_000)], base_offset=off)
             off += 1
@@ -223,4 +223,5 @@ def test_utf8_check_at_every_position(tmp_path, fmt: str) -> None:  # noqa: ANN0
     path.write_bytes(data)
     ref, _ = _dump(str(path), fmt=fmt, mode="reference", print_data=True, version="3.6")
     run, runs = _dump(str(path), fmt=fmt, mode="run", print_data=True, version="3.6")
-    assert run == ref and runs > 10
+    assert run == ref
+    assert runs > 10  # valid and invalid batches alternate: the run formatter takes the valid ones
