@@ -8,7 +8,8 @@ measures, in ONE run so that the ratios hold on a shared machine (best of --repe
   * ``kafkalog dump --deep-iteration --print-data-log --format json --files SEG > FILE``;
   * ``kafkalog verify-crc --deep SEG`` and ``kafkalog dump --deep-iteration SEG > FILE`` (no data);
 and subtracts the start-up of the same command line on a one-batch segment. Each child is given the segment --passes
-times (hard links), so that its start-up, as long as one pass and as noisy on a shared machine, is paid once. Ratios printed:
+times (hard links), so that its start-up, as long as one pass and as noisy on a shared machine, is paid once. aiokafka and the commands
+take turns within each round. Ratios printed:
   dump / aiokafka (target >= 1.2), json / text dump (>= 0.5), verify-crc --deep / dump --deep-iteration (>= 0.5).
 With --peak it also reports the child's peak RSS (VmHWM from wait4's rusage) of verify-crc --deep.
 
@@ -76,16 +77,6 @@ def run_cli(args: list[str], out_path: str) -> tuple[float, float, int]:
     return dt, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
-def cli_best(args: list[str], tiny_args: list[str], out_path: str, repeat: int) -> dict[str, float]:
-    """Best wall and CPU times of the command and of its start-up (the same command on a tiny segment), peak RSS."""
-    runs, starts = [], []
-    for _ in range(repeat):
-        starts.append(run_cli(tiny_args, out_path))
-        runs.append(run_cli(args, out_path))
-    return {"wall": min(r[0] for r in runs), "cpu": min(r[1] for r in runs), "start": min(s[0] for s in starts),
-            "start_cpu": min(s[1] for s in starts), "rss": max(r[2] for r in runs)}
-
-
 def child_cpu(cmd: list[str], out_path: str | None = None) -> float:
     """CPU time (user + system) of one child, stdout to ``out_path`` (a new file) or /dev/null."""
     if out_path is not None and os.path.exists(out_path):
@@ -135,9 +126,6 @@ def measure(tmp: Path, mib: float, codec_name: str, value: int, repeat: int, onl
     assert aiokafka_decode(data) == n
     out_path = str(tmp / "out.txt")
     res: dict[str, float] = {"records": n, "bytes": len(data)}
-    t_aio = best(lambda: aiokafka_decode(data), repeat)
-    res["aiokafka"] = n / t_aio
-    res["aiokafka_rate_cpu"] = n / best(lambda: aiokafka_decode(data), repeat, clock=time.process_time)
     commands = {
         "dump": ["dump", "--deep-iteration", "--print-data-log", "--files"],
         "json": ["dump", "--deep-iteration", "--print-data-log", "--format", "json", "--files"],
@@ -156,11 +144,28 @@ def measure(tmp: Path, mib: float, codec_name: str, value: int, repeat: int, onl
     if "floor" in only:
         for k, v in floors(tmp, seg, repeat).items():
             res["floor_" + k] = v
-    for name, cmd in commands.items():
-        if name not in only:
-            continue
-        full = cmd + ([",".join(map(str, links))] if cmd[-1] == "--files" else [str(p) for p in links])
-        t = cli_best(full, cmd + [str(tiny)], out_path, repeat)
+    # the commands take turns (order reversed every round), so that a burst of load from other work hits all of
+    # them alike instead of one command's three runs: the ratios between them are what the targets are about
+    chosen = [name for name in commands if name in only]
+    runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in chosen}
+    starts: dict[str, list[tuple[float, float, int]]] = {name: [] for name in chosen}
+    aio_wall, aio_cpu = [], []
+    for r in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        aiokafka_decode(data)
+        aio_wall.append(time.perf_counter() - w)
+        aio_cpu.append(time.process_time() - c)
+        for name in (chosen if r % 2 == 0 else chosen[::-1]):
+            cmd = commands[name]
+            full = cmd + ([",".join(map(str, links))] if cmd[-1] == "--files" else [str(p) for p in links])
+            starts[name].append(run_cli(cmd + [str(tiny)], out_path))
+            runs[name].append(run_cli(full, out_path))
+    res["aiokafka"] = n / min(aio_wall)
+    res["aiokafka_rate_cpu"] = n / min(aio_cpu)
+    for name in chosen:
+        t = {"wall": min(x[0] for x in runs[name]), "cpu": min(x[1] for x in runs[name]),
+             "start": min(x[0] for x in starts[name]), "start_cpu": min(x[1] for x in starts[name]),
+             "rss": max(x[2] for x in runs[name])}
         res[name] = n * passes / max(t["wall"] - t["start"], 1e-9)
         res[name + "_rate_cpu"] = n * passes / max(t["cpu"] - t["start_cpu"], 1e-9)
         for k, v in t.items():
