@@ -21,26 +21,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import segments  # noqa: E402  (bench/segments.py: the generator shared with bench/e2e_bench.py)
 
 from kafkalog_cli.format import codecs  # noqa: E402
-from kafkalog_cli.format.encoder import RecordSpec, encode_batch  # noqa: E402
 
 
 def generate(path: Path, mib: int, codec: int) -> int:
-    off = 0
-    total = 0
-    with open(path, "wb") as f:
-        while total < mib * 1024 * 1024:
-            recs = [
-                RecordSpec(b"key-%08d" % (off + i), b"value-%d-" % i + b"x" * 80,
-                           headers=[("trace", b"1")] if i % 4 == 0 else [], timestamp=1_700_000_000_000 + off + i)
-                for i in range(100)
-            ]
-            b = encode_batch(recs, base_offset=off, codec=codec, partition_leader_epoch=1)
-            f.write(b)
-            total += len(b)
-            off += 100
-    return off
+    """The segment of this benchmark's figures since issue 9 (highly compressible values of 88-89 bytes)."""
+    return segments.generate(path, mib, codec, 100, filler=True)
 
 
 def best(fn, repeat: int = 3) -> float:  # noqa: ANN001

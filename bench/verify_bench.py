@@ -13,6 +13,7 @@ Then runs verify_segment on the big file and on a 64 MiB file in child processes
     python bench/verify_bench.py --mib 256  # quicker
     KAFKALOG_NO_ACCEL=1 python bench/verify_bench.py   # the pure-Python walk, for comparison
     KAFKALOG_ACCEL_THREADS=1 python bench/verify_bench.py   # the compiled walk with its CRCs on one thread
+    python bench/verify_bench.py --mib 512 --threads-ab 8     # one vs two CRC threads, verify and rebuild-index
 """
 
 from __future__ import annotations
@@ -148,11 +149,74 @@ def accel_state() -> str:
     return f"on, CRC {accel.implementation()}, {par.threads} CRC thread(s) after {par.min_bytes >> 20} MiB"
 
 
+def threads_ab(path: str, rounds: int) -> None:
+    """The keep-target under load (issue 20): in ONE run, rounds in alternating order of os.readv (the page-cache
+    read speed), verify_segment and rebuild-index's rebuild_segment each with two CRC threads and with one; wall
+    MB/s, best and median, and the load average next to them. Says whether the second CRC thread helps or hurts
+    on this machine now."""
+    import statistics
+
+    from kafkalog_cli.ops.rebuild_index import rebuild_segment
+    from kafkalog_cli.storage import accel
+
+    size = os.path.getsize(path)
+
+    def readv() -> None:
+        buf = bytearray(1 << 20)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            while os.readv(fd, [buf]):
+                pass
+        finally:
+            os.close(fd)
+
+    def verify(threads: int):  # noqa: ANN202
+        def run() -> None:
+            accel.parallel_config(threads)
+            assert not verify_segment(path, indexes=False).problems
+        return run
+
+    def rebuild(threads: int):  # noqa: ANN202
+        def run() -> None:
+            accel.parallel_config(threads)
+            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                view = memoryview(m)
+                try:
+                    rebuild_segment(view, 0)
+                finally:
+                    view.release()
+        return run
+
+    before = accel.parallel_config()
+    tests = {"os.readv 1 MiB": readv, "verify, 2 CRC threads": verify(2), "verify, 1 CRC thread": verify(1),
+             "rebuild-index, 2 threads": rebuild(2), "rebuild-index, 1 thread": rebuild(1)}
+    rates: dict[str, list[float]] = {k: [] for k in tests}
+    loads = []
+    try:
+        for r in range(rounds):
+            items = list(tests.items())
+            for name, fn in (items if r % 2 == 0 else items[::-1]):
+                t = time.perf_counter()
+                fn()
+                rates[name].append(size / (time.perf_counter() - t))
+            loads.append(os.getloadavg()[0])
+    finally:
+        accel.parallel_config(before.threads)
+    base_best, base_med = max(rates["os.readv 1 MiB"]), statistics.median(rates["os.readv 1 MiB"])
+    print(f"{size >> 20} MiB page-cached, {rounds} rounds in alternating order, load average "
+          f"{min(loads):.1f}-{max(loads):.1f}")
+    for name, v in rates.items():
+        print(f"  {name:26s} best {max(v) / 1e6:7.0f} MB/s  median {statistics.median(v) / 1e6:7.0f} MB/s   "
+              f"÷ readv: best {max(v) / base_best:.2f}, median {statistics.median(v) / base_med:.2f}  (target >= 0.6)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mib", type=int, default=1024, help="size of the big segment in MiB (default 1024)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default="/tmp")
+    ap.add_argument("--threads-ab", type=int, default=0, metavar="ROUNDS",
+                    help="instead: the one-vs-two CRC threads A/B of verify and rebuild-index against readv")
     args = ap.parse_args()
     big = os.path.join(args.dir, "kafkalog-bench-big", "00000000000000000000.log")
     small = os.path.join(args.dir, "kafkalog-bench-small", "00000000000000000000.log")
@@ -164,6 +228,9 @@ def main() -> None:
         size = os.path.getsize(big)
         page_cache(big)
         page_cache(small)
+        if args.threads_ab:
+            threads_ab(big, args.threads_ab)
+            return
         print(f"segment: {size} bytes, {n} batches of {size // n} bytes, crc32c implementation: "
               f"{__import__('kafkalog_cli.format.crc', fromlist=['x']).implementation()}, "
               f"accelerator (_accel walk/CRC): {accel_state()}")

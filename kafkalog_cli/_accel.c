@@ -31,6 +31,7 @@
 #include "accel/scan_columns.c"
 #include "accel/check_records.c"
 #include "accel/format_json.c"
+#include "accel/dump_run.c"
 
 static PyMethodDef methods[] = {
     {"dump_batch", dump_batch, METH_VARARGS, "Format one v2 batch's line and record lines, or return None to fall back."},
@@ -51,6 +52,7 @@ static PyMethodDef methods[] = {
     {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {"layout_constants", layout_constants, METH_NOARGS, "The layout offsets and sizes this build was compiled with (layouts.h)."},
+    {"dump_run", dump_run, METH_VARARGS, "dump (text or JSON) of a run of clean v2 batches; stops at what it cannot take."},
     {NULL, NULL, 0, NULL},
 };
 

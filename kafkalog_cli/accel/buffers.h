@@ -4,12 +4,21 @@ typedef struct {
     char *data;
     size_t len;
     size_t cap;
+    /* when set, `data` is this bytearray's storage, grown with PyByteArray_Resize and handed to Python as it is (no
+     * copy; dump_run). Such a buffer is never ob_release'd. */
+    PyObject *ba;
 } outbuf;
 
 static int ob_reserve(outbuf *o, size_t extra) {
     if (o->len + extra <= o->cap) return 0;
     size_t ncap = o->cap ? o->cap : 4096;
     while (ncap < o->len + extra) ncap *= 2;
+    if (o->ba) {
+        if (PyByteArray_Resize(o->ba, (Py_ssize_t)ncap) < 0) return -1;
+        o->data = PyByteArray_AS_STRING(o->ba);
+        o->cap = ncap;
+        return 0;
+    }
     char *n = (char *)PyMem_Realloc(o->data, ncap);
     if (!n) return -1;
     o->data = n;
@@ -101,7 +110,16 @@ static inline int rd_varlong(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, 
 static int utf8_valid(const uint8_t *s, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n) {
-        /* ASCII runs 8 bytes at a time (most keys and payloads are ASCII; this was 7% of a deep dump) */
+        /* ASCII runs 32, then 8 bytes at a time (most keys and payloads are ASCII; this was 7% of a deep dump) */
+        while (i + 32 <= n) {
+            uint64_t w0, w1, w2, w3;
+            memcpy(&w0, s + i, 8);
+            memcpy(&w1, s + i + 8, 8);
+            memcpy(&w2, s + i + 16, 8);
+            memcpy(&w3, s + i + 24, 8);
+            if ((w0 | w1 | w2 | w3) & 0x8080808080808080ull) break;
+            i += 32;
+        }
         while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, s + i, 8);

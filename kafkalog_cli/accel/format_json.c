@@ -98,159 +98,250 @@ static void ob_json_str(outbuf *o, const uint8_t *s, Py_ssize_t n) {
 
 static inline size_t json_need(Py_ssize_t n) { return (size_t)n * 6 + 2 + 4 * ((size_t)n / 3 + 1) + 2 + 32; }
 
+/* The batch object of JsonRenderer._batch_obj for a valid v2 batch (magic 2, computed_crc = crc, is_valid true), as
+ * json.dumps(..., ensure_ascii=False, separators=(",", ":")) prints it, newline-terminated. file_json is the file
+ * name's JSON string (made by Python); codec and ts_name are plain ASCII names. Reserved by the caller:
+ * JSON_HEAD_MAX + fj_len + codec_len + ts_len. */
+#define JSON_HEAD_MAX 900
+static void put_json_head(outbuf *o, const char *file_json, Py_ssize_t fj_len, int64_t position, int64_t base_offset,
+                          int64_t last_offset, int64_t size, const char *codec, Py_ssize_t codec_len, const char *ts_name,
+                          Py_ssize_t ts_len, int64_t crc, int32_t count, int32_t base_seq, int32_t last_seq,
+                          int64_t producer_id, int producer_epoch, int ple, int attributes, int64_t base_ts,
+                          int64_t max_ts) {
+    PUTLIT(o, "{\"type\":\"batch\",\"file\":");
+    ob_put(o, file_json, (size_t)fj_len);
+    PUTLIT(o, ",\"position\":");
+    ob_int(o, position);
+    PUTLIT(o, ",\"magic\":2,\"base_offset\":");
+    ob_int(o, base_offset);
+    PUTLIT(o, ",\"last_offset\":");
+    ob_int(o, last_offset);
+    PUTLIT(o, ",\"size\":");
+    ob_int(o, size);
+    PUTLIT(o, ",\"compress_codec\":\"");
+    ob_put(o, codec, (size_t)codec_len);
+    PUTLIT(o, "\",\"timestamp_type\":\"");
+    ob_put(o, ts_name, (size_t)ts_len);
+    PUTLIT(o, "\",\"crc\":");
+    ob_int(o, crc);
+    PUTLIT(o, ",\"computed_crc\":");
+    ob_int(o, crc);
+    PUTLIT(o, ",\"is_valid\":true,\"count\":");
+    ob_int(o, count);
+    PUTLIT(o, ",\"base_sequence\":");
+    ob_int(o, base_seq);
+    PUTLIT(o, ",\"last_sequence\":");
+    ob_int(o, last_seq);
+    PUTLIT(o, ",\"producer_id\":");
+    ob_int(o, producer_id);
+    PUTLIT(o, ",\"producer_epoch\":");
+    ob_int(o, producer_epoch);
+    PUTLIT(o, ",\"partition_leader_epoch\":");
+    ob_int(o, ple);
+    PUTLIT(o, ",\"is_transactional\":");
+    ob_bool(o, attributes & 0x10);
+    PUTLIT(o, ",\"is_control\":");
+    ob_bool(o, attributes & 0x20);
+    PUTLIT(o, ",\"delete_horizon_ms\":");
+    if (attributes & 0x40)
+        ob_int(o, base_ts);
+    else
+        PUTLIT(o, "null");
+    PUTLIT(o, ",\"base_timestamp\":");
+    ob_int(o, base_ts);
+    PUTLIT(o, ",\"max_timestamp\":");
+    ob_int(o, max_ts);
+    PUTLIT(o, ",\"attributes\":");
+    ob_int(o, attributes);
+    PUTLIT(o, "}\n");
+}
+
+/* Append the record objects of one batch (JsonRenderer.on_RecordEvent's dict, keys in the same order) to `o`.
+ * Returns 1 on success, 0 to fall back (o, *last and gaps may then hold a partial batch: the caller rolls back),
+ * -1 on a Python error. */
+static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                            int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
+                            const char *file_json, Py_ssize_t fj_len, int64_t position, const char *ts_name,
+                            Py_ssize_t ts_len, int print_data, long long *last, int java_gaps, PyObject *gaps) {
+    if (start < 0 || start > end || count < 0) return 0;
+    Py_ssize_t pos = start;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t size, off_delta, klen, vlen, nh;
+        int64_t ts_delta;
+        if (rd_varint(b, &pos, end, &size) < 0) return 0;
+        if (size <= 0 || size > end - pos) return 0;
+        Py_ssize_t body_end = pos + size;
+        pos++; /* attributes */
+        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
+        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
+        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
+        Py_ssize_t kpos = pos;
+        if (klen >= 0) {
+            if (klen > body_end - pos) return 0;
+            pos += klen;
+        }
+        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
+        Py_ssize_t vpos = pos;
+        if (vlen >= 0) {
+            if (vlen > body_end - pos) return 0;
+            pos += vlen;
+        }
+        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
+        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) return 0;
+        Py_ssize_t hk_pos[MAX_HEADERS_INLINE], hv_pos[MAX_HEADERS_INLINE];
+        int32_t hk_len[MAX_HEADERS_INLINE], hv_len[MAX_HEADERS_INLINE];
+        size_t need = 420 + (size_t)fj_len + (size_t)ts_len; /* the fixed text of a record object is < 400 bytes */
+        for (int32_t h = 0; h < nh; h++) {
+            int32_t hkl, hvl;
+            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
+            if (hkl < 0 || hkl > body_end - pos) return 0;
+            hk_pos[h] = pos;
+            hk_len[h] = hkl;
+            pos += hkl;
+            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
+            hv_pos[h] = pos;
+            hv_len[h] = hvl;
+            if (hvl >= 0) {
+                if (hvl > body_end - pos) return 0;
+                pos += hvl;
+                if (!utf8_valid(b + hv_pos[h], hvl)) return 0;
+                need += json_need(hvl);
+            }
+            if (!utf8_valid(b + hk_pos[h], hkl)) return 0;
+            need += json_need(hkl) + 48;
+        }
+        if (pos != body_end) return 0;
+        if (i == count - 1 && pos != end) return 0;
+        int64_t offset, ts;
+        if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
+        if (log_append)
+            ts = max_ts;
+        else if (__builtin_add_overflow(base_ts, ts_delta, &ts))
+            return 0;
+        if (print_data) {
+            if (klen >= 0) {
+                if (!utf8_valid(b + kpos, klen)) return 0;
+                need += 2 * json_need(klen);
+            }
+            if (vlen >= 0) {
+                if (!utf8_valid(b + vpos, vlen)) return 0;
+                need += 2 * json_need(vlen);
+            }
+        }
+        if (java_gaps || *last != -1) {
+            if (offset != (int64_t)((uint64_t)*last + 1u)) {
+                PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
+                if (!pair || PyList_Append(gaps, pair) < 0) {
+                    Py_XDECREF(pair);
+                    return -1;
+                }
+                Py_DECREF(pair);
+            }
+        }
+        *last = offset;
+        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
+        if (ob_reserve(o, need) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PUTLIT(o, "{\"type\":\"record\",\"file\":");
+        ob_put(o, file_json, (size_t)fj_len);
+        PUTLIT(o, ",\"batch_position\":");
+        ob_int(o, position);
+        PUTLIT(o, ",\"offset\":");
+        ob_int(o, offset);
+        PUTLIT(o, ",\"timestamp_type\":\"");
+        ob_put(o, ts_name, (size_t)ts_len);
+        PUTLIT(o, "\",\"timestamp\":");
+        ob_int(o, ts);
+        PUTLIT(o, ",\"key_size\":");
+        ob_int(o, klen >= 0 ? klen : -1);
+        PUTLIT(o, ",\"value_size\":");
+        ob_int(o, vlen >= 0 ? vlen : -1);
+        PUTLIT(o, ",\"sequence\":");
+        ob_int(o, seq);
+        PUTLIT(o, ",\"headers\":[");
+        for (int32_t h = 0; h < nh; h++) {
+            if (h) PUTLIT(o, ",");
+            PUTLIT(o, "{\"key\":");
+            ob_json_str(o, b + hk_pos[h], hk_len[h]);
+            PUTLIT(o, ",\"value\":");
+            if (hv_len[h] >= 0) {
+                ob_json_str(o, b + hv_pos[h], hv_len[h]);
+                PUTLIT(o, ",\"value_b64\":");
+                ob_b64(o, b + hv_pos[h], hv_len[h]);
+            } else {
+                PUTLIT(o, "null,\"value_b64\":null");
+            }
+            PUTLIT(o, "}");
+        }
+        PUTLIT(o, "]");
+        if (print_data) {
+            PUTLIT(o, ",\"key\":");
+            if (klen >= 0)
+                ob_json_str(o, b + kpos, klen);
+            else
+                PUTLIT(o, "null");
+            PUTLIT(o, ",\"payload\":");
+            if (vlen >= 0)
+                ob_json_str(o, b + vpos, vlen);
+            else
+                PUTLIT(o, "null");
+            PUTLIT(o, ",\"key_b64\":");
+            if (klen >= 0)
+                ob_b64(o, b + kpos, klen);
+            else
+                PUTLIT(o, "null");
+            PUTLIT(o, ",\"value_b64\":");
+            if (vlen >= 0)
+                ob_b64(o, b + vpos, vlen);
+            else
+                PUTLIT(o, "null");
+        }
+        PUTLIT(o, "}\n");
+    }
+    return 1;
+}
+
 /*
- * json_records(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq, prefix, ts_part,
- *              print_data, last, java_gaps) -> (bytes, last, gaps) | None
- * prefix = '{"type":"record","file":...,"batch_position":N,"offset":' and ts_part = ',"timestamp_type":"X","timestamp":'
- * (both made by Python with json.dumps). One line per record, each ending in a newline.
+ * json_records(buf, start, end, hdr, file_json, ts_name, codec_name, print_data, last, java_gaps)
+ *   hdr = (position, size, base_offset, last_offset_delta, count, base_seq, producer_id, producer_epoch,
+ *          partition_leader_epoch, attributes, base_ts, max_ts, magic, crc, valid)   (as dump_batch's)
+ * -> (bytes, last, gaps) | None: the batch object and the record objects of one valid v2 batch, one line each.
+ * file_json is json.dumps(file) as UTF-8; ts_name and codec_name the plain names. Declines (None) on an invalid
+ * batch and wherever put_json_records does.
  */
 static PyObject *json_records(PyObject *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t start, end, count, prefix_len, ts_len;
-    long long base_offset, base_ts, max_ts, last;
-    int log_append, base_seq, print_data, java_gaps;
-    const char *prefix, *ts_part;
-    if (!PyArg_ParseTuple(args, "y*nnnLLLpiy#y#pLp", &view, &start, &end, &count, &base_offset, &base_ts, &max_ts,
-                          &log_append, &base_seq, &prefix, &prefix_len, &ts_part, &ts_len, &print_data, &last,
-                          &java_gaps))
+    Py_ssize_t start, end, fj_len, ts_len, codec_len;
+    long long position, size, base_offset, producer_id, base_ts, max_ts, crc, last;
+    int last_offset_delta, count, base_seq, producer_epoch, ple, attributes, magic, valid, print_data, java_gaps;
+    const char *file_json, *ts_name, *codec;
+    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#y#pLp", &view, &start, &end, &position, &size, &base_offset,
+                          &last_offset_delta, &count, &base_seq, &producer_id, &producer_epoch, &ple, &attributes,
+                          &base_ts, &max_ts, &magic, &crc, &valid, &file_json, &fj_len, &ts_name, &ts_len, &codec,
+                          &codec_len, &print_data, &last, &java_gaps))
         return NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
     static outbuf keep = {NULL, 0, 0};
     outbuf o = keep;
     keep.data = NULL;
     keep.cap = 0;
+    int64_t last_offset;
     PyObject *gaps = PyList_New(0);
     if (!gaps) goto error;
-    if (start < 0 || start > end || end > view.len || count < 0) goto fallback;
-    Py_ssize_t pos = start;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t size, off_delta, klen, vlen, nh;
-        int64_t ts_delta;
-        if (rd_varint(b, &pos, end, &size) < 0) goto fallback;
-        if (size <= 0 || size > end - pos) goto fallback;
-        Py_ssize_t body_end = pos + size;
-        pos++; /* attributes */
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) goto fallback;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) goto fallback;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) goto fallback;
-        Py_ssize_t kpos = pos;
-        if (klen >= 0) {
-            if (klen > body_end - pos) goto fallback;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) goto fallback;
-        Py_ssize_t vpos = pos;
-        if (vlen >= 0) {
-            if (vlen > body_end - pos) goto fallback;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) goto fallback;
-        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) goto fallback;
-        Py_ssize_t hk_pos[MAX_HEADERS_INLINE], hv_pos[MAX_HEADERS_INLINE];
-        int32_t hk_len[MAX_HEADERS_INLINE], hv_len[MAX_HEADERS_INLINE];
-        size_t need = 256 + (size_t)prefix_len + (size_t)ts_len;
-        for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) goto fallback;
-            if (hkl < 0 || hkl > body_end - pos) goto fallback;
-            hk_pos[h] = pos;
-            hk_len[h] = hkl;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) goto fallback;
-            hv_pos[h] = pos;
-            hv_len[h] = hvl;
-            if (hvl >= 0) {
-                if (hvl > body_end - pos) goto fallback;
-                pos += hvl;
-                if (!utf8_valid(b + hv_pos[h], hvl)) goto fallback;
-                need += json_need(hvl);
-            }
-            if (!utf8_valid(b + hk_pos[h], hkl)) goto fallback;
-            need += json_need(hkl) + 48;
-        }
-        if (pos != body_end) goto fallback;
-        if (i == count - 1 && pos != end) goto fallback;
-        int64_t offset, ts;
-        if (__builtin_add_overflow((int64_t)base_offset, (int64_t)off_delta, &offset)) goto fallback;
-        if (log_append)
-            ts = max_ts;
-        else if (__builtin_add_overflow((int64_t)base_ts, ts_delta, &ts))
-            goto fallback;
-        if (print_data) {
-            if (klen >= 0) {
-                if (!utf8_valid(b + kpos, klen)) goto fallback;
-                need += 2 * json_need(klen);
-            }
-            if (vlen >= 0) {
-                if (!utf8_valid(b + vpos, vlen)) goto fallback;
-                need += 2 * json_need(vlen);
-            }
-        }
-        if (java_gaps || last != -1) {
-            if (offset != (int64_t)((uint64_t)last + 1u)) {
-                PyObject *pair = Py_BuildValue("(LL)", (long long)last, (long long)offset);
-                if (!pair || PyList_Append(gaps, pair) < 0) {
-                    Py_XDECREF(pair);
-                    goto error;
-                }
-                Py_DECREF(pair);
-            }
-        }
-        last = offset;
-        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
-        if (ob_reserve(&o, need) < 0) goto nomem;
-        ob_put(&o, prefix, (size_t)prefix_len);
-        ob_int(&o, offset);
-        ob_put(&o, ts_part, (size_t)ts_len);
-        ob_int(&o, ts);
-        PUTLIT(&o, ",\"key_size\":");
-        ob_int(&o, klen >= 0 ? klen : -1);
-        PUTLIT(&o, ",\"value_size\":");
-        ob_int(&o, vlen >= 0 ? vlen : -1);
-        PUTLIT(&o, ",\"sequence\":");
-        ob_int(&o, seq);
-        PUTLIT(&o, ",\"headers\":[");
-        for (int32_t h = 0; h < nh; h++) {
-            if (h) PUTLIT(&o, ",");
-            PUTLIT(&o, "{\"key\":");
-            ob_json_str(&o, b + hk_pos[h], hk_len[h]);
-            PUTLIT(&o, ",\"value\":");
-            if (hv_len[h] >= 0) {
-                ob_json_str(&o, b + hv_pos[h], hv_len[h]);
-                PUTLIT(&o, ",\"value_b64\":");
-                ob_b64(&o, b + hv_pos[h], hv_len[h]);
-            } else {
-                PUTLIT(&o, "null,\"value_b64\":null");
-            }
-            PUTLIT(&o, "}");
-        }
-        PUTLIT(&o, "]");
-        if (print_data) {
-            PUTLIT(&o, ",\"key\":");
-            if (klen >= 0)
-                ob_json_str(&o, b + kpos, klen);
-            else
-                PUTLIT(&o, "null");
-            PUTLIT(&o, ",\"payload\":");
-            if (vlen >= 0)
-                ob_json_str(&o, b + vpos, vlen);
-            else
-                PUTLIT(&o, "null");
-            PUTLIT(&o, ",\"key_b64\":");
-            if (klen >= 0)
-                ob_b64(&o, b + kpos, klen);
-            else
-                PUTLIT(&o, "null");
-            PUTLIT(&o, ",\"value_b64\":");
-            if (vlen >= 0)
-                ob_b64(&o, b + vpos, vlen);
-            else
-                PUTLIT(&o, "null");
-        }
-        PUTLIT(&o, "}\n");
-    }
+    if (!valid || magic != 2 || end > view.len || count < 0) goto fallback;
+    if (__builtin_add_overflow((int64_t)base_offset, (int64_t)last_offset_delta, &last_offset)) goto fallback;
+    if (ob_reserve(&o, JSON_HEAD_MAX + (size_t)fj_len + (size_t)codec_len + (size_t)ts_len) < 0) goto nomem;
+    put_json_head(&o, file_json, fj_len, position, base_offset, last_offset, size, codec, codec_len, ts_name, ts_len,
+                  crc, count, base_seq, base_seq == -1 ? -1 : increment_sequence(base_seq, last_offset_delta),
+                  producer_id, producer_epoch, ple, attributes, base_ts, max_ts);
+    int r = put_json_records(&o, b, start, end, count, base_offset, base_ts, max_ts, (attributes & 0x08) != 0,
+                             base_seq, file_json, fj_len, position, ts_name, ts_len, print_data, &last, java_gaps, gaps);
+    if (r < 0) goto error;
+    if (r == 0) goto fallback;
     {
-        PyObject *text = PyBytes_FromStringAndSize(o.data ? o.data : "", (Py_ssize_t)o.len);
+        PyObject *text = PyBytes_FromStringAndSize(o.data, (Py_ssize_t)o.len);
         if (!text) goto error;
         ob_release(&o, &keep);
         PyBuffer_Release(&view);

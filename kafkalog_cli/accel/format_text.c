@@ -122,6 +122,61 @@ static inline void ob_bool(outbuf *o, int v) {
         PUTLIT(o, "false");
 }
 
+/* DumpLogSegments' 2.2+ batch line (deleteHorizonMs when print_horizon), newline-terminated; the caller reserved
+ * 600 + label_len + codec_len bytes. Shared by dump_batch and dump_run (one batch / a run of batches). */
+static void put_batch_line(outbuf *o, int64_t position, int64_t size, int64_t base_offset, int64_t last_offset,
+                           int32_t count, int32_t base_seq, int32_t last_seq, int64_t producer_id, int producer_epoch,
+                           int ple, int attributes, int64_t base_ts, int64_t max_ts, int magic, int64_t crc, int valid,
+                           const char *label, Py_ssize_t label_len, const char *codec, Py_ssize_t codec_len,
+                           int print_horizon) {
+    PUTLIT(o, "baseOffset: ");
+    ob_int(o, base_offset);
+    PUTLIT(o, " lastOffset: ");
+    ob_int(o, last_offset);
+    PUTLIT(o, " count: ");
+    ob_int(o, count);
+    PUTLIT(o, " baseSequence: ");
+    ob_int(o, base_seq);
+    PUTLIT(o, " lastSequence: ");
+    ob_int(o, last_seq);
+    PUTLIT(o, " producerId: ");
+    ob_int(o, producer_id);
+    PUTLIT(o, " producerEpoch: ");
+    ob_int(o, producer_epoch);
+    PUTLIT(o, " partitionLeaderEpoch: ");
+    ob_int(o, ple);
+    PUTLIT(o, " isTransactional: ");
+    ob_bool(o, attributes & 0x10);
+    PUTLIT(o, " isControl: ");
+    ob_bool(o, attributes & 0x20);
+    if (print_horizon) {
+        if (attributes & 0x40) {
+            PUTLIT(o, " deleteHorizonMs: OptionalLong[");
+            ob_int(o, base_ts);
+            PUTLIT(o, "]");
+        } else {
+            PUTLIT(o, " deleteHorizonMs: OptionalLong.empty");
+        }
+    }
+    PUTLIT(o, " position: ");
+    ob_int(o, position);
+    PUTLIT(o, " ");
+    ob_put(o, label, (size_t)label_len);
+    PUTLIT(o, ": ");
+    ob_int(o, max_ts);
+    PUTLIT(o, " size: ");
+    ob_int(o, size);
+    PUTLIT(o, " magic: ");
+    ob_int(o, magic);
+    PUTLIT(o, " compresscodec: ");
+    ob_put(o, codec, (size_t)codec_len);
+    PUTLIT(o, " crc: ");
+    ob_int(o, crc);
+    PUTLIT(o, " isvalid: ");
+    ob_bool(o, valid);
+    PUTLIT(o, "\n");
+}
+
 /*
  * dump_batch(buf, start, end, hdr, label, codec_name, print_horizon, deep, print_data, last, java_gaps)
  *   hdr = (position, size, base_offset, last_offset_delta, count, base_seq, producer_id, producer_epoch,
@@ -158,53 +213,10 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
     if (ob_reserve(&o, guess) < 0) goto nomem;
     int64_t last_offset;
     if (__builtin_add_overflow((int64_t)base_offset, (int64_t)last_offset_delta, &last_offset)) goto fallback;
-    int32_t last_seq = base_seq == -1 ? -1 : increment_sequence(base_seq, last_offset_delta);
-    PUTLIT(&o, "baseOffset: ");
-    ob_int(&o, base_offset);
-    PUTLIT(&o, " lastOffset: ");
-    ob_int(&o, last_offset);
-    PUTLIT(&o, " count: ");
-    ob_int(&o, count);
-    PUTLIT(&o, " baseSequence: ");
-    ob_int(&o, base_seq);
-    PUTLIT(&o, " lastSequence: ");
-    ob_int(&o, last_seq);
-    PUTLIT(&o, " producerId: ");
-    ob_int(&o, producer_id);
-    PUTLIT(&o, " producerEpoch: ");
-    ob_int(&o, producer_epoch);
-    PUTLIT(&o, " partitionLeaderEpoch: ");
-    ob_int(&o, ple);
-    PUTLIT(&o, " isTransactional: ");
-    ob_bool(&o, attributes & 0x10);
-    PUTLIT(&o, " isControl: ");
-    ob_bool(&o, attributes & 0x20);
-    if (print_horizon) {
-        if (attributes & 0x40) {
-            PUTLIT(&o, " deleteHorizonMs: OptionalLong[");
-            ob_int(&o, base_ts);
-            PUTLIT(&o, "]");
-        } else {
-            PUTLIT(&o, " deleteHorizonMs: OptionalLong.empty");
-        }
-    }
-    PUTLIT(&o, " position: ");
-    ob_int(&o, position);
-    PUTLIT(&o, " ");
-    ob_put(&o, label, (size_t)label_len);
-    PUTLIT(&o, ": ");
-    ob_int(&o, max_ts);
-    PUTLIT(&o, " size: ");
-    ob_int(&o, size);
-    PUTLIT(&o, " magic: ");
-    ob_int(&o, magic);
-    PUTLIT(&o, " compresscodec: ");
-    ob_put(&o, codec, (size_t)codec_len);
-    PUTLIT(&o, " crc: ");
-    ob_int(&o, crc);
-    PUTLIT(&o, " isvalid: ");
-    ob_bool(&o, valid);
-    PUTLIT(&o, "\n");
+    put_batch_line(&o, position, size, base_offset, last_offset, count, base_seq,
+                   base_seq == -1 ? -1 : increment_sequence(base_seq, last_offset_delta), producer_id, producer_epoch,
+                   ple, attributes, base_ts, max_ts, magic, crc, valid, label, label_len, codec, codec_len,
+                   print_horizon);
     if (deep) {
         int r = put_records(&o, b, start, end, count, base_offset, base_ts, max_ts, (attributes & 0x08) != 0, base_seq,
                             label, label_len, print_data, &last, java_gaps, gaps);

@@ -72,7 +72,7 @@ class StdoutSink:
     def out(self, line: str) -> None:
         self.out_bytes((line + "\n").encode(self._encoding, "replace"))
 
-    def out_bytes(self, chunk: bytes) -> None:
+    def out_bytes(self, chunk: bytes | bytearray) -> None:
         n = self._n
         k = len(chunk)
         if n + k > self._cap or k >= self.DIRECT:

@@ -148,12 +148,14 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         renderer = JsonRenderer(opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
         if sink.utf8:
             opts.fast = renderer.fast_formatter()
+            opts.fast_run = renderer.fast_run()
     else:
         from kafkalog_cli.render.dls import DlsRenderer
 
         renderer = DlsRenderer(profile, opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
         if (sys.stdout.encoding or "").lower().replace("-", "") == "utf8":
             opts.fast = renderer.fast_formatter()
+            opts.fast_run = renderer.fast_run()
     dumper = Dumper(profile, opts)
     events = dumper.run(args)
     import gc
@@ -230,9 +232,11 @@ def _with_progress(events, advance, step: int = 4 << 20):  # noqa: ANN001, ANN20
         entry = getattr(ev, "entry", None)
         if entry is not None and type(ev).__name__ in ("BatchEvent", "FormattedBatch"):
             pending += entry.size
-            if pending >= step:
-                advance(pending)
-                pending = 0
+        elif type(ev).__name__ == "FormattedRun":
+            pending += ev.size
+        if pending >= step:
+            advance(pending)
+            pending = 0
         yield ev
     if pending:
         advance(pending)

@@ -56,6 +56,7 @@ class DumpOptions:
     parser: Any = None  # a RecordParser, used when print_data_log
     json_decoder: Any = None  # structured internal-topic decode for --format json (kafkalog_cli.internal)
     fast: Any = None  # optional compiled formatter of whole v2 batches (render/accel.py), set by the text renderer
+    fast_run: Any = None  # optional compiled formatter of runs of clean v2 batches (render/accel.py make_run)
 
     @property
     def deep(self) -> bool:
@@ -117,6 +118,17 @@ class FormattedBatch:
     entry: Entry
     valid: bool
     text: str | bytes  # bytes (UTF-8, newline-terminated lines) when the renderer writes bytes straight to stdout
+
+
+@dataclass
+class FormattedRun:
+    """Consecutive clean v2 batches (``size`` bytes of the segment) formatted in one compiled call
+    (``_accel.dump_run``): their batch lines / objects and (deep) record lines, as UTF-8 bytes (a bytearray the
+    accelerator reuses once it is dropped: a consumer may keep it, but must not change it)."""
+
+    text: bytes | bytearray
+    size: int
+    batches: int
 
 
 @dataclass
@@ -496,10 +508,40 @@ class Dumper:
             gaps: list[tuple[int, int]] = []
             reported: set[tuple[str, int, int]] = set()
             start = 0
+            run = opts.fast_run
+            max_codec = 4 if self.profile.zstd_known else 3
+            wait = 0  # batches the Python walk takes before the run formatter is tried again
+            cooldown = 0  # grows while the run formatter takes nothing (a compressed or binary segment)
             while True:
                 resume = None
+                again = False
                 try:
+                    if run is not None and wait <= 0:
+                        text, npos, nb, nrec, last, new_gaps, full = run(buf, start, end, deep, max_codec, last,
+                                                                         java_gaps, opts.decompress_limit)
+                        if nb:
+                            if new_gaps:
+                                gaps.extend(new_gaps)
+                            self.summary.batches += nb
+                            if deep:
+                                self.summary.records += nrec
+                            yield FormattedRun(text, npos - start, nb)
+                            valid_bytes += npos - start
+                            start = npos
+                            cooldown = 0
+                            if full:
+                                continue
+                            wait = 1  # the batch at npos is the Python path's
+                        else:
+                            cooldown = min(2 * cooldown + 1, 64)
+                            wait = cooldown
                     for pos, size, magic in walk(buf, start, end, file=arg):
+                        if run is not None:
+                            if wait <= 0:  # back to the run formatter from here
+                                start = pos
+                                again = True
+                                break
+                            wait -= 1
                         entry = read_entry(buf, pos, magic, file=arg)
                         if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
                             if _lost(mf, pos, pos + size):
@@ -552,6 +594,8 @@ class Dumper:
                     if exc.position is None or not _lost(mf, exc.position, exc.position + HEADER_SIZE_UP_TO_MAGIC):
                         raise
                     resume = exc.position
+                if again:
+                    continue
                 if resume is None:
                     break
                 # unreadable bytes (read as zeros) under the entry at ``resume``: report them and go on at the next

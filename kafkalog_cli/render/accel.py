@@ -6,6 +6,9 @@ built, or disabled with ``KAFKALOG_NO_ACCEL=1``). The renderer decides whether i
 the C code prints (``DlsRenderer.fast_formatter``). The callable returns None for any batch it cannot format exactly
 (control batches in a deep dump, malformed records, keys that are not strictly valid UTF-8, ...); the caller then
 takes the pure-Python reference path, which also produces the exact error text.
+
+``make_run`` returns a callable that does the same for a whole run of clean batches in one C call
+(``_accel.dump_run``); ``Dumper`` hands the batch it stops at to the per-batch path.
 """
 
 from __future__ import annotations
@@ -63,3 +66,50 @@ def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_
         )
 
     return format_batch
+
+
+# Text per call of a run (about one write(2)): large enough that the per-call Python is negligible, small enough to
+# keep memory flat and an interrupt prompt.
+RUN_MAX_OUT = 1 << 20
+
+# (text, next_pos, batches, records, last, gaps, full)
+FastRun = Callable[..., "tuple[bytes | bytearray, int, int, int, int, list[tuple[int, int]], bool]"]
+
+
+def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_horizon: bool = False,
+             file_json: Callable[[], bytes] | None = None) -> FastRun | None:
+    """The formatter of whole runs of clean v2 batches (``_accel.dump_run``), or None where the accelerator is off.
+
+    The callable takes ``(buf, pos, end, deep, max_codec, last, java_gaps, limit)`` (``limit``: the decompressed
+    size cap) and returns ``(text, next_pos, batches, records, last, gaps, full)``: the UTF-8 text of the batches
+    from ``pos`` on that the per-batch path would format the same way (empty, and ``batches`` 0, when the batch at
+    ``pos`` is not one of them; ``full``: it stopped at ``RUN_MAX_OUT`` bytes, call again at ``next_pos``). ``json``
+    selects the JSON objects of ``JsonRenderer`` (then ``file_json`` gives the current file's JSON string) instead
+    of DumpLogSegments' lines. Why: the per-batch Python around ``make_formatter``'s callable was ~15-20 % of a
+    dump of small records (BENCHMARKS.md, issue 20)."""
+    if not available() or not hasattr(_accel, "dump_run"):
+        return None
+    from kafkalog_cli.format import codecs
+
+    dump_run = _accel.dump_run
+    decompress = codecs.decompress
+    labels = (_LABELS[0], _LABELS[1])
+    codec_names = tuple((CODEC_NAMES[k].upper() if codec_upper else CODEC_NAMES[k]).encode() for k in range(5))
+    mode = 1 if json else 0
+    decompressors: dict[int, Callable[[int, object, int, int], object]] = {}
+
+    def decompressor(limit: int) -> Callable[[int, object, int, int], object]:
+        """What Batch.payload does for a compressed batch (the same codecs, the same size cap)."""
+        def dec(codec: int, buf, start: int, end: int):  # noqa: ANN001, ANN202
+            return decompress(codec, buf[start:end], limit, magic=2)
+
+        return decompressors.setdefault(limit, dec)
+
+    def run(buf, pos: int, end: int, deep: bool, max_codec: int, last: int, java_gaps: bool,  # noqa: ANN001, ANN202
+            limit: int = codecs.DEFAULT_LIMIT):
+        fj = file_json() if file_json is not None else b""
+        dec = decompressors.get(limit) or decompressor(limit)
+        return dump_run(buf, pos, end, mode, deep, print_data, print_horizon, max_codec, labels, codec_names, fj, last,
+                        java_gaps, RUN_MAX_OUT, dec, KafkalogError)
+
+    return run

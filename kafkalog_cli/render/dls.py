@@ -207,6 +207,20 @@ class DlsRenderer:
         else:
             self.out(text[:-1])
 
+    def on_FormattedRun(self, ev: d.FormattedRun) -> None:
+        self.out_bytes(ev.text)  # type: ignore[misc]
+
+    def fast_run(self):  # noqa: ANN201
+        """The compiled formatter of whole runs of clean batches (``_accel.dump_run``) where ``fast_formatter``
+        applies and the text goes out as bytes, else None."""
+        from kafkalog_cli.render import accel
+
+        if self.out_bytes is None or self.fast_formatter() is None:
+            return None
+        p = self.p
+        return accel.make_run(json=False, print_data=bool(self.o.print_data_log), codec_upper=bool(p.codec_upper),
+                              print_horizon=bool(p.delete_horizon))
+
     def fast_formatter(self):  # noqa: ANN201
         """The compiled batch formatter where it reproduces this renderer's lines exactly, else None."""
         from kafkalog_cli.render import accel
