@@ -8,6 +8,8 @@ walks. Packed records are little-endian (``struct`` formats in ``kafkalog_cli/st
 offset the C code uses comes from ``accel/layouts.h``, generated from ``kafkalog_cli/format/layouts.py``.
 """
 
+from collections.abc import Callable
+
 from typing_extensions import Buffer
 
 # ------------------------------------------------------------------------------------------------ CRC-32C (crc.c)
@@ -111,6 +113,19 @@ def json_records(buffer: Buffer, start: int, end: int, count: int, base_offset: 
     """``dump --format json``'s record objects of one v2 batch, one line each (``prefix`` and ``ts_part`` are made
     by Python with json.dumps). Returns (lines, last, gaps), or None (Python renders them) for anything it does not
     reproduce exactly (malformed records, invalid UTF-8 where text is printed, too many headers)."""
+
+def dump_run(buffer: Buffer, pos: int, end: int, mode: int, deep: bool, print_data: bool, print_horizon: bool,
+             max_codec: int, labels: tuple[bytes, bytes], codec_names: tuple[bytes, bytes, bytes, bytes, bytes],
+             file_json: bytes, last: int, java_gaps: bool, max_out: int,
+             decompress: Callable[[int, Buffer, int, int], Buffer], decline: type[BaseException], /
+             ) -> tuple[bytearray, int, int, int, int, list[int], bool]:
+    """``dump``'s text (``mode`` 0) or JSON (``mode`` 1) of a run of clean v2 batches from ``pos``, formatted as
+    dump_batch / json_records would, into one bytearray of about ``max_out`` bytes (pooled: reused only once Python
+    dropped it). Returns (text, next_pos, batches, records, last, gaps, full). It stops before the first batch it
+    does not take (short, not magic 2, bad length or CRC, codec id above ``max_codec``, a control batch or records it
+    would decline in a deep dump, or ``decompress`` raising ``decline``: Python then handles that batch with its
+    exact text or error), at ``end``, or with ``full`` True once the text reaches ``max_out`` (call again at
+    next_pos). Any other exception from ``decompress`` propagates."""
 
 # ------------------------------------------------------------------------------------------------ layouts (layouts.h)
 def layout_constants() -> dict[str, int]:
