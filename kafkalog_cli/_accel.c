@@ -25,6 +25,7 @@
 #include "accel/index_build.c"
 #include "accel/sigbus_guard.c"
 #include "accel/scan_columns.c"
+#include "accel/scan_table.c"
 #include "accel/check_records.c"
 #include "accel/format_json.c"
 
@@ -44,6 +45,7 @@ static PyMethodDef methods[] = {
     {"first_nonzero", first_nonzero, METH_VARARGS, "Position of the first non-zero byte in [start, end), or end."},
 #endif
     {"scan_columns", scan_columns, METH_VARARGS, "scan_v2's walk, filling column buffers for kafkalog scan."},
+    {"scan_table", scan_table, METH_VARARGS, "scan_columns' walk into final Arrow buffers and the window's aggregates."},
     {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {NULL, NULL, 0, NULL},

@@ -201,7 +201,7 @@ def test_unreadable_window_becomes_a_located_problem(tmp_path: Path, monkeypatch
             raise OSError(errno.EIO, "Input/output error")
         return real(fd, bufs, offset)
 
-    monkeypatch.setattr(verify_pass, "verify", lambda path: ([], {}, False))  # only the windows see the bad disk
+    monkeypatch.setattr(verify_pass, "verify", lambda path: ([], {}, False, -1))  # only the windows see the bad disk
     monkeypatch.setattr(safe_read.os, "preadv", failing_preadv)
     size = os.path.getsize(seg)
     rows = {name: [] for name in ("batches", "problems")}

@@ -37,7 +37,7 @@ RECORDS_CHUNK = 1 << 16  # records rows per chunk
 
 def _accel_walk() -> Any:
     mod = accel.module()
-    return getattr(mod, "scan_columns", None) if mod is not None else None
+    return getattr(mod, "scan_table", None) if mod is not None else None
 
 
 def scan_segment_chunks(path: str, *, records: bool = False, window: int = WINDOW,
@@ -84,13 +84,15 @@ class _SegmentScan:
         self.seen: set[tuple[str, int, int]] = set()  # read findings already reported (by verify's pass or by us)
         self.seen_verify: set[tuple[str, int, int]] = set()
         self.shrunk = False
+        self.checked = -1  # the size verify's pass checked every CRC of (verify_pass.verify), or -1
+        self.crc_all = True  # compute every CRC in the walk (False: verify's pass did, for this very file size)
 
     def problem(self, position: int, end: int, kind: str, message: str, offset: int | None = None) -> None:
         self.problems.append(verify_pass.problem(self.path, position, end, kind, message, offset=offset))
 
     # ------------------------------------------------------------------------------------------------ main loop
     def run(self) -> Iterator[tuple[str, pa.Table]]:
-        found, regions, unreadable = verify_pass.verify(self.path)
+        found, regions, unreadable, self.checked = verify_pass.verify(self.path)
         self.problems.extend(found)
         self.seen = {(p["kind"], p["position"], p["end"]) for p in found if p["kind"] == UNREADABLE}
         self.seen_verify = set(self.seen)
@@ -116,6 +118,7 @@ class _SegmentScan:
         """What the disk did to one of our windows (``storage.safe_read``), as a problem row unless verify's pass
         reported the same range already; adjacent unreadable ranges of consecutive windows are one row; notes
         (``vanished``, ``truncated-during-read``) are info rows."""
+        self.crc_all = True  # the disk or the file changed what verify's pass saw: trust no checksum of its
         key = (f.kind, f.start, f.end)
         if key in self.seen or any(k == f.kind and a <= f.start and f.end <= b for k, a, b in self.seen_verify):
             return
@@ -141,6 +144,7 @@ class _SegmentScan:
         return w
 
     def _walk(self, fd: int, n: int, regions: dict[int, tuple[int, str]]) -> Iterator[tuple[str, pa.Table]]:
+        self.crc_all = n != self.checked
         starts = sorted(regions)
         ri = 0
         pos = 0
@@ -185,15 +189,16 @@ class _SegmentScan:
         rel = 0
         while True:
             if self.walk is not None:
-                data, count, rel, why = self.walk(w, rel, len(w))
+                data, count, cap, stop, why, facts = self.walk(w, rel, len(w), base, self.crc_all or self.shrunk)
+                rel = stop
                 if count:
                     self._flush_batches()
-                    piece = C.batch_table(self.loc, C.accel_to_raw(data, count, base))
+                    piece = C.accel_table(self.loc, data, count, cap, facts)
                     self.pieces.append(piece)
                     if self.records:
                         self._records_of(w, base, piece["position"].to_pylist(), piece["crc_ok"].to_pylist())
             else:
-                rows, rel, why = C.py_walk(w, rel, len(w), base)
+                rows, rel, why = C.py_walk(w, rel, len(w), base, self.crc_all or self.shrunk)
                 self.rows.extend(rows)
                 if self.records and rows:
                     self._records_of(w, base, [r[0] for r in rows], [r[-1] for r in rows])
@@ -275,7 +280,7 @@ class _SegmentScan:
             return
         self._flush_batches()
         if self.pieces:
-            table = self.pieces[0] if len(self.pieces) == 1 else pa.concat_tables(self.pieces)
+            table = self.pieces[0] if len(self.pieces) == 1 else C.strip_facts(pa.concat_tables(self.pieces))
             self.pieces = []
             yield "batches", table
         if len(self.rec["offset"]) >= RECORDS_CHUNK:
