@@ -156,10 +156,14 @@ def main() -> None:
 SMALL_BATCH = None
 
 
+BATCH_BYTES = int(os.environ.get("SCAN_BENCH_BATCH_BYTES", "100"))  # set by --batch-bytes (children inherit it)
+
+
 def small_batch() -> bytes:
-    """One ~100-byte v2 batch (1 record). The CRC does not cover baseOffset, so copies with new offsets stay valid."""
-    return encode_batch([RecordSpec(key=b"key-0001", value=b"v" * 24, timestamp=1_700_000_000_000)],
-                        base_offset=0, producer_id=-1)
+    """One v2 batch of about BATCH_BYTES (1 record; 100 by default). The CRC does not cover baseOffset, so copies
+    with new offsets stay valid."""
+    return encode_batch([RecordSpec(key=b"key-0001", value=b"v" * max(24, BATCH_BYTES - 76),
+                                    timestamp=1_700_000_000_000)], base_offset=0, producer_id=-1)
 
 
 def make_small_batch_segment(path: Path, mib: int) -> int:
@@ -232,7 +236,7 @@ def row_groups(directory: Path) -> tuple[int, int, int, int]:
     """(files, row groups, rows, smallest row group) of a Parquet dataset directory."""
     import pyarrow.parquet as pq
 
-    files = [directory / f for f in sorted(os.listdir(directory)) if f.endswith(".parquet")]
+    files = sorted(directory.rglob("*.parquet"))  # below broker_id=<id>/topic=<topic>/ (schema version 3)
     sizes = []
     for f in files:
         md = pq.read_metadata(f)
@@ -339,7 +343,10 @@ if __name__ == "__main__":
         ap14.add_argument("--mib", default="64,1024", help="segment sizes, comma-separated")
         ap14.add_argument("--partitions", type=int, default=50_000)
         ap14.add_argument("--records", action="store_true")
+        ap14.add_argument("--batch-bytes", type=int, default=100, help="size of each batch (segment mode)")
         a = ap14.parse_args()
+        os.environ["SCAN_BENCH_BATCH_BYTES"] = str(a.batch_bytes)
+        BATCH_BYTES = a.batch_bytes
         bench_segment(a) if a.what == "segment" else bench_fleet(a)
     else:
         main()

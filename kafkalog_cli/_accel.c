@@ -27,6 +27,7 @@
 #include "accel/scan_columns.c"
 #include "accel/scan_table.c"
 #include "accel/check_records.c"
+#include "accel/scan_records.c"
 #include "accel/format_json.c"
 
 static PyMethodDef methods[] = {
@@ -46,6 +47,8 @@ static PyMethodDef methods[] = {
 #endif
     {"scan_columns", scan_columns, METH_VARARGS, "scan_v2's walk, filling column buffers for kafkalog scan."},
     {"scan_table", scan_table, METH_VARARGS, "scan_columns' walk into final Arrow buffers and the window's aggregates."},
+    {"scan_records", scan_records, METH_VARARGS, "scan --records: one batch's records into column buffers, or False."},
+    {"scan_records_run", scan_records_run, METH_VARARGS, "scan --records: the uncompressed batches of a window."},
     {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {NULL, NULL, 0, NULL},

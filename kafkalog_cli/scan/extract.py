@@ -21,10 +21,13 @@ from typing import Any
 import pyarrow as pa
 
 from kafkalog_cli.errors import UNREADABLE, KafkalogError, ReadFinding
+from kafkalog_cli.format.batch import LOG_APPEND_TIME
+from kafkalog_cli.format.codecs import NONE
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan import verify_pass
 from kafkalog_cli.scan.paths import locate
+from kafkalog_cli.scan.records import RecordBuffers
 from kafkalog_cli.scan.schema import DATASETS, RECORDS, WIRE
 from kafkalog_cli.scan.window import WINDOW, open_segment, read_window
 from kafkalog_cli.storage import accel
@@ -33,6 +36,7 @@ from kafkalog_cli.storage.segment import read_entry
 
 MAX_BATCH_SIZE = verify_pass.MAX_BATCH_SIZE
 RECORDS_CHUNK = 1 << 16  # records rows per chunk
+RECORDS_BYTES = 256 << 20  # or this much of key and header bytes (a binary column's offsets are int32)
 
 
 def _accel_walk() -> Any:
@@ -81,6 +85,13 @@ class _SegmentScan:
         self.rows: list[tuple] = []  # Python-built batch rows not yet in a table
         self.pieces: list[pa.Table] = []
         self.rec: dict[str, list[Any]] = {f.name: [] for f in RECORDS if f.name not in self.loc}
+        # with the compiled walk, records go to column buffers (records.py) instead of the lists of ``rec``
+        self.recbuf = RecordBuffers() if walk is not None and records else None
+        mod = accel.module() if self.recbuf is not None else None
+        self.rec_run = getattr(mod, "scan_records_run", None)
+        self.rec_one = getattr(mod, "scan_records", None)
+        if self.rec_run is None or self.rec_one is None:
+            self.recbuf = None
         self.seen: set[tuple[str, int, int]] = set()  # read findings already reported (by verify's pass or by us)
         self.seen_verify: set[tuple[str, int, int]] = set()
         self.shrunk = False
@@ -110,7 +121,7 @@ class _SegmentScan:
                     os.close(fd)
         if self.collect:
             return
-        if self.rec["offset"]:
+        if self._rec_rows():
             yield "records", self._records_table()
         yield "problems", self._problems_table()
 
@@ -189,13 +200,16 @@ class _SegmentScan:
         rel = 0
         while True:
             if self.walk is not None:
+                start = rel
                 data, count, cap, stop, why, facts = self.walk(w, rel, len(w), base, self.crc_all or self.shrunk)
                 rel = stop
                 if count:
                     self._flush_batches()
                     piece = C.accel_table(self.loc, data, count, cap, facts)
                     self.pieces.append(piece)
-                    if self.records:
+                    if self.records and self.recbuf is not None:
+                        self._records_run(w, base, start, rel, piece.column("crc_ok").chunk(0).buffers()[1])
+                    elif self.records:
                         self._records_of(w, base, piece["position"].to_pylist(), piece["crc_ok"].to_pylist())
             else:
                 rows, rel, why = C.py_walk(w, rel, len(w), base, self.crc_all or self.shrunk)
@@ -243,8 +257,40 @@ class _SegmentScan:
                 pass
 
     # ------------------------------------------------------------------------------------------------ records
+    def _records_run(self, w: bytes, base: int, start: int, stop: int, ok_bits: pa.Buffer) -> None:
+        """Records of the batches one ``scan_table`` call walked in ``w[start:stop]``: runs of uncompressed batches
+        in C, each other batch through ``_records_one``, in walk order."""
+        assert self.recbuf is not None
+        outs = self.recbuf.outs
+        pos, k = start, 0
+        while pos < stop:
+            pos, k = self.rec_run(w, pos, stop, base, ok_bits, k, outs)
+            if pos >= stop:
+                break
+            self._records_one(w, base, pos)
+            pos += C._PREFIX.unpack_from(w, pos)[1] + 12
+            k += 1
+
+    def _records_one(self, w: bytes, base: int, rel: int) -> None:
+        """Records of the v2 batch at ``w[rel:]`` (crc_ok) that ``scan_records_run`` left: a compressed one is
+        decompressed here and walked in C; whatever the C walk declines goes through the Python walk."""
+        assert self.recbuf is not None
+        try:
+            entry = read_entry(w, rel, 2, file=self.path)
+            if entry.codec != NONE and entry.records_count > 0:
+                data, _start = entry.payload(w, MAX_BATCH_SIZE)
+                if self.rec_one(data, 0, len(data), self.recbuf.outs, base + rel, entry.base_offset,
+                                entry.base_timestamp, entry.max_timestamp, entry.timestamp_type == LOG_APPEND_TIME,
+                                entry.records_count):
+                    return
+        except (KafkalogError, IndexError, ValueError):
+            pass  # the Python walk below meets the same error and words it
+        self._records_of(w, base, [base + rel], [True])
+
     def _records_of(self, w: bytes, base: int, positions: list[int], oks: list[bool]) -> None:
+        """The Python record walk (the reference): into ``rec``'s lists, or into ``recbuf`` with the compiled walk."""
         rec = self.rec
+        buf = self.recbuf
         for p, ok in zip(positions, oks):
             if not ok:
                 continue
@@ -253,6 +299,9 @@ class _SegmentScan:
             try:
                 entry = read_entry(w, rel, w[rel + 16] if w[rel + 16] < 128 else w[rel + 16] - 256, file=self.path)
                 for r in entry.iter_records(w, MAX_BATCH_SIZE):
+                    if buf is not None:
+                        buf.add(p, r)
+                        continue
                     rec["batch_position"].append(p)
                     rec["offset"].append(r.offset)
                     rec["timestamp"].append(None if r.timestamp == -1 else r.timestamp)
@@ -283,10 +332,15 @@ class _SegmentScan:
             table = self.pieces[0] if len(self.pieces) == 1 else C.strip_facts(pa.concat_tables(self.pieces))
             self.pieces = []
             yield "batches", table
-        if len(self.rec["offset"]) >= RECORDS_CHUNK:
+        if self._rec_rows() >= RECORDS_CHUNK or (self.recbuf is not None and self.recbuf.nbytes >= RECORDS_BYTES):
             yield "records", self._records_table()
 
+    def _rec_rows(self) -> int:
+        return self.recbuf.rows if self.recbuf is not None else len(self.rec["offset"])
+
     def _records_table(self) -> pa.Table:
+        if self.recbuf is not None:
+            return self.recbuf.table(self.loc)
         n = len(self.rec["offset"])
         cols = C.location_columns(self.loc, n)
         for f in RECORDS:
