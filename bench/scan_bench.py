@@ -296,7 +296,8 @@ def bench_segment(args: argparse.Namespace) -> None:
                   flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)
-                print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}")
+                print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}; "
+                      f"{rows / s['wall'] / 1e6:.2f} M rows/s by wall, {rows / s['cpu'] / 1e6:.2f} M rows/s by CPU")
             print(f"  after: {_load()}", flush=True)
             shutil.rmtree(out)
             shutil.rmtree(part.parent)
