@@ -191,7 +191,7 @@ def make_small_batch_segment(path: Path, mib: int) -> int:
             buf = bytearray(tpl * n)
             pack = struct.Struct(">q").pack_into
             for i in range(n):
-                pack(buf, i * size, count + i)
+                pack(buf, i * size, (count + i) * PER_BATCH)
             f.write(buf)
             count += n
     return count
@@ -301,7 +301,7 @@ def bench_segment(args: argparse.Namespace) -> None:
             if args.records:
                 cmd.append("--records")
             s = measure(cmd)
-            assert s["rc"] == 0, s["stderr"][-2000:]
+            assert s["rc"] == 0, (s["rc"], s["stderr"][-2000:], s["stdout"][-2000:])
             print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s wall, "
                   f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB, largest child "
                   f"{s['children_mib']:.0f} MiB)", flush=True)
