@@ -21,8 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkalog_cli.errors import UNREADABLE, KafkalogError, ReadFinding
-from kafkalog_cli.format.batch import LOG_APPEND_TIME
-from kafkalog_cli.format.codecs import NONE
+from kafkalog_cli.format.codecs import decompress
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan import verify_pass
@@ -273,18 +272,20 @@ class _SegmentScan:
 
     def _records_one(self, w: bytes, base: int, rel: int) -> None:
         """Records of the v2 batch at ``w[rel:]`` (crc_ok) that ``scan_records_run`` left: a compressed one is
-        decompressed here and walked in C; whatever the C walk declines goes through the Python walk."""
+        decompressed here (``format.codecs``, as ``Batch.payload`` does) and walked in C; whatever the C walk
+        declines, or fails to decompress, goes through the Python walk, which words the problem."""
         assert self.recbuf is not None
-        try:
-            entry = read_entry(w, rel, 2, file=self.path)
-            if entry.codec != NONE and entry.records_count > 0:
-                data, _start = entry.payload(w, MAX_BATCH_SIZE)
-                if self.rec_one(data, 0, len(data), self.recbuf.outs, base + rel, entry.base_offset,
-                                entry.base_timestamp, entry.max_timestamp, entry.timestamp_type == LOG_APPEND_TIME,
-                                entry.records_count):
+        base_offset, length, _e, _m, _crc, attrs, _lod, base_ts, max_ts, _p, _pe, _s, count = C._V2.unpack_from(w, rel)
+        codec = attrs & 7
+        if 0 < codec <= 4 and count > 0:
+            try:
+                data = decompress(codec, memoryview(w)[rel + C.V2_HEADER : rel + length + 12], MAX_BATCH_SIZE,
+                                  magic=2)
+                if self.rec_one(data, 0, len(data), self.recbuf.outs, base + rel, base_offset, base_ts, max_ts,
+                                bool(attrs & 8), count):
                     return
-        except (KafkalogError, IndexError, ValueError):
-            pass  # the Python walk below meets the same error and words it
+            except KafkalogError:
+                pass  # the Python walk below meets the same error and words it
         self._records_of(w, base, [base + rel], [True])
 
     def _records_of(self, w: bytes, base: int, positions: list[int], oks: list[bool]) -> None:
