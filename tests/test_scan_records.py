@@ -137,3 +137,102 @@ def test_records_equal_with_kafkalog_no_accel(segment: tuple[Path, int, int], tm
         assert res.returncode == 1, res.stderr  # the bad-records problems
         tables[flag] = pq.read_table(out / "records", partitioning=None).to_pylist()
     assert tables["0"] == tables["1"] and len(tables["0"]) > 60
+
+
+# ------------------------------------------------------------------------------------- window facts (scan_table)
+def _fact_segments(root: Path, seed: int) -> list[str]:
+    """Two segments of one partition with producers, sequence gaps and wraps, timestamps going back, control and
+    empty batches; the second segment's base offset below the first's last offset (segment-order)."""
+    import random
+
+    rnd = random.Random(seed)
+    part = root / f"facts{seed}-0"
+    part.mkdir()
+    seqs: dict[tuple[int, int], int] = {}
+    off = 0
+    paths = []
+    for seg_no in range(2):
+        batches = []
+        base_name = off - 5 if seg_no else 0
+        for _ in range(300):
+            pid, ep = rnd.choice([-1, 3, 4] + ([5 + rnd.randint(0, 30)] if rnd.random() < 0.1 else [])), rnd.choice([0, 1])
+            n = rnd.randint(1, 3)
+            seq = seqs.get((pid, ep), 0) + (rnd.choice([-2, 4]) if rnd.random() < 0.05 else 0)
+            if rnd.random() < 0.02:
+                seq = 2147483647 - 1
+            ts = TS + off * 10 - (rnd.choice([0, 0, 0, 50_000]) if rnd.random() < 0.1 else 0)
+            kind = rnd.random()
+            recs = [] if kind < 0.03 else [RecordSpec(key=b"k", value=b"v", timestamp=ts + i) for i in range(n)]
+            batches.append(encode_batch(recs, base_offset=off, producer_id=pid,
+                                        producer_epoch=ep if pid >= 0 else -1,
+                                        base_sequence=seq if pid >= 0 else -1, control=0.03 <= kind < 0.06,
+                                        codec=rnd.choice([codecs.NONE, codecs.LZ4]),
+                                        partition_leader_epoch=rnd.choice([1, 2, -1]),
+                                        last_offset_delta=max(len(recs), 1) - 1))
+            if pid >= 0:
+                last = seq + max(len(recs), 1) - 1
+                seqs[(pid, ep)] = (last - 2147483648 + 1) if last >= 2147483647 else last + 1
+            off += max(len(recs), 1)
+        p = part / f"{base_name:020d}.log"
+        p.write_bytes(b"".join(batches))
+        paths.append(str(p))
+    return paths
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_window_facts_give_the_problems_and_report_of_the_rows(tmp_path: Path, seed: int) -> None:
+    """The partition pass and the report from scan_table's facts equal what the same chunks give without them
+    (the columnar and row paths), with windows of every size (state carried across many chunks)."""
+    from kafkalog_cli.scan.columns import facts_of, strip_facts
+    from kafkalog_cli.scan.partition import PartitionPass
+    from kafkalog_cli.scan.summary import Summary
+
+    paths = _fact_segments(tmp_path, seed)
+    for window in (700, 5000, 1 << 22):
+        chunks = [t for p in paths for name, t in scan_segment_chunks(p, window=window) if name == "batches"]
+        assert any(facts_of(t) is not None for t in chunks)
+        with_facts, without = PartitionPass(), PartitionPass()
+        got = [p for t in chunks for p in with_facts.feed(t)]
+        want = [p for t in chunks for p in without.feed(strip_facts(t))]
+        assert got == want, window
+        assert {p["kind"] for p in want} == {"segment-order", "sequence-gap", "timestamp-order"}
+        s1, s2 = Summary(paths), Summary(paths)
+        for t in chunks:
+            s1.add("batches", t)
+            s2.add("batches", strip_facts(t))
+        assert s1.result() == s2.result(), window
+
+
+def test_facts_of_a_changed_table_are_not_used(tmp_path: Path) -> None:
+    from kafkalog_cli.scan.columns import facts_of
+
+    path = _fact_segments(tmp_path, 3)[0]
+    t = next(t for name, t in scan_segment_chunks(path) if name == "batches")
+    assert facts_of(t) is not None and facts_of(t.slice(1)) is None
+
+
+def test_a_batch_appended_after_the_verify_pass_has_its_crc_checked(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk trusts verify's checksums only for the file size verify saw; a corrupt batch appended between the
+    two passes (a live broker) still gets crc_ok = false, with the accelerator and without."""
+    part = tmp_path / "grow-0"
+    part.mkdir()
+    seg = part / "00000000000000000000.log"
+    good = b"".join(encode_batch(_recs(3, f"g{i}"), base_offset=i * 10) for i in range(4))
+    bad = bytearray(encode_batch(_recs(3, "late"), base_offset=40))
+    bad[-2] ^= 0xFF  # CRC no longer matches
+    real = extract.open_segment
+
+    def open_then_append(path: str) -> tuple[int, int]:
+        with open(path, "ab") as f:
+            f.write(bad)
+        return real(path)
+
+    for use_accel in (True, False):
+        seg.write_bytes(good)
+        monkeypatch.setattr(extract, "open_segment", open_then_append)
+        rows = _rows(seg, use_accel=use_accel)
+        assert [b["crc_ok"] for b in rows["batches"]] == [True] * 4 + [False], use_accel
+        assert rows["batches"][-1]["position"] == len(good)
+        assert not [r for r in rows["records"] if r["batch_position"] == len(good)]
+        assert len(rows["records"]) == 12
