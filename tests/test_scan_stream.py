@@ -45,7 +45,7 @@ def _all_rows(path: str, **kw) -> dict[str, list]:
     return out
 
 
-@pytest.mark.skipif(accel.module() is None or not hasattr(accel.module(), "scan_columns"),
+@pytest.mark.skipif(accel.module() is None or not hasattr(accel.module(), "scan_table"),
                     reason="the compiled accelerator is not built")
 @pytest.mark.parametrize("window", [64, 300, 4096, window_mod.WINDOW])
 def test_compiled_and_python_walks_give_identical_rows(fleet: tuple[Path, int], logdir: Path, window: int) -> None:

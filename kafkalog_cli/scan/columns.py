@@ -1,10 +1,10 @@
-"""Batch rows as Arrow columns: from the compiled walk (``_accel.scan_columns``) or from the pure-Python reference.
+"""Batch rows as Arrow columns: from the compiled walk (``_accel.scan_table``) or from the pure-Python reference.
 
-Why columns: a Python dict per batch cost ~2 KB of RAM and most of the scan's time. The compiled walk fills one
-buffer per column, which becomes an Arrow array without creating an object per value; the derived columns (codec
-name, timestamp type, flags, null timestamps) are then computed on whole arrays with ``pyarrow.compute``. The
+Why columns: a Python dict per batch cost ~2 KB of RAM and most of the scan's time. The compiled walk writes every
+column in its final Arrow layout (derived ones included: codec and timestamp-type indices, flag bitmaps, null
+timestamps), which ``accel_table`` wraps without creating an object per value or running a compute kernel. The
 Python walk (``py_walk``, used with ``KAFKALOG_NO_ACCEL=1`` or without the extension) is the reference: same
-entries, same stop rules, same values, finished by the same ``batch_table``; the tests compare the two.
+entries, same stop rules, same values, finished by ``batch_table`` on whole arrays; the tests compare the two.
 """
 
 from __future__ import annotations
@@ -51,14 +51,8 @@ _PREFIX = struct.Struct(">qiib")
 _V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
 V2_HEADER = 61
 
-# _accel.scan_columns: the layout of its column buffer (see the C comment)
-_ACCEL_I64 = ["position", "size", "base_offset", "last_offset", "first_timestamp", "max_timestamp", "producer_id"]
-_ACCEL_I32 = ["count", "base_sequence", "last_sequence", "partition_leader_epoch"]
-_ACCEL_I16 = ["attributes", "producer_epoch"]
-
-
 def py_walk(w: Any, pos: int, end: int, origin: int = 0, crc: bool = True) -> tuple[list[tuple], int, str]:
-    """The reference of ``_accel.scan_columns`` / ``scan_table``: v2 batch rows of ``w[pos:end]`` in walk order
+    """The reference of ``_accel.scan_table``: v2 batch rows of ``w[pos:end]`` in walk order
     (positions + ``origin``, the window's place in the file), where the walk stopped and why ("end", "bad-size",
     "magic", "small", "overflow"), with exactly the C rules. ``crc=False``: the checksums are known sound (verify's
     pass computed them), crc_ok is True without computing them again."""
@@ -116,29 +110,6 @@ def legacy_row(e: Any, position: int, crc_ok: bool) -> tuple:
 def rows_to_raw(rows: list[tuple]) -> dict[str, pa.Array]:
     cols = list(zip(*rows)) if rows else [[] for _ in RAW]
     return {name: pa.array(col, type=t) for (name, t), col in zip(RAW, cols)}
-
-
-def accel_to_raw(data: bytes, n: int, base: int) -> dict[str, pa.Array]:
-    """Wrap the column buffer of ``_accel.scan_columns`` (positions relative to a window at ``base``)."""
-    buf = pa.py_buffer(data)
-    raw: dict[str, pa.Array] = {}
-    off = 0
-    for names, typ, width in ((_ACCEL_I64, pa.int64(), 8), (_ACCEL_I32, pa.int32(), 4), (_ACCEL_I16, pa.int16(), 2)):
-        for name in names:
-            raw[name] = pa.Array.from_buffers(typ, n, [None, buf.slice(off, n * width)])
-            off += n * width
-    ok = pa.Array.from_buffers(pa.uint8(), n, [None, buf.slice(off, n)])
-    attrs = raw.pop("attributes")
-    if base:
-        raw["position"] = pc.add(raw["position"], pa.scalar(base, pa.int64()))
-    raw["magic"] = pa.repeat(pa.scalar(2, pa.int8()), n)
-    i16 = pa.int16()
-    raw["codec_id"] = pc.bit_wise_and(attrs, lit(7, i16)).cast(pa.int8())
-    raw["ts_type"] = pc.bit_wise_and(pc.shift_right(attrs, lit(3, i16)), lit(1, i16)).cast(pa.int8())
-    raw["transactional"] = pc.not_equal(pc.bit_wise_and(attrs, lit(0x10, i16)), lit(0, i16))
-    raw["control"] = pc.not_equal(pc.bit_wise_and(attrs, lit(0x20, i16)), lit(0, i16))
-    raw["crc_ok"] = pc.not_equal(ok, lit(0, pa.uint8()))
-    return raw
 
 
 # _accel.scan_table: its columns in buffer order (see the C comment), cap slots each
