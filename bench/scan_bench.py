@@ -267,7 +267,7 @@ def duckdb_count(directory: Path, repeat: int = 3) -> str:
     for _ in range(repeat):
         con = duckdb.connect()
         t0 = time.perf_counter()
-        n = con.execute(f"select count(*) from read_parquet('{directory}/*.parquet')").fetchall()[0][0]
+        n = con.execute(f"select count(*) from read_parquet('{directory}/**/*.parquet')").fetchall()[0][0]
         times.append(time.perf_counter() - t0)
         con.close()
     return f"count(*) = {n} in {statistics.median(times) * 1000:.0f} ms (median of {repeat}, duckdb {duckdb.__version__})"
