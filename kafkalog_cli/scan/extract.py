@@ -267,7 +267,10 @@ class _SegmentScan:
             if pos >= stop:
                 break
             self._records_one(w, base, pos)
-            pos += C._PREFIX.unpack_from(w, pos)[1] + 12
+            step = C._PREFIX.unpack_from(w, pos)[1] + 12
+            if step < C.V2_HEADER:  # never for an entry scan_table walked; no endless loop whatever the bytes
+                break
+            pos += step
             k += 1
 
     def _records_one(self, w: bytes, base: int, rel: int) -> None:
