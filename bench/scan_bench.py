@@ -156,10 +156,24 @@ def main() -> None:
 SMALL_BATCH = None
 
 
+# set by --batch-bytes, --per-batch, --codec (the _make child inherits them)
+BATCH_BYTES = int(os.environ.get("SCAN_BENCH_BATCH_BYTES", "100"))
+PER_BATCH = int(os.environ.get("SCAN_BENCH_PER_BATCH", "1"))
+CODEC = os.environ.get("SCAN_BENCH_CODEC", "none")
+
+
 def small_batch() -> bytes:
-    """One ~100-byte v2 batch (1 record). The CRC does not cover baseOffset, so copies with new offsets stay valid."""
-    return encode_batch([RecordSpec(key=b"key-0001", value=b"v" * 24, timestamp=1_700_000_000_000)],
-                        base_offset=0, producer_id=-1)
+    """One v2 batch of about BATCH_BYTES (1 record by default; 100 bytes by default; PER_BATCH records of
+    BATCH_BYTES / PER_BATCH bytes otherwise, each with a header, compressed with CODEC). The CRC does not cover
+    baseOffset, so copies with new offsets stay valid."""
+    if PER_BATCH == 1 and CODEC == "none":
+        return encode_batch([RecordSpec(key=b"key-0001", value=b"v" * max(24, BATCH_BYTES - 76),
+                                        timestamp=1_700_000_000_000)], base_offset=0, producer_id=-1)
+    value = max(8, BATCH_BYTES // PER_BATCH - 30)
+    recs = [RecordSpec(key=f"key-{i:04d}".encode(), value=os.urandom(value // 2).hex().encode(),
+                       headers=[("trace", b"t")], timestamp=1_700_000_000_000 + i) for i in range(PER_BATCH)]
+    return encode_batch(recs, base_offset=0, producer_id=-1, codec={"none": codecs.NONE, "lz4": codecs.LZ4,
+                                                                    "zstd": codecs.ZSTD, "gzip": codecs.GZIP}[CODEC])
 
 
 def make_small_batch_segment(path: Path, mib: int) -> int:
@@ -177,13 +191,13 @@ def make_small_batch_segment(path: Path, mib: int) -> int:
             buf = bytearray(tpl * n)
             pack = struct.Struct(">q").pack_into
             for i in range(n):
-                pack(buf, i * size, count + i)
+                pack(buf, i * size, (count + i) * PER_BATCH)
             f.write(buf)
             count += n
     return count
 
 
-def measure(argv: list[str], cwd: str | None = None) -> dict:
+def measure(argv: list[str], cwd: str | None = None, baseline: str | None = None) -> dict:
     """Run ``kafkalog ARGV`` in a fresh process; wall seconds, exit code, ru_maxrss (MiB) of the process itself and
     the largest of its children (the worker processes; Spark's JVM is a child too)."""
     import json
@@ -192,7 +206,11 @@ def measure(argv: list[str], cwd: str | None = None) -> dict:
     fd, rfile = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, __file__, "_measure", rfile, *argv], capture_output=True, text=True, cwd=cwd)
+    env = None
+    if baseline:  # another checkout of kafkalog (built in place) first on the path: the same command, before/after
+        env = {**os.environ, "PYTHONPATH": baseline + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = subprocess.run([sys.executable, __file__, "_measure", rfile, *argv], capture_output=True, text=True, cwd=cwd,
+                         env=env)
     wall = time.perf_counter() - t0
     with open(rfile) as f:
         usage = json.load(f)
@@ -232,7 +250,7 @@ def row_groups(directory: Path) -> tuple[int, int, int, int]:
     """(files, row groups, rows, smallest row group) of a Parquet dataset directory."""
     import pyarrow.parquet as pq
 
-    files = [directory / f for f in sorted(os.listdir(directory)) if f.endswith(".parquet")]
+    files = sorted(directory.rglob("*.parquet"))  # below broker_id=<id>/topic=<topic>/ (schema version 3)
     sizes = []
     for f in files:
         md = pq.read_metadata(f)
@@ -249,7 +267,7 @@ def duckdb_count(directory: Path, repeat: int = 3) -> str:
     for _ in range(repeat):
         con = duckdb.connect()
         t0 = time.perf_counter()
-        n = con.execute(f"select count(*) from read_parquet('{directory}/*.parquet')").fetchall()[0][0]
+        n = con.execute(f"select count(*) from read_parquet('{directory}/**/*.parquet')").fetchall()[0][0]
         times.append(time.perf_counter() - t0)
         con.close()
     return f"count(*) = {n} in {statistics.median(times) * 1000:.0f} ms (median of {repeat}, duckdb {duckdb.__version__})"
@@ -272,7 +290,7 @@ def bench_segment(args: argparse.Namespace) -> None:
 
             n = int(subprocess.run([sys.executable, __file__, "_make", str(seg), str(mib)], check=True,
                                    capture_output=True, text=True).stdout)
-            print(f"== {mib} MiB segment, {n:,} batches of {len(small_batch())} bytes "
+            print(f"== {mib} MiB segment, {n:,} batches of {len(small_batch())} bytes ({PER_BATCH} records, {CODEC}) "
                   f"(generated in {time.perf_counter() - t0:.1f} s); {_load()}", flush=True)
             measure(["verify-crc", str(seg)])  # page cache warm-up
             v = measure(["verify-crc", str(seg)])
@@ -283,7 +301,7 @@ def bench_segment(args: argparse.Namespace) -> None:
             if args.records:
                 cmd.append("--records")
             s = measure(cmd)
-            assert s["rc"] == 0, s["stderr"][-2000:]
+            assert s["rc"] == 0, (s["rc"], s["stderr"][-2000:], s["stdout"][-2000:])
             print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s wall, "
                   f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB, largest child "
                   f"{s['children_mib']:.0f} MiB)", flush=True)
@@ -292,7 +310,15 @@ def bench_segment(args: argparse.Namespace) -> None:
                   flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)
-                print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}")
+                print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}; "
+                      f"{rows / s['wall'] / 1e6:.2f} M rows/s by wall, {rows / s['cpu'] / 1e6:.2f} M rows/s by CPU")
+            if args.baseline:
+                shutil.rmtree(out)
+                b = measure(cmd, baseline=args.baseline)
+                assert b["rc"] == 0, b["stderr"][-2000:]
+                print(f"  baseline ({args.baseline}), same command: {b['wall']:.2f} s wall, {b['cpu']:.2f} s CPU, "
+                      f"ru_maxrss {b['self_mib']:.0f} MiB; this tree is {b['wall'] / s['wall']:.2f}x faster by wall, "
+                      f"{b['cpu'] / s['cpu']:.2f}x by CPU; {_load()}", flush=True)
             print(f"  after: {_load()}", flush=True)
             shutil.rmtree(out)
             shutil.rmtree(part.parent)
@@ -339,7 +365,16 @@ if __name__ == "__main__":
         ap14.add_argument("--mib", default="64,1024", help="segment sizes, comma-separated")
         ap14.add_argument("--partitions", type=int, default=50_000)
         ap14.add_argument("--records", action="store_true")
+        ap14.add_argument("--batch-bytes", type=int, default=100, help="size of each batch (segment mode)")
+        ap14.add_argument("--per-batch", type=int, default=1, help="records per batch (segment mode)")
+        ap14.add_argument("--codec", default="none", choices=["none", "lz4", "zstd", "gzip"], help="(segment mode)")
+        ap14.add_argument("--baseline", help="segment mode: also run the scan from this source tree (PYTHONPATH; "
+                          "its _accel built in place), e.g. a `git archive` of an earlier commit")
         a = ap14.parse_args()
+        os.environ["SCAN_BENCH_BATCH_BYTES"] = str(a.batch_bytes)
+        os.environ["SCAN_BENCH_PER_BATCH"] = str(a.per_batch)
+        os.environ["SCAN_BENCH_CODEC"] = a.codec
+        BATCH_BYTES, PER_BATCH, CODEC = a.batch_bytes, a.per_batch, a.codec
         bench_segment(a) if a.what == "segment" else bench_fleet(a)
     else:
         main()

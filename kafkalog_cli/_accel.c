@@ -30,6 +30,7 @@
 #include "accel/sigbus_guard.c"
 #include "accel/scan_columns.c"
 #include "accel/check_records.c"
+#include "accel/scan_records.c"
 #include "accel/format_json.c"
 #include "accel/dump_run.c"
 
@@ -48,7 +49,9 @@ static PyMethodDef methods[] = {
     {"guard_release", guard_release, METH_VARARGS, "Unregister a map before it is closed."},
     {"first_nonzero", first_nonzero, METH_VARARGS, "Position of the first non-zero byte in [start, end), or end."},
 #endif
-    {"scan_columns", scan_columns, METH_VARARGS, "scan_v2's walk, filling column buffers for kafkalog scan."},
+    {"scan_table", scan_table, METH_VARARGS, "scan_v2's walk into the batches' Arrow buffers and the window's facts."},
+    {"scan_records", scan_records, METH_VARARGS, "scan --records: one batch's records into column buffers, or False."},
+    {"scan_records_run", scan_records_run, METH_VARARGS, "scan --records: the uncompressed batches of a window."},
     {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {"layout_constants", layout_constants, METH_NOARGS, "The layout offsets and sizes this build was compiled with (layouts.h)."},

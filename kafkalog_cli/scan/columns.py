@@ -1,14 +1,15 @@
-"""Batch rows as Arrow columns: from the compiled walk (``_accel.scan_columns``) or from the pure-Python reference.
+"""Batch rows as Arrow columns: from the compiled walk (``_accel.scan_table``) or from the pure-Python reference.
 
-Why columns: a Python dict per batch cost ~2 KB of RAM and most of the scan's time. The compiled walk fills one
-buffer per column, which becomes an Arrow array without creating an object per value; the derived columns (codec
-name, timestamp type, flags, null timestamps) are then computed on whole arrays with ``pyarrow.compute``. The
+Why columns: a Python dict per batch cost ~2 KB of RAM and most of the scan's time. The compiled walk writes every
+column in its final Arrow layout (derived ones included: codec and timestamp-type indices, flag bitmaps, null
+timestamps), which ``accel_table`` wraps without creating an object per value or running a compute kernel. The
 Python walk (``py_walk``, used with ``KAFKALOG_NO_ACCEL=1`` or without the extension) is the reference: same
-entries, same stop rules, same values, finished by the same ``batch_table``; the tests compare the two.
+entries, same stop rules, same values, finished by ``batch_table`` on whole arrays; the tests compare the two.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any
 
@@ -31,7 +32,8 @@ RAW = [
     ("crc_ok", pa.bool_()),
 ]
 RAW_NAMES = [n for n, _t in RAW]
-_CODECS = pa.array([CODEC_NAMES.get(c, f"unknown-{c}") for c in range(8)], pa.string())
+CODEC_LABELS = [CODEC_NAMES.get(c, f"unknown-{c}") for c in range(8)]  # by attributes & 7
+_CODECS = pa.array(CODEC_LABELS, pa.string())
 _TS_TYPES = pa.array(["NoTimestampType", "CreateTime", "LogAppendTime"], pa.string())  # index: timestamp type + 1
 _LITERALS: dict[tuple[Any, pa.DataType], pa.Scalar] = {}
 
@@ -49,16 +51,11 @@ _PREFIX = struct.Struct(">qiib")
 _V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
 V2_HEADER = 61
 
-# _accel.scan_columns: the layout of its column buffer (see the C comment)
-_ACCEL_I64 = ["position", "size", "base_offset", "last_offset", "first_timestamp", "max_timestamp", "producer_id"]
-_ACCEL_I32 = ["count", "base_sequence", "last_sequence", "partition_leader_epoch"]
-_ACCEL_I16 = ["attributes", "producer_epoch"]
-
-
-def py_walk(w: Any, pos: int, end: int, origin: int = 0) -> tuple[list[tuple], int, str]:
-    """The reference of ``_accel.scan_columns``: v2 batch rows of ``w[pos:end]`` in walk order (positions + ``origin``,
-    the window's place in the file), where the walk stopped and why ("end", "bad-size", "magic", "small",
-    "overflow"), with exactly the C rules."""
+def py_walk(w: Any, pos: int, end: int, origin: int = 0, crc: bool = True) -> tuple[list[tuple], int, str]:
+    """The reference of ``_accel.scan_table``: v2 batch rows of ``w[pos:end]`` in walk order
+    (positions + ``origin``, the window's place in the file), where the walk stopped and why ("end", "bad-size",
+    "magic", "small", "overflow"), with exactly the C rules. ``crc=False``: the checksums are known sound (verify's
+    pass computed them), crc_ok is True without computing them again."""
     rows: list[tuple] = []
     why = "end"
     unpack_prefix, unpack_v2 = _PREFIX.unpack_from, _V2.unpack_from
@@ -76,13 +73,13 @@ def py_walk(w: Any, pos: int, end: int, origin: int = 0) -> tuple[list[tuple], i
         if esize < V2_HEADER:
             why = "small"
             break
-        base, _s, epoch, _m, crc, attrs, lod, base_ts, max_ts, pid, pepoch, seq, count = unpack_v2(w, pos)
+        base, _s, epoch, _m, h_crc, attrs, lod, base_ts, max_ts, pid, pepoch, seq, count = unpack_v2(w, pos)
         last = base + lod
         if not INT64_MIN <= last <= INT64_MAX:
             why = "overflow"
             break
         rows.append(v2_row(origin + pos, esize, base, last, count, attrs, base_ts, max_ts, pid, pepoch, seq, lod, epoch,
-                           crc32c(w[pos + 21 : pos + esize]) == crc))
+                           not crc or crc32c(w[pos + 21 : pos + esize]) == h_crc))
         pos += esize
     return rows, pos, why
 
@@ -115,27 +112,78 @@ def rows_to_raw(rows: list[tuple]) -> dict[str, pa.Array]:
     return {name: pa.array(col, type=t) for (name, t), col in zip(RAW, cols)}
 
 
-def accel_to_raw(data: bytes, n: int, base: int) -> dict[str, pa.Array]:
-    """Wrap the column buffer of ``_accel.scan_columns`` (positions relative to a window at ``base``)."""
+# _accel.scan_table: its columns in buffer order (see the C comment), cap slots each
+SCAN_TABLE_I64 = ["position", "size", "base_offset", "last_offset", "first_timestamp", "max_timestamp", "producer_id"]
+SCAN_TABLE_I32 = ["count", "base_sequence", "last_sequence", "partition_leader_epoch", "codec", "timestamp_type"]
+SCAN_TABLE_BITS = ["first_timestamp", "max_timestamp", "transactional", "control", "crc_ok"]
+FACTS_KEY = b"kafkalog.facts"
+# the names of scan_table's facts tuple, in order
+FACT_NAMES = ("n_bad", "first_ts_nulls", "max_ts_nulls", "size_sum", "count_sum", "good_base_min", "good_last_max",
+              "first_ts_min", "max_ts_max", "pids", "epochs", "codec_bytes", "timed", "sequences")
+
+
+def accel_table(loc: dict[str, Any], data: bytes, n: int, cap: int, facts: tuple) -> pa.Table:
+    """The ``batches`` table (``schema.WIRE``) of one ``_accel.scan_table`` call: every column wraps a slice of its
+    buffer, no value is touched in Python and no compute kernel runs. The window's facts ride along in the schema
+    metadata (``FACTS_KEY``, see ``facts_of``) for the report and the partition pass."""
     buf = pa.py_buffer(data)
-    raw: dict[str, pa.Array] = {}
+    cols: dict[str, Any] = dict(location_columns(loc, n))
     off = 0
-    for names, typ, width in ((_ACCEL_I64, pa.int64(), 8), (_ACCEL_I32, pa.int32(), 4), (_ACCEL_I16, pa.int16(), 2)):
-        for name in names:
-            raw[name] = pa.Array.from_buffers(typ, n, [None, buf.slice(off, n * width)])
-            off += n * width
-    ok = pa.Array.from_buffers(pa.uint8(), n, [None, buf.slice(off, n)])
-    attrs = raw.pop("attributes")
-    if base:
-        raw["position"] = pc.add(raw["position"], pa.scalar(base, pa.int64()))
-    raw["magic"] = pa.repeat(pa.scalar(2, pa.int8()), n)
-    i16 = pa.int16()
-    raw["codec_id"] = pc.bit_wise_and(attrs, lit(7, i16)).cast(pa.int8())
-    raw["ts_type"] = pc.bit_wise_and(pc.shift_right(attrs, lit(3, i16)), lit(1, i16)).cast(pa.int8())
-    raw["transactional"] = pc.not_equal(pc.bit_wise_and(attrs, lit(0x10, i16)), lit(0, i16))
-    raw["control"] = pc.not_equal(pc.bit_wise_and(attrs, lit(0x20, i16)), lit(0, i16))
-    raw["crc_ok"] = pc.not_equal(ok, lit(0, pa.uint8()))
-    return raw
+    i64 = {}
+    for name in SCAN_TABLE_I64:
+        i64[name] = buf.slice(off, cap * 8)
+        off += cap * 8
+    i32 = {}
+    for name in SCAN_TABLE_I32:
+        i32[name] = buf.slice(off, cap * 4)
+        off += cap * 4
+    epoch, off = buf.slice(off, cap * 2), off + cap * 2
+    magic, off = buf.slice(off, cap), off + cap
+    bits = {}
+    for name in SCAN_TABLE_BITS:
+        bits[name] = buf.slice(off, cap // 8)
+        off += cap // 8
+    for name in ("position", "size", "base_offset", "last_offset", "producer_id"):
+        cols[name] = pa.Array.from_buffers(pa.int64(), n, [None, i64[name]], 0)
+    for name, nulls in (("first_timestamp", facts[1]), ("max_timestamp", facts[2])):
+        cols[name] = pa.Array.from_buffers(TIMESTAMP, n, [bits[name] if nulls else None, i64[name]], nulls)
+    for name in ("count", "base_sequence", "last_sequence", "partition_leader_epoch"):
+        cols[name] = pa.Array.from_buffers(pa.int32(), n, [None, i32[name]], 0)
+    cols["codec"] = pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int32(), n, [None, i32["codec"]], 0),
+                                                   _CODECS, safe=False)
+    cols["timestamp_type"] = pa.DictionaryArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), n, [None, i32["timestamp_type"]], 0), _TS_TYPES, safe=False)
+    cols["producer_epoch"] = pa.Array.from_buffers(pa.int16(), n, [None, epoch], 0)
+    cols["magic"] = pa.Array.from_buffers(pa.int8(), n, [None, magic], 0)
+    for name in ("transactional", "control", "crc_ok"):
+        cols[name] = pa.Array.from_buffers(pa.bool_(), n, [None, bits[name]], 0)
+    schema = WIRE["batches"]
+    meta = dict(schema.metadata or {})
+    meta[FACTS_KEY] = json.dumps([n, loc.get("segment"), *facts]).encode()
+    return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema.with_metadata(meta))
+
+
+def facts_of(table: pa.Table) -> dict[str, Any] | None:
+    """The facts ``accel_table`` attached to ``table``, when they still describe it (same row count: a table built by
+    concatenating or slicing loses them, see ``strip_facts``), else None."""
+    meta = table.schema.metadata
+    raw = meta.get(FACTS_KEY) if meta else None
+    if raw is None:
+        return None
+    values = json.loads(raw)
+    if values[0] != table.num_rows:
+        return None
+    out = dict(zip(FACT_NAMES, values[2:]))
+    out["segment"] = values[1]
+    return out
+
+
+def strip_facts(table: pa.Table) -> pa.Table:
+    """``table`` without window facts (for a table made of several pieces)."""
+    meta = table.schema.metadata
+    if not meta or FACTS_KEY not in meta:
+        return table
+    return table.replace_schema_metadata({k: v for k, v in meta.items() if k != FACTS_KEY})
 
 
 def _ts(arr: pa.Array) -> pa.Array:

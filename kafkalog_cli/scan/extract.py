@@ -21,10 +21,12 @@ from typing import Any
 import pyarrow as pa
 
 from kafkalog_cli.errors import UNREADABLE, KafkalogError, ReadFinding
+from kafkalog_cli.format.codecs import decompress
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan import verify_pass
 from kafkalog_cli.scan.paths import locate
+from kafkalog_cli.scan.records import RecordBuffers
 from kafkalog_cli.scan.schema import DATASETS, RECORDS, WIRE
 from kafkalog_cli.scan.window import WINDOW, open_segment, read_window
 from kafkalog_cli.storage import accel
@@ -33,11 +35,12 @@ from kafkalog_cli.storage.segment import read_entry
 
 MAX_BATCH_SIZE = verify_pass.MAX_BATCH_SIZE
 RECORDS_CHUNK = 1 << 16  # records rows per chunk
+RECORDS_BYTES = 256 << 20  # or this much of key and header bytes (a binary column's offsets are int32)
 
 
 def _accel_walk() -> Any:
     mod = accel.module()
-    return getattr(mod, "scan_columns", None) if mod is not None else None
+    return getattr(mod, "scan_table", None) if mod is not None else None
 
 
 def scan_segment_chunks(path: str, *, records: bool = False, window: int = WINDOW,
@@ -81,16 +84,25 @@ class _SegmentScan:
         self.rows: list[tuple] = []  # Python-built batch rows not yet in a table
         self.pieces: list[pa.Table] = []
         self.rec: dict[str, list[Any]] = {f.name: [] for f in RECORDS if f.name not in self.loc}
+        # with the compiled walk, records go to column buffers (records.py) instead of the lists of ``rec``
+        self.recbuf = RecordBuffers() if walk is not None and records else None
+        mod = accel.module() if self.recbuf is not None else None
+        self.rec_run = getattr(mod, "scan_records_run", None)
+        self.rec_one = getattr(mod, "scan_records", None)
+        if self.rec_run is None or self.rec_one is None:
+            self.recbuf = None
         self.seen: set[tuple[str, int, int]] = set()  # read findings already reported (by verify's pass or by us)
         self.seen_verify: set[tuple[str, int, int]] = set()
         self.shrunk = False
+        self.checked = -1  # the size verify's pass checked every CRC of (verify_pass.verify), or -1
+        self.crc_all = True  # compute every CRC in the walk (False: verify's pass did, for this very file size)
 
     def problem(self, position: int, end: int, kind: str, message: str, offset: int | None = None) -> None:
         self.problems.append(verify_pass.problem(self.path, position, end, kind, message, offset=offset))
 
     # ------------------------------------------------------------------------------------------------ main loop
     def run(self) -> Iterator[tuple[str, pa.Table]]:
-        found, regions, unreadable = verify_pass.verify(self.path)
+        found, regions, unreadable, self.checked = verify_pass.verify(self.path)
         self.problems.extend(found)
         self.seen = {(p["kind"], p["position"], p["end"]) for p in found if p["kind"] == UNREADABLE}
         self.seen_verify = set(self.seen)
@@ -108,7 +120,7 @@ class _SegmentScan:
                     os.close(fd)
         if self.collect:
             return
-        if self.rec["offset"]:
+        if self._rec_rows():
             yield "records", self._records_table()
         yield "problems", self._problems_table()
 
@@ -116,6 +128,7 @@ class _SegmentScan:
         """What the disk did to one of our windows (``storage.safe_read``), as a problem row unless verify's pass
         reported the same range already; adjacent unreadable ranges of consecutive windows are one row; notes
         (``vanished``, ``truncated-during-read``) are info rows."""
+        self.crc_all = True  # the disk or the file changed what verify's pass saw: trust no checksum of its
         key = (f.kind, f.start, f.end)
         if key in self.seen or any(k == f.kind and a <= f.start and f.end <= b for k, a, b in self.seen_verify):
             return
@@ -141,6 +154,7 @@ class _SegmentScan:
         return w
 
     def _walk(self, fd: int, n: int, regions: dict[int, tuple[int, str]]) -> Iterator[tuple[str, pa.Table]]:
+        self.crc_all = n != self.checked
         starts = sorted(regions)
         ri = 0
         pos = 0
@@ -185,15 +199,19 @@ class _SegmentScan:
         rel = 0
         while True:
             if self.walk is not None:
-                data, count, rel, why = self.walk(w, rel, len(w))
+                start = rel
+                data, count, cap, stop, why, facts = self.walk(w, rel, len(w), base, self.crc_all or self.shrunk)
+                rel = stop
                 if count:
                     self._flush_batches()
-                    piece = C.batch_table(self.loc, C.accel_to_raw(data, count, base))
+                    piece = C.accel_table(self.loc, data, count, cap, facts)
                     self.pieces.append(piece)
-                    if self.records:
+                    if self.records and self.recbuf is not None:
+                        self._records_run(w, base, start, rel, piece.column("crc_ok").chunk(0).buffers()[1])
+                    elif self.records:
                         self._records_of(w, base, piece["position"].to_pylist(), piece["crc_ok"].to_pylist())
             else:
-                rows, rel, why = C.py_walk(w, rel, len(w), base)
+                rows, rel, why = C.py_walk(w, rel, len(w), base, self.crc_all or self.shrunk)
                 self.rows.extend(rows)
                 if self.records and rows:
                     self._records_of(w, base, [r[0] for r in rows], [r[-1] for r in rows])
@@ -238,8 +256,45 @@ class _SegmentScan:
                 pass
 
     # ------------------------------------------------------------------------------------------------ records
+    def _records_run(self, w: bytes, base: int, start: int, stop: int, ok_bits: pa.Buffer) -> None:
+        """Records of the batches one ``scan_table`` call walked in ``w[start:stop]``: runs of uncompressed batches
+        in C, each other batch through ``_records_one``, in walk order."""
+        assert self.recbuf is not None
+        outs = self.recbuf.outs
+        pos, k = start, 0
+        while pos < stop:
+            pos, k = self.rec_run(w, pos, stop, base, ok_bits, k, outs)
+            if pos >= stop:
+                break
+            self._records_one(w, base, pos)
+            step = C._PREFIX.unpack_from(w, pos)[1] + 12
+            if step < C.V2_HEADER:  # never for an entry scan_table walked; no endless loop whatever the bytes
+                break
+            pos += step
+            k += 1
+
+    def _records_one(self, w: bytes, base: int, rel: int) -> None:
+        """Records of the v2 batch at ``w[rel:]`` (crc_ok) that ``scan_records_run`` left: a compressed one is
+        decompressed here (``format.codecs``, as ``Batch.payload`` does) and walked in C; whatever the C walk
+        declines, or fails to decompress, goes through the Python walk, which words the problem."""
+        assert self.recbuf is not None
+        base_offset, length, _e, _m, _crc, attrs, _lod, base_ts, max_ts, _p, _pe, _s, count = C._V2.unpack_from(w, rel)
+        codec = attrs & 7
+        if 0 < codec <= 4 and count > 0:
+            try:
+                data = decompress(codec, memoryview(w)[rel + C.V2_HEADER : rel + length + 12], MAX_BATCH_SIZE,
+                                  magic=2)
+                if self.rec_one(data, 0, len(data), self.recbuf.outs, base + rel, base_offset, base_ts, max_ts,
+                                bool(attrs & 8), count):
+                    return
+            except KafkalogError:
+                pass  # the Python walk below meets the same error and words it
+        self._records_of(w, base, [base + rel], [True])
+
     def _records_of(self, w: bytes, base: int, positions: list[int], oks: list[bool]) -> None:
+        """The Python record walk (the reference): into ``rec``'s lists, or into ``recbuf`` with the compiled walk."""
         rec = self.rec
+        buf = self.recbuf
         for p, ok in zip(positions, oks):
             if not ok:
                 continue
@@ -248,6 +303,9 @@ class _SegmentScan:
             try:
                 entry = read_entry(w, rel, w[rel + 16] if w[rel + 16] < 128 else w[rel + 16] - 256, file=self.path)
                 for r in entry.iter_records(w, MAX_BATCH_SIZE):
+                    if buf is not None:
+                        buf.add(p, r)
+                        continue
                     rec["batch_position"].append(p)
                     rec["offset"].append(r.offset)
                     rec["timestamp"].append(None if r.timestamp == -1 else r.timestamp)
@@ -275,13 +333,18 @@ class _SegmentScan:
             return
         self._flush_batches()
         if self.pieces:
-            table = self.pieces[0] if len(self.pieces) == 1 else pa.concat_tables(self.pieces)
+            table = self.pieces[0] if len(self.pieces) == 1 else C.strip_facts(pa.concat_tables(self.pieces))
             self.pieces = []
             yield "batches", table
-        if len(self.rec["offset"]) >= RECORDS_CHUNK:
+        if self._rec_rows() >= RECORDS_CHUNK or (self.recbuf is not None and self.recbuf.nbytes >= RECORDS_BYTES):
             yield "records", self._records_table()
 
+    def _rec_rows(self) -> int:
+        return self.recbuf.rows if self.recbuf is not None else len(self.rec["offset"])
+
     def _records_table(self) -> pa.Table:
+        if self.recbuf is not None:
+            return self.recbuf.table(self.loc)
         n = len(self.rec["offset"])
         cols = C.location_columns(self.loc, n)
         for f in RECORDS:

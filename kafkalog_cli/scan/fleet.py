@@ -36,7 +36,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 PARTITION_COLUMN = "broker_id"
@@ -121,12 +120,14 @@ class PartitionedWriter:
     def write(self, table: pa.Table) -> None:
         if not table.num_rows:
             return
+        from kafkalog_cli.scan.summary import single_key
+
+        one = single_key(table, list(PARTITION_COLUMNS))  # cheap for the one-entry dictionaries of a segment's chunk
+        if one is not None:
+            self._writer(tuple(one[c] for c in PARTITION_COLUMNS)).write(table)
+            return
         cols = [table.column(c) for c in PARTITION_COLUMNS]
         cols = [c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c for c in cols]
-        single = [pc.unique(c) for c in cols]
-        if all(len(u) == 1 for u in single):
-            self._writer(tuple(u[0].as_py() for u in single)).write(table)
-            return
         # several pairs (small partitions batched together): the row indices of each pair, in row order
         keys = pa.table({"b": cols[0], "t": cols[1], "i": pa.array(range(table.num_rows), pa.int64())})
         for r in keys.group_by(["b", "t"], use_threads=False).aggregate([("i", "list")]).to_pylist():

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkalog_cli.format.text import increment_sequence
-from kafkalog_cli.scan.columns import lit
+from kafkalog_cli.scan.columns import facts_of, lit
 from kafkalog_cli.scan.paths import SEGMENT_RE
 from kafkalog_cli.scan.schema import to_rows
 
@@ -88,12 +88,47 @@ class PartitionPass:
 
     def feed(self, table: pa.Table) -> list[dict[str, Any]]:
         """Problems of one chunk of ``batches`` rows (one segment, in position order)."""
+        facts = facts_of(table)
+        if facts is not None and self._feed_facts(facts):
+            return []
         table = table.select(COLUMNS)
         if table.num_rows < self.vector_from:
             ts = table.column("max_timestamp").cast(pa.int64())
             table = table.set_column(table.schema.get_field_index("max_timestamp"), "max_timestamp", ts)
             return self.feed_rows([r for r in to_rows(table) if r["crc_ok"]])
         return self._feed_vector(table)
+
+    def _feed_facts(self, f: dict[str, Any]) -> bool:
+        """The chunk's checks from the compiled walk's facts (``columns.facts_of``) when they show that the chunk has
+        no problem: then the state moves on as the row walk would move it and True is returned. Anything that may
+        be a problem returns False before touching the state, and the chunk goes through ``_feed_vector``, which
+        words it."""
+        if f["good_last_max"] is None:  # no good row: nothing to check, nothing changes
+            return True
+        seg = f["segment"]
+        new_seg = seg != self.prev_seg
+        if new_seg and self.prev_last is not None and SEGMENT_RE.match(seg) and int(seg[:20]) <= self.prev_last:
+            return False
+        timed = f["timed"]
+        if timed is not None and (not timed[0] or (self.prev_ts is not None
+                                                   and timed[1][0] < self.prev_ts["max_timestamp"])):
+            return False
+        seqs = f["sequences"]
+        if seqs is None:
+            return False
+        for pid, epoch, chained, first_seq, _last, _base in seqs:
+            before = self.producers.get((pid, epoch))
+            if not chained or (before is not None and first_seq != increment_sequence(before[0], 1)):
+                return False
+        if new_seg:
+            self.prev_seg = seg
+        top = f["good_last_max"]
+        self.prev_last = top if self.prev_last is None else max(self.prev_last, top)
+        if timed is not None:
+            self.prev_ts = {"max_timestamp": timed[2][0], "base_offset": timed[2][1], "segment": seg}
+        for pid, epoch, _chained, _first, last_seq, base in seqs:
+            self.producers[(pid, epoch)] = (last_seq, base)
+        return True
 
     # ------------------------------------------------------------------------------------------ row reference
     def feed_rows(self, good: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafkalog_cli.scan.columns import lit
+from kafkalog_cli.scan.columns import CODEC_LABELS, facts_of, lit
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import DATASETS
 
@@ -143,6 +143,9 @@ class Summary:
     def add(self, name: str, table: pa.Table) -> None:
         """A chunk as the engine built it (any column order, timestamps as timestamps, strings as dictionaries)."""
         if name == "batches":
+            facts = facts_of(table)
+            if facts is not None and table.num_rows and self._add_facts(table, facts):
+                return
             cols = []
             for c in BATCH_COLUMNS:
                 col = table.column(c)
@@ -150,6 +153,22 @@ class Summary:
             self.add_batches(pa.table(dict(zip(BATCH_COLUMNS, cols))))
         elif name == "problems":
             self.add_problems(table.select(DATASETS["problems"].names))
+
+    def _add_facts(self, table: pa.Table, f: dict[str, Any]) -> bool:
+        """A chunk of one partition from the compiled walk's aggregates (``columns.facts_of``), no pass over its
+        rows; False (nothing merged) when the chunk's key is not single or a distinct set overflowed."""
+        one = single_key(table, KEY + ["topic", "partition"])
+        if one is None or f["pids"] is None or f["epochs"] is None:
+            return False
+        self.batches += table.num_rows
+        _merge(self.parts, one, f["size_sum"], f["count_sum"], table.num_rows, f["good_base_min"], f["good_last_max"],
+               f["first_ts_min"], f["max_ts_max"], f["pids"], f["epochs"])
+        codecs = _entry(self.parts, one["log_dir"], one["partition_dir"])["bytes_by_codec"]
+        for cid, size in enumerate(f["codec_bytes"]):
+            if size:
+                name = CODEC_LABELS[cid]
+                codecs[name] = codecs.get(name, 0) + size
+        return True
 
     def add_batches(self, b: pa.Table) -> None:
         self.batches += b.num_rows
@@ -218,7 +237,7 @@ class Summary:
         }
 
 
-def _single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
+def single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
     """The key values when every row of ``t`` has the same ones (cheap to tell for the one-entry dictionaries the
     scan builds), else None."""
     out = {}
@@ -259,7 +278,7 @@ def _masked(b: pa.Table, name: str, mask: pa.ChunkedArray) -> pa.ChunkedArray:
 def _batches_chunk(parts: dict[tuple[str, str], dict[str, Any]], b: pa.Table) -> None:
     """Merge one chunk of batch rows into the per-partition entries."""
     keys = KEY + ["topic", "partition"]  # topic and partition are functions of the directory: keys, no aggregate
-    one = _single_key(b, keys)
+    one = single_key(b, keys)
     if one is not None:
         _one_partition(parts, one, b)
         return
@@ -330,7 +349,7 @@ def _one_partition(parts: dict[tuple[str, str], dict[str, Any]], key: dict[str, 
            pc.min(first.column("first_timestamp")).as_py(), pc.max(timed.column("max_timestamp")).as_py(), pids, epochs)
     codecs = _entry(parts, key["log_dir"], key["partition_dir"])["bytes_by_codec"]
     col = b.column("codec")
-    single = _single_key(b, ["codec"]) if pa.types.is_dictionary(col.type) else None
+    single = single_key(b, ["codec"]) if pa.types.is_dictionary(col.type) else None
     if single is not None:
         codecs[single["codec"]] = codecs.get(single["codec"], 0) + (pc.sum(b.column("size")).as_py() or 0)
         return

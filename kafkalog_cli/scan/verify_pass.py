@@ -40,8 +40,12 @@ def problem(file: str, position: int, end: int, kind: str, message: str, severit
             "message": message, "offset": offset}
 
 
-def verify(path: str) -> tuple[list[dict[str, Any]], dict[int, tuple[int, str]], bool]:
-    """(problem rows, {region start: (end, kind)} of the segment's corrupt regions, unreadable?).
+def verify(path: str) -> tuple[list[dict[str, Any]], dict[int, tuple[int, str]], bool, int]:
+    """(problem rows, {region start: (end, kind)} of the segment's corrupt regions, unreadable?, checked size).
+
+    The checked size is the file size verify walked when it kept every problem and read every byte: then every v2
+    batch outside its regions has a checksum verify computed and found sound, so the row walk need not compute it
+    again (when the file has that size still). Otherwise -1: the walk computes every CRC itself.
 
     When verify dropped problems, regions after the drop are unknown; the row walk checks every CRC itself and
     stops where it meets bytes that are not an entry, so no wrong row comes of it."""
@@ -63,7 +67,10 @@ def verify(path: str) -> tuple[list[dict[str, Any]], dict[int, tuple[int, str]],
     if report.dropped_problems:
         problems.append(problem(path, 0, 0, "problems-dropped",
                                 f"{report.dropped_problems} more problems in this segment were not kept", "warning"))
-    return problems, regions, bool(getattr(report, "unreadable", False))
+    unreadable = bool(getattr(report, "unreadable", False))
+    checked = report.bytes_checked if not report.dropped_problems and not unreadable and not any(
+        p["kind"] in READ_NOTES or p["kind"] == "unreadable" for p in problems) else -1
+    return problems, regions, unreadable, checked
 
 
 def _size(path: str) -> int:
