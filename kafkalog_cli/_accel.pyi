@@ -79,13 +79,32 @@ def first_nonzero(buffer: Buffer, start: int, end: int, /) -> int:
     """Position of the first non-zero byte in ``buffer[start:end]`` (clamped to the buffer), or ``end``; memory
     speed, GIL released (verify-crc's zero-run skips). Never declines."""
 
-# ------------------------------------------------------------------------------------------------ scan (scan_columns.c)
-def scan_columns(buffer: Buffer, start: int, end: int, /) -> tuple[bytes, int, int, str]:
-    """``scan_v2``'s walk, written column by column for ``kafkalog scan`` (order: ``scan.columns.SCAN_COLUMNS``).
+# ------------------------------------------------------------------------------------------------ scan (scan_columns.c, scan_records.c)
+def scan_table(buffer: Buffer, start: int, end: int, base: int, crc: bool, /
+               ) -> tuple[bytes, int, int, int, str, tuple[object, ...]]:
+    """``scan_v2``'s walk, written straight into the final Arrow buffers of ``kafkalog scan``'s batches dataset
+    (column order: ``scan.columns.SCAN_TABLE``; ``cap`` slots per column, positions + ``base``), plus the window's
+    aggregates for the report and the partition pass. ``crc`` False: the caller vouches that every batch in the
+    range has a sound checksum (verify-crc's pass checked them), so crc_ok is set without recomputing it.
 
-    Returns (data, n, stop, reason): n rows, native byte order; reasons as ``scan_v2`` plus ``"overflow"``
-    (base offset + lastOffsetDelta does not fit an int64). Declines by stopping; Python continues from ``stop``.
+    Returns (data, n, cap, stop, reason, facts); reasons as ``scan_v2`` plus ``"overflow"`` (base offset +
+    lastOffsetDelta does not fit an int64). Declines by stopping; Python continues from ``stop``. The layout of
+    ``facts`` is written above scan_table in accel/scan_columns.c (None where a fact has no row or overflowed).
     """
+
+def scan_records(buffer: Buffer, start: int, end: int, outs: tuple[bytearray, ...], position: int,
+                 base_offset: int, base_timestamp: int, max_timestamp: int, log_append: bool, count: int, /) -> bool:
+    """``scan --records``: the ``count`` records of one v2 batch in ``buffer[start:end]`` (an uncompressed batch's
+    bytes after its header, or a decompressed payload) appended to ``outs`` (the ten bytearrays of
+    ``scan.records.RecordBuffers``). False: nothing was appended because the Python walk might report something
+    (a malformed varint, sizes or counts that do not add up, a header key that is not strict UTF-8): ask Python."""
+
+def scan_records_run(window: Buffer, start: int, stop: int, base: int, ok_bitmap: Buffer, first_bit: int,
+                     outs: tuple[bytearray, ...], /) -> tuple[int, int]:
+    """``scan --records``: the records of the v2 batches ``window[start:stop]`` that one ``scan_table`` call walked
+    (entry k is bit ``first_bit + k`` of its crc_ok bitmap; failed and empty batches have none), appended to
+    ``outs``. Returns (pos, index) of the first batch it leaves to Python (compressed, or declined), or pos == stop
+    when done. Raises ValueError on arguments out of range."""
 
 # ------------------------------------------------------------------------------------------------ verify-crc --deep (check_records.c)
 def check_records(buffer: Buffer, start: int, end: int, count: int, base_offset: int, last_offset: int, /) -> bool:

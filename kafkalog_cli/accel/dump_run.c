@@ -82,14 +82,15 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
     o.data = PyByteArray_AS_STRING(o.ba);
     o.cap = (size_t)PyByteArray_GET_SIZE(o.ba);
     if (decompress != Py_None && (view.obj == NULL || !PyCallable_Check(decompress))) decompress = Py_None;
-    while (end - pos >= 61) {
+    while (end - pos >= V2_HEADER_SIZE) {
         if ((long long)o.len >= max_out) {
             full = 1;
             break;
         }
         const uint8_t *p = b + pos;
-        int32_t length = be32(p + 8);
-        if (p[16] != 2 || length < 49 || pos + 12 + (long long)length > end) break;
+        int32_t length = be32(p + V2_BATCH_LENGTH_OFFSET);
+        if (p[V2_MAGIC_OFFSET] != 2 || length < V2_MIN_BATCH_LENGTH || pos + LOG_OVERHEAD + (long long)length > end)
+            break;
         v2hdr h;
         read_v2(p, &h);
         int attributes = h.attributes & 0xFF; /* Kafka reads only the low byte (Batch.attributes) */
@@ -99,14 +100,14 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
         if (mode == 1 && !deep) break; /* the JSON fast path is for deep dumps only */
         int64_t last_offset;
         if (__builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last_offset)) break;
-        if (crc32c_of(p + 21, (size_t)length + 12 - 21) != h.crc) break;
-        int64_t size = (int64_t)length + 12;
+        if (crc32c_of(p + V2_ATTRIBUTES_OFFSET, (size_t)length + LOG_OVERHEAD - V2_ATTRIBUTES_OFFSET) != h.crc) break;
+        int64_t size = (int64_t)length + LOG_OVERHEAD;
         int32_t last_seq = h.base_sequence == -1 ? -1 : increment_sequence(h.base_sequence, h.last_offset_delta);
         const char *label = labels[(attributes & 0x08) ? 1 : 0];
         Py_ssize_t label_len = label_lens[(attributes & 0x08) ? 1 : 0];
         /* the records: in the segment, or (deep, compressed) in what `decompress` returns */
         const uint8_t *rb = b;
-        Py_ssize_t rstart = (Py_ssize_t)pos + 61, rend = (Py_ssize_t)(pos + size);
+        Py_ssize_t rstart = (Py_ssize_t)pos + V2_HEADER_SIZE, rend = (Py_ssize_t)(pos + size);
         PyObject *plain = NULL;
         Py_buffer pv;
         if (deep && codec != 0) {

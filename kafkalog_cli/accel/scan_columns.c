@@ -44,39 +44,6 @@ typedef struct {
     int64_t last_base;
 } stab_key;
 
-/* The v2 header fields the scan reads, with one byte swap per field (read_v2 in bytes.h assembles them byte by byte,
- * which was 7 % of a scan's CPU under perf). */
-static inline int64_t stab_be64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return (int64_t)__builtin_bswap64(v);
-}
-static inline int32_t stab_be32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return (int32_t)__builtin_bswap32(v);
-}
-static inline int16_t stab_be16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return (int16_t)__builtin_bswap16(v);
-}
-static inline void stab_read_v2(const uint8_t *b, v2hdr *h) {
-    h->base_offset = stab_be64(b);
-    h->length = stab_be32(b + 8);
-    h->epoch = stab_be32(b + 12);
-    h->magic = (int8_t)b[16];
-    h->crc = (uint32_t)stab_be32(b + 17);
-    h->attributes = stab_be16(b + 21);
-    h->last_offset_delta = stab_be32(b + 23);
-    h->base_ts = stab_be64(b + 27);
-    h->max_ts = stab_be64(b + 35);
-    h->producer_id = stab_be64(b + 43);
-    h->producer_epoch = stab_be16(b + 51);
-    h->base_sequence = stab_be32(b + 53);
-    h->records_count = stab_be32(b + 57);
-}
-
 static int stab_add(int64_t *set, int *n, int64_t v) {
     for (int k = 0; k < *n; k++)
         if (set[k] == v) return 0;
@@ -110,7 +77,7 @@ static PyObject *scan_table(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *b = (const uint8_t *)view.buf;
-    size_t cap = ((size_t)(end - start) / 61 + 64) & ~(size_t)63;
+    size_t cap = ((size_t)(end - start) / V2_HEADER_SIZE + 64) & ~(size_t)63;
     size_t bm = cap / 8;
     size_t total = cap * (STAB_I64 * 8 + STAB_I32 * 4 + 2 + 1) + bm * STAB_BITMAPS;
     PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
@@ -146,24 +113,24 @@ static PyObject *scan_table(PyObject *self, PyObject *args) {
 
     crcwin w;
     crcw_init(&w, b, end, end, INT32_MAX);
-    Py_BEGIN_ALLOW_THREADS while (pos < (int64_t)end - 17) {
-        int32_t size = stab_be32(b + pos + 8);
+    Py_BEGIN_ALLOW_THREADS while (pos < (int64_t)end - HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = be32(b + pos + V2_BATCH_LENGTH_OFFSET);
         if (size < 14) {
             reason = "bad-size";
             break;
         }
-        if (pos > (int64_t)end - 12 - size) break;
-        if ((int8_t)b[pos + 16] != 2) {
+        if (pos > (int64_t)end - LOG_OVERHEAD - size) break;
+        if ((int8_t)b[pos + ENTRY_PREFIX_MAGIC_OFFSET] != 2) {
             reason = "magic";
             break;
         }
-        int64_t esize = (int64_t)size + 12;
-        if (esize < 61) {
+        int64_t esize = (int64_t)size + LOG_OVERHEAD;
+        if (esize < V2_HEADER_SIZE) {
             reason = "small";
             break;
         }
         v2hdr h;
-        stab_read_v2(b + pos, &h);
+        read_v2(b + pos, &h);
         int64_t last;
         if (__builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last)) {
             reason = "overflow";

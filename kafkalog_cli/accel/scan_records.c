@@ -180,13 +180,13 @@ static PyObject *scan_records_run(PyObject *self, PyObject *args) {
     memset(&r, 0, sizeof r);
     Py_ssize_t pos = start, k = first_bit;
     int rc = 1;
-    Py_BEGIN_ALLOW_THREADS while (pos < stop - 17) {
-        int32_t size = stab_be32(b + pos + 8);
-        int64_t esize = (int64_t)size + 12;
-        if (size < 49 || pos + esize > stop || k >= okbits) break; /* not an entry scan_table walked: Python's */
+    Py_BEGIN_ALLOW_THREADS while (pos < stop - HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = be32(b + pos + V2_BATCH_LENGTH_OFFSET);
+        int64_t esize = (int64_t)size + LOG_OVERHEAD;
+        if (size < V2_MIN_BATCH_LENGTH || pos + esize > stop || k >= okbits) break; /* not an entry scan_table walked: Python's */
         if (ok[k >> 3] & (1u << (k & 7))) {
             v2hdr h;
-            stab_read_v2(b + pos, &h);
+            read_v2(b + pos, &h);
             if ((h.attributes & 7) != 0 || h.records_count < 0) break;
             if (h.records_count > 0) {
                 recbatch bt = {(int64_t)base + pos, h.base_offset, h.base_ts, h.max_ts, (h.attributes & 8) != 0,
