@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.internal import decode_json, make_parser
-from kafkalog_cli.render.versions import profile_for
 from kafkalog_cli.storage.segment import MappedFile, entries
+from kafkalog_cli.versions import profile_for
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REAL = SHARED / "realdata"

@@ -16,7 +16,7 @@ from kafkalog_cli.cli.common import (
     kafka_version_help,
     resolve_profile,
 )
-from kafkalog_cli.render.versions import DEFAULT_VERSION
+from kafkalog_cli.versions import DEFAULT_VERSION
 
 DECODER_FLAGS = (
     ("offsets_decoder", "offsets"),

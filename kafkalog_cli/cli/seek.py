@@ -18,7 +18,7 @@ from kafkalog_cli.cli.common import (
 )
 from kafkalog_cli.cli.timespec import parse_time
 from kafkalog_cli.render.jsondoc import versioned
-from kafkalog_cli.render.versions import DEFAULT_VERSION
+from kafkalog_cli.versions import DEFAULT_VERSION
 
 
 def parse_timestamp(text: str) -> int:

@@ -29,12 +29,12 @@ from kafkalog_cli.format import control as ctl
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.format.codecs import DEFAULT_LIMIT
 from kafkalog_cli.format.text import int64
-from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
 from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
+from kafkalog_cli.versions import Profile
 
 INT_MAX = 2147483647
 

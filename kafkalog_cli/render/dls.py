@@ -1,6 +1,6 @@
 """DumpLogSegments text, per Kafka version (spec §3, errata-dump C): events from ``ops.dump`` in, lines out.
 
-Every version difference is looked up in the ``Profile`` (``render/versions.py``); this module holds the line
+Every version difference is looked up in the ``Profile`` (``kafkalog_cli/versions.py``); this module holds the line
 templates. Output goes to two streams like the Java tool: ``out`` (stdout) and ``err`` (stderr).
 """
 
@@ -13,7 +13,7 @@ from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.text import decrement_sequence, int32, java_utf8
 from kafkalog_cli.ops import dump as d
-from kafkalog_cli.render.versions import Profile
+from kafkalog_cli.versions import Profile
 
 Write = Callable[[str], None]
 
