@@ -18,7 +18,7 @@ change; --execute 0 when done; 2 usage error, unreadable input, or refused
 (locked log dir, a state the broker would not load, or an inconsistent result)."""
 
 
-def _errors(fn):  # type: ignore[no-untyped-def]
+def _errors(fn):  # noqa: ANN001, ANN201
     """Run the engine; every typed error becomes one located line and exit 2 (nothing written)."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 
@@ -38,7 +38,7 @@ def _errors(fn):  # type: ignore[no-untyped-def]
     return None
 
 
-def _lost_text(lost) -> str:  # type: ignore[no-untyped-def]
+def _lost_text(lost) -> str:  # noqa: ANN001
     rng = "offsets unknown" if lost.first_offset is None else f"offsets {lost.first_offset}..{lost.last_offset}"
     extra = f", {lost.corrupt_bytes} bytes unreadable" if lost.corrupt_bytes else ""
     return f"{rng}: {lost.batches} intact batches, {lost.records} records, {lost.bytes} bytes{extra}"

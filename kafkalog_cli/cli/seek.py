@@ -190,6 +190,7 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     rec = res.record
+    assert rec is not None  # seek_time returns the record it found (it raises OffsetNotFound otherwise)
     if fmt == "json":
         out(json.dumps(versioned({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
                         "position": res.position, "batch_base_offset": res.entry.base_offset,

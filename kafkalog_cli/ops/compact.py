@@ -31,6 +31,7 @@ the records and drops them).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections import deque
@@ -497,8 +498,8 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 # and dropped the index entry when the marker fell into a later group): no key can be taken for
                 # committed, so a missing entry loses nothing
                 continue
-            e = known.get((t.producer_id, t.marker_offset))
-            if e is None or e.first_offset > t.first_offset:
+            entry = known.get((t.producer_id, t.marker_offset))
+            if entry is None or entry.first_offset > t.first_offset:
                 marker_seg = max((s for s in segments if s.base <= t.marker_offset), key=lambda s: s.base)
                 raise RepairRefused(
                     f"the log holds an aborted transaction of producer {t.producer_id} (offsets {t.first_offset}.."
@@ -506,7 +507,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                     "hides it); the cleaner would treat its data as committed and delete older values for good",
                     file=marker_seg.path("txnindex"),
                     expected=f"entry producer {t.producer_id} first<={t.first_offset} last={t.marker_offset}",
-                    found="missing" if e is None else f"first offset {e.first_offset}",
+                    found="missing" if entry is None else f"first offset {entry.first_offset}",
                     hint=TXNINDEX_HINT,
                 )
 
@@ -1000,8 +1001,7 @@ def execute_compaction(plan: CompactPlan, backup_dir: str | None, keep_backup: b
                 continue
             log_name = ps.seg_name(g.out_base, "log")
             mtime = g.mtime_ns / 1e9
-            tx.stage(log_name, lambda f, g=g, again=again, stats=stats: cleaner.clean_group(g.parts, again, tracker,
-                                                                                              stats, f), mtime=mtime)
+            tx.stage(log_name, functools.partial(cleaner.clean_group, g.parts, again, tracker, stats), mtime=mtime)
             staged = os.path.join(pdir, safety.staging_name(log_name))
             if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
                 raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan said "

@@ -570,8 +570,8 @@ class Dumper:
             if trailing > 0:
                 if end == mf.size:  # bytes cut off by --max-bytes are not a problem of the file
                     self.summary.trailing_files += 1
-                reported = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
-                yield TrailingBytes(trailing, name, reported)
+                shown = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
+                yield TrailingBytes(trailing, name, shown)
 
     def _record_event(self, entry: Entry, rec: Record) -> RecordEvent:
         ev = RecordEvent(entry, rec)

@@ -22,6 +22,7 @@ from kafkalog_cli.errors import (
     unreadable,
 )
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
+from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
     Guard,
@@ -34,8 +35,6 @@ from kafkalog_cli.storage.safe_read import (
     unreadable_findings,
     vanished_finding,
 )
-
-Entry = Batch | LegacyEntry
 
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
