@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
 from kafkalog_cli.format.codecs import CODEC_NAMES
@@ -43,7 +44,9 @@ class DlsRenderer:
         return name.upper() if self.p.codec_upper else name
 
     def handle(self, ev: object) -> None:
-        getattr(self, "on_" + type(ev).__name__)(ev)
+        """Render one event of ``ops.dump``: looked up by its type in ``_HANDLERS`` (end of this module), an explicit
+        table, so renaming an event class cannot silently unhook its handler."""
+        _HANDLERS[type(ev)](self, ev)
 
     # ---------------------------------------------------------------------------------------------- events
     def on_Ignored(self, ev: d.Ignored) -> None:
@@ -362,3 +365,26 @@ class DlsRenderer:
             ordered = sorted(items) if self.o.gap_tracker == "java" else list(reversed(items))
             for prev, nxt in ordered:
                 self.err(f"  {prev} is followed by {nxt}")
+
+
+# event type -> handler; tests/test_render_dispatch.py checks that every event class and every on_* method is here
+_HANDLERS: dict[type, Callable[[DlsRenderer, Any], None]] = {
+    d.Ignored: DlsRenderer.on_Ignored,
+    d.FileBegin: DlsRenderer.on_FileBegin,
+    d.LogHeader: DlsRenderer.on_LogHeader,
+    d.BatchEvent: DlsRenderer.on_BatchEvent,
+    d.RecordEvent: DlsRenderer.on_RecordEvent,
+    d.PartialBatch: DlsRenderer.on_PartialBatch,
+    d.FormattedBatch: DlsRenderer.on_FormattedBatch,
+    d.IndexEntryEvent: DlsRenderer.on_IndexEntryEvent,
+    d.TimeIndexEntryEvent: DlsRenderer.on_TimeIndexEntryEvent,
+    d.IndexEmpty: DlsRenderer.on_IndexEmpty,
+    d.SanityPassed: DlsRenderer.on_SanityPassed,
+    d.SnapshotEntryEvent: DlsRenderer.on_SnapshotEntryEvent,
+    d.SnapshotFailure: DlsRenderer.on_SnapshotFailure,
+    d.TxnEntryEvent: DlsRenderer.on_TxnEntryEvent,
+    d.CheckpointEvent: DlsRenderer.on_CheckpointEvent,
+    d.TrailingBytes: DlsRenderer.on_TrailingBytes,
+    d.ReadFindingEvent: DlsRenderer.on_ReadFindingEvent,
+    d.FileError: DlsRenderer.on_FileError,
+}
