@@ -142,13 +142,18 @@ def newer_than_known(text: str) -> str | None:
     return None
 
 
-def profile_for(text: str = DEFAULT_VERSION) -> Profile:
-    v = parse_version(text)
+def resolve(table: dict[str, list[tuple[Version, object]]], v: Version) -> dict[str, object]:
+    """Each behaviour's value at release ``v``: the value of the last row whose first version is <= ``v``."""
     values: dict[str, object] = {}
-    for name, rows in TABLE.items():
+    for name, rows in table.items():
         chosen = rows[0][1]
         for since, val in rows:
             if v >= since:
                 chosen = val
         values[name] = chosen
-    return Profile(v, **values)  # type: ignore[arg-type]  # value types checked by tests/test_versions.py
+    return values
+
+
+def profile_for(text: str = DEFAULT_VERSION) -> Profile:
+    v = parse_version(text)
+    return Profile(v, **resolve(TABLE, v))  # type: ignore[arg-type]  # value types checked by tests/test_versions.py

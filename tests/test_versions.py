@@ -58,3 +58,28 @@ def test_engine_does_not_import_render() -> None:
     for sub in ("ops", "storage", "format", "internal", "internal_topics", "scan"):
         for path in (root / sub).glob("*.py"):
             assert "kafkalog_cli.render" not in path.read_text(), path
+
+
+def test_decoder_release_table_matches_its_dataclass() -> None:
+    """The internal-topic decoders' per-release table (internal/releases.py) has the same guarantees."""
+    import importlib
+
+    releases = importlib.import_module("kafkalog_cli.internal.releases")  # internal_topics after the rename
+    names = {f.name for f in dataclasses.fields(releases.DecoderRelease)}
+    assert set(releases.TABLE) == names
+    hints = typing.get_type_hints(releases.DecoderRelease, vars(releases))
+    for name, rows in releases.TABLE.items():
+        assert rows[0][0] == (0, 0, 0), name
+        assert [r[0] for r in rows] == sorted(r[0] for r in rows), name
+        for _since, value in rows:
+            assert _type_ok(value, hints[name]), (name, value)
+    for text in KNOWN_VERSIONS:
+        releases.release_for(profile_for(text).version)
+
+
+@pytest.mark.parametrize("version, json_from", [((3, 7, 9), False), ((3, 8, 0), True), ((4, 3, 0), True)])
+def test_offsets_decoder_switches_to_json_at_3_8(version: tuple[int, int, int], json_from: bool) -> None:
+    import importlib
+
+    offsets = importlib.import_module("kafkalog_cli.internal.consumer_offsets")
+    assert isinstance(offsets.make(version), offsets.OffsetsJsonParser) is json_from
