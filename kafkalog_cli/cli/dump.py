@@ -203,9 +203,11 @@ def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001
 
 
 def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001
+    from kafkalog_cli.ops.dump import FileBegin
+
     for ev in events:
         renderer.handle(ev)
-        if notices and type(ev).__name__ == "FileBegin" and ev.kind in ("log", "checkpoint"):
+        if notices and isinstance(ev, FileBegin) and ev.kind in ("log", "checkpoint"):
             for n in notices:
                 out(n)
 
