@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from kafkalog_cli.versions import Profile
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -132,7 +135,7 @@ def complete_decoder_class(ctx: click.Context, param: click.Parameter, incomplet
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
-def resolve_profile(kafka_version: str) -> Any:
+def resolve_profile(kafka_version: str) -> Profile:
     """The version profile for ``--kafka-version``; a warning on stderr for a release newer than known; a usage
     error (exit 2) for an unparsable or too old one."""
     from kafkalog_cli.versions import newer_than_known, profile_for
