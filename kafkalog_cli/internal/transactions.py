@@ -68,7 +68,7 @@ def find_open(paths: list[str]) -> tuple[list[OpenTransaction], list[str]]:
         with MappedFile(f) as mf:
             try:
                 for batch in entries(mf.buf, file=f):
-                    if getattr(batch, "is_legacy", False) or not batch.is_transactional:
+                    if batch.is_legacy or not batch.is_transactional:
                         continue
                     pid = batch.producer_id
                     if batch.is_control:
@@ -395,7 +395,7 @@ def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int]
             with MappedFile(f) as mf:
                 try:
                     for batch in entries(mf.buf, file=f):
-                        if getattr(batch, "is_legacy", False):
+                        if batch.is_legacy:
                             continue
                         if batch.is_control:
                             ctype = _marker(batch, mf.buf)
