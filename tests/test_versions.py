@@ -64,7 +64,7 @@ def test_decoder_release_table_matches_its_dataclass() -> None:
     """The internal-topic decoders' per-release table (internal/releases.py) has the same guarantees."""
     import importlib
 
-    releases = importlib.import_module("kafkalog_cli.internal.releases")  # internal_topics after the rename
+    releases = importlib.import_module("kafkalog_cli.internal.releases")
     names = {f.name for f in dataclasses.fields(releases.DecoderRelease)}
     assert set(releases.TABLE) == names
     hints = typing.get_type_hints(releases.DecoderRelease, vars(releases))
