@@ -46,7 +46,7 @@ def kafkalog_dump(path: Path, accel: bool) -> None:
     from kafkalog_cli.ops.dump import Dumper, DumpOptions
     from kafkalog_cli.render.dls import DlsRenderer
     from kafkalog_cli.render.parsers import DecoderParser
-    from kafkalog_cli.render.versions import profile_for
+    from kafkalog_cli.versions import profile_for
 
     with open(os.devnull, "w") as sink:
         write = sink.write

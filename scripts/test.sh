@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a fresh virtual environment (.venv) with kafkalog and its test dependencies, then run the whole test suite.
+# Set up a fresh virtual environment (.venv) with kafkalog and its test dependencies, then ruff, mypy and the whole
+# test suite.
 # Usage: bash scripts/test.sh [extra pytest args]      (CI runs exactly: bash scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,4 +11,5 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test,spark]'
 .venv/bin/python -m ruff check kafkalog_cli tests scripts bench
+.venv/bin/python -m mypy  # configured in pyproject.toml ([tool.mypy]: files = kafkalog_cli)
 exec .venv/bin/python -m pytest -q "$@"

@@ -16,6 +16,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from realdata_path import REALDATA
+
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_message
 
@@ -97,8 +99,9 @@ def make_logdir(root: Path) -> Path:
 
 
 def realdata_dirs(limit: int = 4) -> list[Path]:
-    """A few partition directories of ../shared/realdata (empty when absent), small ones first, distinct repos."""
-    root = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+    """A few partition directories of the real data (``realdata_path``: $KAFKALOG_REALDATA, default
+    ../shared/realdata; empty when absent), small ones first, distinct repos."""
+    root = REALDATA
     if not root.is_dir():
         return []
     seen, out = set(), []

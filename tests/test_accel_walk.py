@@ -21,6 +21,7 @@ import crc32c as crc32c_pkg
 import pytest
 from click.testing import CliRunner
 from index_partition_gen import make_partition
+from realdata_path import REALDATA
 from test_verify_fuzz import SEEDS, mutate
 
 from kafkalog_cli.cli.main import cli
@@ -31,8 +32,6 @@ from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import accel
 from kafkalog_cli.storage.segment import walk
-
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 
 pytestmark = pytest.mark.skipif(accel.module() is None, reason="compiled accelerator not built or disabled")
 

@@ -12,8 +12,8 @@ from kafkalog_cli.format.encoder import RecordSpec, encode_batch, reseal_crc
 from kafkalog_cli.ops.dump import Dumper, DumpOptions, FileError
 from kafkalog_cli.render.dls import DlsRenderer
 from kafkalog_cli.render.parsers import DecoderParser
-from kafkalog_cli.render.versions import profile_for
 from kafkalog_cli.storage.segment import entries
+from kafkalog_cli.versions import profile_for
 
 INT64_MAX = 2**63 - 1
 

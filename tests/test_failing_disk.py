@@ -20,9 +20,9 @@ from kafkalog_cli.cli.main import cli
 from kafkalog_cli.errors import FileVanishedError
 from kafkalog_cli.ops import verify as verify_ops
 from kafkalog_cli.ops.dump import Dumper, DumpOptions, ReadFindingEvent
-from kafkalog_cli.render.versions import profile_for
 from kafkalog_cli.storage import safe_read
 from kafkalog_cli.storage.segment import MappedFile
+from kafkalog_cli.versions import profile_for
 
 HERE = Path(__file__).resolve().parent
 SEG_NAME = "00000000000000000000.log"

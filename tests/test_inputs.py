@@ -58,7 +58,7 @@ def test_seek_time_echoes_what_it_understood(tmp_path) -> None:  # noqa: ANN001
 
 # ---------------------------------------------------------------------------------------------- --kafka-version
 def test_kafka_version_help_lists_every_release() -> None:
-    from kafkalog_cli.render.versions import KNOWN_VERSIONS
+    from kafkalog_cli.versions import KNOWN_VERSIONS
 
     for cmd in ("dump", "seek-offset"):
         r = CliRunner().invoke(cli, [cmd, "--help"], terminal_width=400)

@@ -15,7 +15,7 @@ from kafkalog_cli.internal import schemas_group as sg
 from kafkalog_cli.internal import schemas_txn_share as st
 from kafkalog_cli.internal.cluster_metadata import encode_frame
 from kafkalog_cli.internal.schemas_metadata import TopicRecord
-from kafkalog_cli.render.versions import profile_for
+from kafkalog_cli.versions import profile_for
 
 
 def pref(version: int, body: bytes) -> bytes:

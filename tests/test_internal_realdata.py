@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from realdata_path import REALDATA
 
 from kafkalog_cli.internal import decode_json, make_parser
-from kafkalog_cli.render.versions import profile_for
 from kafkalog_cli.storage.segment import MappedFile, entries
+from kafkalog_cli.versions import profile_for
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REAL = SHARED / "realdata"
+REAL = REALDATA  # $KAFKALOG_REALDATA, default ../shared/realdata (tests/realdata_path.py)
 
 pytestmark = pytest.mark.realdata
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from kafka_oracle import oracle_entries
+from realdata_path import REALDATA
 
 from kafkalog_cli.ops.dump import Dumper, DumpOptions, FileError
-from kafkalog_cli.render.versions import profile_for
+from kafkalog_cli.versions import profile_for
 
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 FILES = sorted(REALDATA.rglob("*.log")) + sorted(REALDATA.rglob("*.checkpoint")) if REALDATA.is_dir() else []
 
 pytestmark = pytest.mark.skipif(not FILES, reason="../shared/realdata is absent")

@@ -8,18 +8,17 @@ import os
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from index_partition_gen import make_partition
+from realdata_path import REALDATA
 
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_message
 from kafkalog_cli.ops.rebuild_index import examine_segment, rebuild_segment
 from kafkalog_cli.storage.segment import MappedFile, entries
 
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

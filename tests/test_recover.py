@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from partition_gen import PartitionBuilder, verify_crc_clean
+from realdata_path import REALDATA
 
 from kafkalog_cli.cli.main import cli
 from kafkalog_cli.ops import loader as ld
@@ -83,11 +84,7 @@ def test_snapshot_writer_round_trip_and_java_order():
 
 
 def _realdata() -> Path | None:
-    here = Path(__file__).resolve()
-    for cand in (here.parents[2] / "shared" / "realdata", here.parents[3] / "shared" / "realdata"):
-        if cand.is_dir():
-            return cand
-    return None
+    return REALDATA if REALDATA.is_dir() else None
 
 
 @pytest.mark.realdata

@@ -19,7 +19,7 @@ from kafkalog_cli.format import codecs
 from kafkalog_cli.format.encoder import encode_legacy_wrapper
 from kafkalog_cli.ops.dump import Dumper, DumpOptions, FileError
 from kafkalog_cli.ops.verify import verify_segment
-from kafkalog_cli.render.versions import DEFAULT_VERSION, profile_for
+from kafkalog_cli.versions import DEFAULT_VERSION, profile_for
 from tests.verify_helpers import REALDATA, make_legacy_segment, make_segment
 
 CASE_SECONDS = 5

@@ -7,11 +7,12 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from realdata_path import realdata_root
+
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_message
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REALDATA = SHARED / "realdata"
+REALDATA = realdata_root()  # $KAFKALOG_REALDATA, default ../shared/realdata (tests/realdata_path.py)
 TS0 = 1_700_000_000_000
 
 

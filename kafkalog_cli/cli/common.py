@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from kafkalog_cli.versions import Profile
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -107,7 +110,7 @@ class StdoutSink:
 
 def kafka_version_help(what: str) -> str:
     """The ``--kafka-version`` help: every accepted release, listed (imports nothing heavy)."""
-    from kafkalog_cli.render.versions import KNOWN_VERSIONS
+    from kafkalog_cli.versions import KNOWN_VERSIONS
 
     return (f"{what} of this Kafka release: {', '.join(KNOWN_VERSIONS)} (a patch release or a suffix, 3.9.1 or "
             f"3.9.0-rc3, acts as its minor release; a newer release acts as {KNOWN_VERSIONS[-1]}, with a warning).")
@@ -117,7 +120,7 @@ def complete_kafka_version(ctx: click.Context, param: click.Parameter, incomplet
     """TAB candidates for ``--kafka-version``: the known releases, newest first."""
     from click.shell_completion import CompletionItem
 
-    from kafkalog_cli.render.versions import KNOWN_VERSIONS
+    from kafkalog_cli.versions import KNOWN_VERSIONS
 
     return [CompletionItem(v) for v in reversed(KNOWN_VERSIONS) if v.startswith(incomplete)]
 
@@ -132,10 +135,10 @@ def complete_decoder_class(ctx: click.Context, param: click.Parameter, incomplet
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
-def resolve_profile(kafka_version: str) -> Any:
+def resolve_profile(kafka_version: str) -> Profile:
     """The version profile for ``--kafka-version``; a warning on stderr for a release newer than known; a usage
     error (exit 2) for an unparsable or too old one."""
-    from kafkalog_cli.render.versions import newer_than_known, profile_for
+    from kafkalog_cli.versions import newer_than_known, profile_for
 
     try:
         profile = profile_for(kafka_version)

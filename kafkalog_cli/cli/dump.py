@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,7 +17,11 @@ from kafkalog_cli.cli.common import (
     kafka_version_help,
     resolve_profile,
 )
-from kafkalog_cli.render.versions import DEFAULT_VERSION
+from kafkalog_cli.versions import DEFAULT_VERSION
+
+if TYPE_CHECKING:
+    from kafkalog_cli.render.dls import DlsRenderer
+    from kafkalog_cli.render.jsonl import JsonRenderer
 
 DECODER_FLAGS = (
     ("offsets_decoder", "offsets"),
@@ -142,6 +147,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
 
     sink = StdoutSink()
     out, err = sink.out, sink.err
+    renderer: JsonRenderer | DlsRenderer
     if fmt == "json":
         from kafkalog_cli.render.jsonl import JsonRenderer
 
@@ -199,9 +205,11 @@ def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001
 
 
 def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001
+    from kafkalog_cli.ops.dump import FileBegin
+
     for ev in events:
         renderer.handle(ev)
-        if notices and type(ev).__name__ == "FileBegin" and ev.kind in ("log", "checkpoint"):
+        if notices and isinstance(ev, FileBegin) and ev.kind in ("log", "checkpoint"):
             for n in notices:
                 out(n)
 
@@ -227,12 +235,13 @@ def _total_bytes(args: list[str]) -> int:
 
 def _with_progress(events, advance, step: int = 4 << 20):  # noqa: ANN001, ANN202
     """Pass events through, advancing the bar by the bytes of each batch (in steps, to keep the cost negligible)."""
+    from kafkalog_cli.ops.dump import BatchEvent, FormattedBatch, FormattedRun
+
     pending = 0
     for ev in events:
-        entry = getattr(ev, "entry", None)
-        if entry is not None and type(ev).__name__ in ("BatchEvent", "FormattedBatch"):
-            pending += entry.size
-        elif type(ev).__name__ == "FormattedRun":
+        if isinstance(ev, (BatchEvent, FormattedBatch)):
+            pending += ev.entry.size
+        elif isinstance(ev, FormattedRun):
             pending += ev.size
         if pending >= step:
             advance(pending)

@@ -34,7 +34,7 @@ def _errors(fn: Callable[[], T]) -> T:
     ])
 
 
-def _lost_text(lost) -> str:  # type: ignore[no-untyped-def]
+def _lost_text(lost) -> str:  # noqa: ANN001
     rng = "offsets unknown" if lost.first_offset is None else f"offsets {lost.first_offset}..{lost.last_offset}"
     extra = f", {lost.corrupt_bytes} bytes unreadable" if lost.corrupt_bytes else ""
     return f"{rng}: {lost.batches} intact batches, {lost.records} records, {lost.bytes} bytes{extra}"

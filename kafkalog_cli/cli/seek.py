@@ -18,7 +18,7 @@ from kafkalog_cli.cli.common import (
 )
 from kafkalog_cli.cli.timespec import parse_time
 from kafkalog_cli.render.jsondoc import versioned
-from kafkalog_cli.render.versions import DEFAULT_VERSION
+from kafkalog_cli.versions import DEFAULT_VERSION
 
 
 def parse_timestamp(text: str) -> int:
@@ -190,6 +190,7 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     rec = res.record
+    assert rec is not None  # seek_time returns the record it found (it raises OffsetNotFound otherwise)
     if fmt == "json":
         out(json.dumps(versioned({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
                         "position": res.position, "batch_base_offset": res.entry.base_offset,

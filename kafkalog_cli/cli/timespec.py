@@ -90,5 +90,5 @@ def parse_time(text: str, now_ms: int | None = None) -> TimeSpec:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
         how = "ISO-8601 without a zone, UTC assumed"
-    delta = dt - _EPOCH0
-    return TimeSpec((delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000, how)
+    since = dt - _EPOCH0
+    return TimeSpec((since.days * 86400 + since.seconds) * 1000 + since.microseconds // 1000, how)

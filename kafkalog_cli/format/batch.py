@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.format import codecs
@@ -103,7 +104,7 @@ class Batch:
         self.last_offset = int64(self.base_offset + self.last_offset_delta)
 
     # ----------------------------------------------------------------------------------------- derived fields
-    is_legacy = False
+    is_legacy: ClassVar[Literal[False]] = False  # the tag of format.entry.Entry
 
     @property
     def next_offset(self) -> int:
@@ -315,8 +316,8 @@ def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, r
         yield Record(
             offset=int64(base_offset + offset_delta),
             timestamp=max_ts if log_append else int64(base_ts + ts_delta),
-            key=key,
-            value=value,
+            key=key,  # type: ignore[arg-type]  # a memoryview only under copy=False, whose callers read sizes only
+            value=value,  # type: ignore[arg-type]  # a memoryview only under copy=False, whose callers read sizes only
             headers=headers,
             sequence=increment_sequence(base_seq, offset_delta) if base_seq >= 0 else -1,
             attributes=attributes,

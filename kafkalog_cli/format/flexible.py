@@ -97,12 +97,12 @@ def read_struct(r: Reader, fields: list[Field], version: int, flexible: bool) ->
             tag = r.uvarint()
             size = r.uvarint()
             r.need(size)
-            f = tagged.get(tag)
-            if f is None:
+            tf = tagged.get(tag)
+            if tf is None:
                 r.pos += size  # unknown tagged fields are skipped, as Kafka does
                 continue
             sub = Reader(r.buf, r.pos, r.pos + size)
-            out[f.name] = _read_value(sub, f.type, version, flexible, _in(version, f.nullable))
+            out[tf.name] = _read_value(sub, tf.type, version, flexible, _in(version, tf.nullable))
             r.pos += size
     return out
 
@@ -158,21 +158,21 @@ def decode(buf: bytes | memoryview, fields: list[Field], version: int, flexible:
 
 # ------------------------------------------------------------------------------------------------------- writer
 def write_struct(out: bytearray, fields: list[Field], values: dict[str, Any], version: int, flexible: bool) -> None:
-    tagged = []
+    tagged: list[tuple[int, Field]] = []
     for f in fields:
         if not _in(version, f.versions):
             continue
         if f.tag is not None:
             if f.name in values and values[f.name] is not None:
-                tagged.append(f)
+                tagged.append((f.tag, f))
             continue
         _write_value(out, f.type, values.get(f.name, f.default), version, flexible, _in(version, f.nullable))
     if flexible:
         write_uvarint(len(tagged), out)
-        for f in sorted(tagged, key=lambda x: x.tag):
+        for tag, f in sorted(tagged, key=lambda x: x[0]):
             buf = bytearray()
             _write_value(buf, f.type, values[f.name], version, flexible, _in(version, f.nullable))
-            write_uvarint(f.tag, out)
+            write_uvarint(tag, out)
             write_uvarint(len(buf), out)
             out += buf
 

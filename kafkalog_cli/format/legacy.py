@@ -9,6 +9,7 @@ offset of the last inner message; 0 is special-cased for old librdkafka); v0 inn
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import ClassVar, Literal
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.format import codecs
@@ -44,9 +45,9 @@ class LegacyEntry:
 
     __slots__ = ("position", "offset", "message_size", "crc", "magic", "attributes", "_timestamp", "_buf_end")
 
-    is_legacy = True
+    is_legacy: ClassVar[Literal[True]] = True  # the tag of format.entry.Entry
 
-    def __init__(self, buf: bytes | memoryview, position: int, end: int | None = None) -> None:
+    def __init__(self, buf: bytes | bytearray | memoryview, position: int, end: int | None = None) -> None:
         self.offset, self.message_size, self.crc, self.magic, attrs = _unpack_entry(buf, position)
         self.attributes = attrs & 0xFF
         self.position = position
@@ -100,6 +101,9 @@ class LegacyEntry:
     def is_transactional(self) -> bool:
         return False
 
+    # Kafka's values for a legacy entry (AbstractLegacyRecordBatch): no delete horizon, no producer fields
+    has_delete_horizon = False
+    delete_horizon_ms: int | None = None
     partition_leader_epoch = -1
     producer_id = -1
     producer_epoch = -1
@@ -233,7 +237,7 @@ def _sized(buf: bytes | memoryview, p: int, end: int, what: str, copy: bool = Tr
         return None, p
     if p + n > end:
         raise InvalidRecordError(f"legacy message {what} runs past the message", position=p, expected=f"{n} bytes", found=f"{end - p}")
-    return (bytes(buf[p : p + n]) if copy else buf[p : p + n]), p + n
+    return (bytes(buf[p : p + n]) if copy else buf[p : p + n]), p + n  # type: ignore[return-value]  # as Record's
 
 
 def _key_value(buf: bytes | memoryview, position: int, magic: int, end: int,

@@ -8,7 +8,10 @@ Decoder modules are imported lazily so that plain dumps never load the schema ta
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalog_cli.versions import Profile
 
 KINDS: dict[str, str] = {
     "offsets": "kafkalog_cli.internal.consumer_offsets",
@@ -26,7 +29,7 @@ def _module(kind: str):
         raise ValueError(f"unknown internal-topic decoder {kind!r}: use one of {', '.join(KINDS)}") from None
 
 
-def make_parser(kind: str, profile: Any):
+def make_parser(kind: str, profile: Profile):
     """A RecordParser for ``kind`` reproducing ``profile.version``'s DumpLogSegments output."""
     return _module(kind).make(tuple(profile.version))
 

@@ -18,6 +18,7 @@ from kafkalog_cli.errors import InvalidRecordError, KafkalogError
 from kafkalog_cli.format.varint import read_uvarint
 from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import schema as sc
+from kafkalog_cli.internal.releases import release_for
 from kafkalog_cli.internal.schemas_metadata import MESSAGES
 from kafkalog_cli.internal.schemas_metadata_28 import BY_KEY_28
 
@@ -114,7 +115,7 @@ class ClusterMetadataParser:
     """DumpLogSegments' ClusterMetadataLogMessageParser: no key, payload = JSON or the inline error."""
 
     def __init__(self, version: tuple[int, int, int]) -> None:
-        self.frame_version = 0 if version < (3, 0, 0) else 1
+        self.frame_version = release_for(version).metadata_frame_version
 
     def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
         try:

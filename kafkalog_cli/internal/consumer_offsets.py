@@ -18,6 +18,7 @@ from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import schema as sc
 from kafkalog_cli.internal import schemas_group as sg
 from kafkalog_cli.internal.javahash import java_string_hash, scala213_order
+from kafkalog_cli.internal.releases import release_for
 
 Version = tuple[int, int, int]
 
@@ -44,7 +45,7 @@ CONSUMER = "consumer"
 
 def key_tables(version: Version) -> tuple[dict, dict]:
     """Record types the version's serde knows: 0-8 in 3.8/3.9, 0-15 (share groups) from 4.0."""
-    last = 15 if version >= (4, 0, 0) else 8
+    last = release_for(version).offsets_last_record_type
     return ({k: v for k, v in KEYS.items() if k <= last}, {k: v for k, v in VALUES.items() if k <= last})
 
 
@@ -142,11 +143,7 @@ def _group_json(value: dict[str, Any], old_style: bool) -> str:
 
 
 def _unknown_key_error(v: int, version: Version) -> str:
-    if version < (2, 4, 0):
-        return f"Unknown offset schema version {v}"
-    if version < (2, 8, 0):
-        return f"Unknown message key schema version {v}"
-    return f"Unknown group metadata message version: {v}"
+    return release_for(version).offsets_unknown_key_error.format(v=v)
 
 
 def _read_value(msg: sc.Message, value: bytes, what: str) -> tuple[int, dict[str, Any]]:
@@ -168,7 +165,8 @@ class OffsetsTextParser:
 
     def __init__(self, version: Version) -> None:
         self.version = version
-        self.old = version < (2, 4, 1)
+        self.release = release_for(version)
+        self.old = self.release.offsets_old_text
 
     def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
         key = None if record.key is None else bytes(record.key)
@@ -181,7 +179,7 @@ class OffsetsTextParser:
             raise InvalidRecordError("java.nio.BufferUnderflowException")
         (kver,) = SCHEMA_VERSION.unpack_from(key, 0)
         if kver not in (0, 1, 2):
-            if self.version >= (3, 5, 0):
+            if self.release.unknown_key_text:
                 return f"unknown::version={kver}", None
             raise InvalidRecordError(_unknown_key_error(kver, self.version))
         kmsg = sg.OffsetCommitKey if kver < 2 else sg.GroupMetadataKey
@@ -216,7 +214,7 @@ class OffsetsTextParser:
 
 
 def make(version: Version):
-    return OffsetsJsonParser(version) if version >= (3, 8, 0) else OffsetsTextParser(version)
+    return OffsetsJsonParser(version) if release_for(version).offsets_json else OffsetsTextParser(version)
 
 
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001

@@ -15,6 +15,7 @@ from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.format.flexible import Field
 from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal import schema as sc
+from kafkalog_cli.internal.releases import release_for
 from kafkalog_cli.internal.schema import Message
 
 
@@ -119,7 +120,7 @@ def value_json_text(d: Decoded, data: dict[str, Any] | None = None) -> str:
 
 def missing_key_message(offset: int, decoder: str, version: tuple[int, int, int]) -> str:
     """The abort text for a null key (3.8+ JSON parsers)."""
-    if version >= (4, 0, 0):
+    if release_for(version).missing_key_generic:
         return f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
     return f"Failed to decode message at offset {offset} using {decoder} decoder (message had a missing key)"
 

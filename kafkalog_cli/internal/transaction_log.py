@@ -19,6 +19,7 @@ from kafkalog_cli.internal import coordinator as co
 from kafkalog_cli.internal import schema as sc
 from kafkalog_cli.internal import schemas_txn_share as st
 from kafkalog_cli.internal.javahash import scala213_order, topic_partition_hash
+from kafkalog_cli.internal.releases import release_for
 
 Version = tuple[int, int, int]
 KEYS = {0: st.TransactionLogKey}
@@ -45,6 +46,7 @@ class TransactionTextParser:
 
     def __init__(self, version: Version) -> None:
         self.version = version
+        self.release = release_for(version)
 
     def _key(self, key: bytes | None) -> tuple[int, str | None]:
         if key is None or len(key) < 2:
@@ -64,9 +66,7 @@ class TransactionTextParser:
             raise InvalidRecordError("java.nio.BufferUnderflowException")
         (ver,) = SCHEMA_VERSION.unpack_from(value, 0)
         if not st.TransactionLogValue.supports(ver):
-            if self.version < (2, 8, 0):
-                raise InvalidRecordError(f"Unknown transaction log message value schema version {ver}")
-            raise InvalidRecordError(f"Unknown version {ver} from the transaction log message value")
+            raise InvalidRecordError(self.release.txn_unknown_value_error.format(v=ver))
         try:
             v, _ = sc.read(value, st.TransactionLogValue, ver, pos=2)
             co.check_non_nullable(st.TransactionLogValue.fields, v, ver)
@@ -77,7 +77,7 @@ class TransactionTextParser:
             raise InvalidRecordError(f"Unknown transaction state id {status} from the transaction status message")
         state = STATES[status]
         parts = [] if state == "Empty" else partitions_in_set_order(v)
-        if self.version >= (2, 5, 0):
+        if self.release.txn_partitions_list:
             ptext = "[" + ",".join(parts) + "]"
         else:
             ptext = "Set(" + ", ".join(parts) + ")"  # Scala 2.12 builds; 2.13 builds print "HashSet("
@@ -92,12 +92,10 @@ class TransactionTextParser:
         value = None if record.value is None else bytes(record.value)
         ver, txn_id = self._key(key)
         if txn_id is None:
-            if self.version >= (3, 5, 0):
+            if self.release.unknown_key_text:
                 return f"unknown::version={ver}", None
-            if self.version < (2, 8, 0):
-                raise InvalidRecordError(f"Unknown transaction log message key schema version {ver}")
-            raise InvalidRecordError(f"Unknown version {ver} from the transaction log message")
-        if self.version < (2, 4, 1):
+            raise InvalidRecordError(self.release.txn_unknown_key_error.format(v=ver))
+        if self.release.txn_old_text:
             if value is None:
                 raise InvalidRecordError(NPE)
             return f"transactionalId={txn_id}", self._value(value)
@@ -113,7 +111,7 @@ class TransactionJsonParser(co.JsonCoordinatorParser):
 
 
 def make(version: Version):
-    return TransactionJsonParser(version) if version >= (4, 0, 0) else TransactionTextParser(version)
+    return TransactionJsonParser(version) if release_for(version).txn_json else TransactionTextParser(version)
 
 
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001

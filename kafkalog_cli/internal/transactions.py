@@ -16,12 +16,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
+
+if TYPE_CHECKING:
+    from kafkalog_cli.internal.logdir import PartitionCopy
+    from kafkalog_cli.internal.txn_state import CoordinatorView
 
 
 @dataclass
@@ -63,7 +68,7 @@ def find_open(paths: list[str]) -> tuple[list[OpenTransaction], list[str]]:
         with MappedFile(f) as mf:
             try:
                 for batch in entries(mf.buf, file=f):
-                    if getattr(batch, "is_legacy", False) or not batch.is_transactional:
+                    if batch.is_legacy or not batch.is_transactional:
                         continue
                     pid = batch.producer_id
                     if batch.is_control:
@@ -153,7 +158,7 @@ class PartitionReport:
 @dataclass
 class TxnReport:
     partitions: list[PartitionReport]
-    coordinator: object  # txn_state.CoordinatorView
+    coordinator: CoordinatorView
     txn_partition_count: int
     warnings: list[str]
 
@@ -166,7 +171,7 @@ class TxnReport:
         return [t for t in self.findings if t.classification == "hanging"]
 
 
-def _scan_txn_batches(copy, warnings: list[str]) -> tuple[list[tuple[Batch, int | None]], int]:  # noqa: ANN001
+def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tuple[Batch, int | None]], int]:
     """Transactional batches (data and markers) of a partition copy with their control types, and the log end
     offset. Damaged bytes stop the walk of that segment with a warning (a forensic read, not a repair)."""
     from kafkalog_cli.ops import partition_scan as ps
@@ -181,10 +186,9 @@ def _scan_txn_batches(copy, warnings: list[str]) -> tuple[list[tuple[Batch, int 
         with MappedFile(f) as mf:
             try:
                 for batch in entries(mf.buf, file=f):
-                    if getattr(batch, "is_legacy", False):
-                        leo = max(leo, batch.offset + 1)
-                        continue
                     leo = max(leo, batch.next_offset)
+                    if batch.is_legacy:
+                        continue
                     if not batch.is_transactional or batch.producer_id < 0:
                         continue
                     ctype = None
@@ -200,7 +204,7 @@ def _scan_txn_batches(copy, warnings: list[str]) -> tuple[list[tuple[Batch, int 
     return items, leo
 
 
-def _snapshot(copy, log_start: int, leo: int) -> tuple[int, list] | None:  # noqa: ANN001
+def _snapshot(copy: PartitionCopy, log_start: int, leo: int) -> tuple[int, list] | None:
     """The producer snapshot the broker would load: the newest readable one with log start < offset <= log end
     (ProducerStateManager.truncateAndReload deletes the others, ProducerStateManager.java:355-361)."""
     from kafkalog_cli.ops import partition_scan as ps
@@ -208,7 +212,7 @@ def _snapshot(copy, log_start: int, leo: int) -> tuple[int, list] | None:  # noq
     return ps.newest_snapshot(copy.path, at_most=leo, above=log_start)
 
 
-def scan_partition(copy) -> PartitionReport:  # noqa: ANN001
+def scan_partition(copy: PartitionCopy) -> PartitionReport:
     """Producer state as the broker loads it, open transactions and the last stable offset of one copy."""
     from kafkalog_cli.internal.logdir import checkpoint_offset
     from kafkalog_cli.ops import partition_scan as ps
@@ -356,7 +360,7 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
 
 
 # ------------------------------------------------------------------------------------------ consumer groups
-def committed_offsets(copies: list) -> tuple[dict[tuple[str, int], dict[str, int]], list[str]]:  # noqa: ANN001
+def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], dict[str, int]], list[str]]:
     """(topic, partition) -> {group: committed offset} from the ``__consumer_offsets`` copies given (the group
     coordinator's load rule: last record per key wins, a tombstone deletes; transactional commits count only once
     their COMMIT marker is read)."""
@@ -365,7 +369,7 @@ def committed_offsets(copies: list) -> tuple[dict[tuple[str, int], dict[str, int
 
     latest: dict[tuple[str, str, int], int] = {}
     warnings: list[str] = []
-    best: dict[int, tuple[int, object]] = {}
+    best: dict[int, tuple[int, PartitionCopy]] = {}
     for c in copies:
         if c.topic != "__consumer_offsets":
             continue
@@ -378,7 +382,7 @@ def committed_offsets(copies: list) -> tuple[dict[tuple[str, int], dict[str, int
             with MappedFile(f) as mf:
                 try:
                     for batch in entries(mf.buf, file=f):
-                        if getattr(batch, "is_legacy", False):
+                        if batch.is_legacy:
                             continue
                         if batch.is_control:
                             ctype = _marker(batch, mf.buf)

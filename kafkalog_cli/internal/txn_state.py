@@ -85,7 +85,7 @@ def read_partition(copy: PartitionCopy, view: CoordinatorView) -> int:
             try:
                 for batch in entries(mf.buf, file=path):
                     leo = max(leo, batch.last_offset + 1)
-                    if getattr(batch, "is_legacy", False) or batch.is_control:
+                    if batch.is_legacy or batch.is_control:
                         continue
                     for rec in batch.iter_records(mf.buf):
                         _load_record(copy, rec, view)

@@ -191,7 +191,7 @@ def _scan_dirty(copy: PartitionCopy, segs: list[SegmentInfo], first_dirty: int, 
         with MappedFile(path) as mf:
             try:
                 for b in entries(mf.buf, file=path):
-                    if getattr(b, "is_legacy", False) or b.base_offset >= upper:
+                    if b.is_legacy or b.base_offset >= upper:
                         continue
                     if b.is_control:
                         if full_at is None and b.last_offset >= first_dirty:

@@ -31,6 +31,7 @@ the records and drops them).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections import deque
@@ -498,8 +499,8 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                 # and dropped the index entry when the marker fell into a later group): no key can be taken for
                 # committed, so a missing entry loses nothing
                 continue
-            e = known.get((t.producer_id, t.marker_offset))
-            if e is None or e.first_offset > t.first_offset:
+            entry = known.get((t.producer_id, t.marker_offset))
+            if entry is None or entry.first_offset > t.first_offset:
                 marker_seg = max((s for s in segments if s.base <= t.marker_offset), key=lambda s: s.base)
                 raise RepairRefused(
                     f"the log holds an aborted transaction of producer {t.producer_id} (offsets {t.first_offset}.."
@@ -507,7 +508,7 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
                     "hides it); the cleaner would treat its data as committed and delete older values for good",
                     file=marker_seg.path("txnindex"),
                     expected=f"entry producer {t.producer_id} first<={t.first_offset} last={t.marker_offset}",
-                    found="missing" if e is None else f"first offset {e.first_offset}",
+                    found="missing" if entry is None else f"first offset {entry.first_offset}",
                     hint=TXNINDEX_HINT,
                 )
 

@@ -30,12 +30,12 @@ from kafkalog_cli.format.batch import Record
 from kafkalog_cli.format.codecs import DEFAULT_LIMIT
 from kafkalog_cli.format.layouts import HEADER_SIZE_UP_TO_MAGIC, TIME_INDEX_ENTRY, V2_HEADER_SIZE
 from kafkalog_cli.format.text import int64
-from kafkalog_cli.render.versions import Profile
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
 from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
+from kafkalog_cli.versions import Profile
 
 INT_MAX = 2147483647
 
@@ -615,8 +615,8 @@ class Dumper:
             if trailing > 0:
                 if end == mf.size:  # bytes cut off by --max-bytes are not a problem of the file
                     self.summary.trailing_files += 1
-                reported = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
-                yield TrailingBytes(trailing, name, reported)
+                shown = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
+                yield TrailingBytes(trailing, name, shown)
 
     def _record_event(self, entry: Entry, rec: Record) -> RecordEvent:
         ev = RecordEvent(entry, rec)

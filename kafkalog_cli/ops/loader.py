@@ -865,7 +865,8 @@ def _snapshot_changes(plan: LoaderPlan, store: SnapshotStore, before: set[int]) 
 def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, recover_now: dict[int, str]) -> None:
     """Step 1-2 of the load: .deleted/.cleaned/.swap files (see the module docstring)."""
     ch = plan.changes
-    cleaned, swaps = [], []
+    cleaned: list[str] = []
+    swaps: list[str] = []
     for n in sorted(files):
         kind = layout.loader_file_kind(n)
         if kind == "deleted":
@@ -911,10 +912,10 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
         for n in sorted(files):
             if n.endswith(".swap"):
                 continue
-            off = layout.loader_offset(n)
+            base = layout.loader_offset(n)
             if version.legacy_swap and layout.loader_file_kind(n) not in ("log", "index"):
                 continue  # <= 2.8 replaceSegments deletes only the old segments' files, not snapshots
-            if off is not None and lo <= off < hi:
+            if base is not None and lo <= base < hi:
                 ch.append(FileChange("delete", n, f"replaced by the interrupted clean/split's .swap files (range "
                                      f"[{lo}, {hi}))", phase="leftovers"))
                 files.pop(n)

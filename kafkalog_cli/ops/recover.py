@@ -110,7 +110,7 @@ def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: b
         backup_dir: str | None = None, keep_backup: bool = True,
         now_ms: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
     """Per partition: (plan, interrupted changes finished first, backup dirs written)."""
-    out = []
+    out: list[tuple[ld.LoaderPlan, list[str], list[str]]] = []
     pdirs = partition_dirs(paths)
     if execute and len(pdirs) > 1:
         # refuse before writing anything: a partition the broker cannot load, found after others were already

@@ -335,6 +335,7 @@ def compare_pair(a: Replica, b: Replica) -> PairResult:
         if limit is not None and here > limit:
             break
         if y is None or (x is not None and x.last < y.base):
+            assert x is not None  # y is None only past ib's end, and the loop runs while one list has more
             missing.append((a, b, x, None, False))
             i += 1
             continue
@@ -855,14 +856,15 @@ def _compare_loaded(replicas: list[Replica], leader_name: str | None) -> Compari
     for r in replicas:
         for c in r.corrupt:
             findings.append(Finding(c.offset, CORRUPT_BATCH, f"{r.name}: {c.file} at byte {c.position}: {c.message}"))
-    first = _earliest(findings)
+    earliest = _earliest(findings)
     leos = {r.name: r.log_end_offset for r in replicas}
     top = max(leos.values())
-    ahead = leader.name if leos[leader.name] == top else next(n for n, v in leos.items() if v == top)
+    ahead: str | None = leader.name if leos[leader.name] == top else next(n for n, v in leos.items() if v == top)
     if min(leos.values()) == top:
         ahead = None
-    agree_up_to = first.offset if first else min(leos.values())
+    agree_up_to = earliest.offset if earliest else min(leos.values())
     partition = os.path.basename(replicas[0].path)
-    return Comparison(partition, leader.name, how, reports, pairs, first.offset if first else None,
-                      first.kind if first else None, first.detail if first else None, agree_up_to, ahead, notes)
+    return Comparison(partition, leader.name, how, reports, pairs, earliest.offset if earliest else None,
+                      earliest.kind if earliest else None, earliest.detail if earliest else None, agree_up_to, ahead,
+                      notes)
 

@@ -137,7 +137,8 @@ def divergence(datasets: list[str], broker_ids: dict[str, str] | None = None) ->
 
     broker_ids = {os.path.abspath(k) if os.path.isabs(k) or os.path.exists(k) else k: v
                   for k, v in (broker_ids or {}).items()}
-    batch_tables, record_tables = [], []
+    batch_tables: list[pa.Table] = []
+    record_tables: list[pa.Table] = []
     for ds in datasets:
         if not os.path.isdir(os.path.join(ds, "batches")):
             raise UnreadableFileError("not a scan dataset directory (no batches/ inside)", file=ds,
@@ -165,7 +166,7 @@ def divergence(datasets: list[str], broker_ids: dict[str, str] | None = None) ->
         part_filter = pc.equal(keys["topic"], tp["topic"])
         part_filter = pc.and_(part_filter, pc.equal(keys["partition"], tp["partition"])) if tp["partition"] is not None \
             else pc.and_(part_filter, pc.is_null(keys["partition"]))
-        reps = []
+        reps: list[Replica] = []
         for k in sorted(_rows(keys.filter(part_filter)), key=lambda r: r["broker"]):
             def sel(t: pa.Table, k: dict = k) -> list[dict]:
                 m = pc.and_(pc.and_(pc.equal(t["broker"], k["broker"]), pc.equal(t["log_dir"], k["log_dir"])),

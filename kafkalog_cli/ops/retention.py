@@ -136,7 +136,7 @@ def _log_end(copy: PartitionCopy, last_base: int) -> int:
             except KafkalogError:
                 pass  # a damaged tail: what was read so far is the log end
             if last is not None:
-                nxt = last.offset + 1 if getattr(last, "is_legacy", False) else last.next_offset
+                nxt = last.next_offset  # a legacy entry's is its offset + 1
                 return max(leo, nxt)
     return leo
 

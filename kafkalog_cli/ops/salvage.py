@@ -383,7 +383,7 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
         now_ms: int | None = None) -> list[tuple[SalvagePlan, list[str], str | None]]:
     from kafkalog_cli.ops.recover import partition_dirs
 
-    out = []
+    out: list[tuple[SalvagePlan, list[str], str | None]] = []
     explicit = {os.path.abspath(p) for p in paths}
     pdirs = partition_dirs(paths)
     if execute and len(pdirs) > 1:

@@ -312,7 +312,7 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     for s in segments:
         if s.base > cut_seg.base:
             break
-        bs = [b for b in infos[s.base] if s.base != cut_seg.base or b.position < cut]
+        bs = [b for b in infos[s.base] if s.base != cut_seg.base or b.position is None or b.position < cut]
         bad = next((b for b in bs if isinstance(b, KafkalogError)), None)
         if bad is not None:
             raise bad

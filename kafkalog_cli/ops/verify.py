@@ -103,7 +103,7 @@ class _Walker:
         self.resync_cache: tuple[int, int | None] | None = None  # (start, earliest valid position >= start)
         self.now_ms = int(time.time() * 1000)
         # the compiled fast path over runs of clean v2 batches (not with --deep: that parses every batch anyway)
-        self.fast = None
+        self.fast: Callable[..., Any] | None = None
         mod = accel.module()
         if mod is not None and not deep and accel.fits_int64(self.base, self.now_ms + FUTURE_SLACK_MS):
             self.fast = mod.verify_run
@@ -260,11 +260,13 @@ class _Walker:
         for them (counters, offsets, epochs, index observers) and return where it stopped. It stops before the first
         batch on which any check of ``on_v2``/``_offsets``/``_timestamps`` would report something, so that batch and
         its exact problem text come from the Python code."""
+        fast = self.fast
+        assert fast is not None  # called only when the compiled fast path was found
         prev_last = self.prev_last
         has_prev = prev_last is not None
-        if has_prev and not accel.fits_int64(prev_last):
+        if prev_last is not None and not accel.fits_int64(prev_last):
             return pos
-        (npos, count, records, first_base, last, first_epoch, prev_epoch, saw_epoch, entries) = self.fast(
+        (npos, count, records, first_base, last, first_epoch, prev_epoch, saw_epoch, entries) = fast(
             self.buf, pos, stop_at, min(self.max_size, accel.INT64_MAX), self.base, has_prev,
             prev_last if has_prev else 0, self.prev_epoch, self.now_ms + FUTURE_SLACK_MS, bool(self.observers))
         if count:

@@ -1,6 +1,6 @@
 """DumpLogSegments text, per Kafka version (spec §3, errata-dump C): events from ``ops.dump`` in, lines out.
 
-Every version difference is looked up in the ``Profile`` (``render/versions.py``); this module holds the line
+Every version difference is looked up in the ``Profile`` (``kafkalog_cli/versions.py``); this module holds the line
 templates. Output goes to two streams like the Java tool: ``out`` (stdout) and ``err`` (stderr).
 """
 
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.text import decrement_sequence, int32, java_utf8
 from kafkalog_cli.ops import dump as d
-from kafkalog_cli.render.versions import Profile
+from kafkalog_cli.versions import Profile
 
 Write = Callable[[str], None]
 
@@ -43,7 +44,9 @@ class DlsRenderer:
         return name.upper() if self.p.codec_upper else name
 
     def handle(self, ev: object) -> None:
-        getattr(self, "on_" + type(ev).__name__)(ev)
+        """Render one event of ``ops.dump``: looked up by its type in ``_HANDLERS`` (end of this module), an explicit
+        table, so renaming an event class cannot silently unhook its handler."""
+        _HANDLERS[type(ev)](self, ev)
 
     # ---------------------------------------------------------------------------------------------- events
     def on_Ignored(self, ev: d.Ignored) -> None:
@@ -376,3 +379,26 @@ class DlsRenderer:
             ordered = sorted(items) if self.o.gap_tracker == "java" else list(reversed(items))
             for prev, nxt in ordered:
                 self.err(f"  {prev} is followed by {nxt}")
+
+
+# event type -> handler; tests/test_render_dispatch.py checks that every event class and every on_* method is here
+_HANDLERS: dict[type, Callable[[DlsRenderer, Any], None]] = {
+    d.Ignored: DlsRenderer.on_Ignored,
+    d.FileBegin: DlsRenderer.on_FileBegin,
+    d.LogHeader: DlsRenderer.on_LogHeader,
+    d.BatchEvent: DlsRenderer.on_BatchEvent,
+    d.RecordEvent: DlsRenderer.on_RecordEvent,
+    d.PartialBatch: DlsRenderer.on_PartialBatch,
+    d.FormattedBatch: DlsRenderer.on_FormattedBatch,
+    d.IndexEntryEvent: DlsRenderer.on_IndexEntryEvent,
+    d.TimeIndexEntryEvent: DlsRenderer.on_TimeIndexEntryEvent,
+    d.IndexEmpty: DlsRenderer.on_IndexEmpty,
+    d.SanityPassed: DlsRenderer.on_SanityPassed,
+    d.SnapshotEntryEvent: DlsRenderer.on_SnapshotEntryEvent,
+    d.SnapshotFailure: DlsRenderer.on_SnapshotFailure,
+    d.TxnEntryEvent: DlsRenderer.on_TxnEntryEvent,
+    d.CheckpointEvent: DlsRenderer.on_CheckpointEvent,
+    d.TrailingBytes: DlsRenderer.on_TrailingBytes,
+    d.ReadFindingEvent: DlsRenderer.on_ReadFindingEvent,
+    d.FileError: DlsRenderer.on_FileError,
+}

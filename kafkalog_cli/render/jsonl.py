@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from typing import Any
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import TIMESTAMP_TYPE_NAMES
@@ -44,7 +45,9 @@ class JsonRenderer:
         self.out(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
     def handle(self, ev: object) -> None:
-        getattr(self, "on_" + type(ev).__name__)(ev)
+        """Render one event of ``ops.dump``: looked up by its type in ``_HANDLERS`` (end of this module), an explicit
+        table, so renaming an event class cannot silently unhook its handler."""
+        _HANDLERS[type(ev)](self, ev)
 
     def on_Ignored(self, ev: d.Ignored) -> None:
         self.emit({"type": "ignored", "file": ev.arg, "message": f"Ignoring unknown file {ev.arg}"})
@@ -170,7 +173,7 @@ class JsonRenderer:
 
     def on_RecordEvent(self, ev: d.RecordEvent) -> None:
         e, r = ev.entry, ev.record
-        obj = {
+        obj: dict[str, Any] = {
             "type": "record",
             "file": self.file,
             "batch_position": e.position,
@@ -190,7 +193,7 @@ class JsonRenderer:
             ]
         if ev.control is not None:
             c = ev.control
-            ctrl = {"type": c.type, "version": c.version}
+            ctrl: dict[str, Any] = {"type": c.type, "version": c.version}
             if c.coordinator_epoch is not None:
                 ctrl["end_txn_marker"] = "ABORT" if c.type == 0 else "COMMIT"
                 ctrl["coordinator_epoch"] = c.coordinator_epoch
@@ -278,3 +281,26 @@ class JsonRenderer:
                 "exit_code": s.exit_code(),
             }
         )
+
+
+# event type -> handler; tests/test_render_dispatch.py checks that every event class and every on_* method is here
+_HANDLERS: dict[type, Callable[[JsonRenderer, Any], None]] = {
+    d.Ignored: JsonRenderer.on_Ignored,
+    d.FileBegin: JsonRenderer.on_FileBegin,
+    d.LogHeader: JsonRenderer.on_LogHeader,
+    d.BatchEvent: JsonRenderer.on_BatchEvent,
+    d.FormattedBatch: JsonRenderer.on_FormattedBatch,
+    d.RecordEvent: JsonRenderer.on_RecordEvent,
+    d.PartialBatch: JsonRenderer.on_PartialBatch,
+    d.IndexEntryEvent: JsonRenderer.on_IndexEntryEvent,
+    d.TimeIndexEntryEvent: JsonRenderer.on_TimeIndexEntryEvent,
+    d.IndexEmpty: JsonRenderer.on_IndexEmpty,
+    d.SanityPassed: JsonRenderer.on_SanityPassed,
+    d.SnapshotEntryEvent: JsonRenderer.on_SnapshotEntryEvent,
+    d.SnapshotFailure: JsonRenderer.on_SnapshotFailure,
+    d.TxnEntryEvent: JsonRenderer.on_TxnEntryEvent,
+    d.CheckpointEvent: JsonRenderer.on_CheckpointEvent,
+    d.TrailingBytes: JsonRenderer.on_TrailingBytes,
+    d.ReadFindingEvent: JsonRenderer.on_ReadFindingEvent,
+    d.FileError: JsonRenderer.on_FileError,
+}

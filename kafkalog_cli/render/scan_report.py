@@ -44,7 +44,7 @@ def _epochs(epochs: list[int]) -> str:
 
 
 def rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
-    out = []
+    out: list[tuple[str, ...]] = []
     multi_dir = len({p["log_dir"] for p in summary["partitions"]}) > 1
     for p in summary["partitions"]:
         name = p["partition_dir"]

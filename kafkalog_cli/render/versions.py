@@ -1,117 +1,17 @@
-"""Per-Kafka-version differences of DumpLogSegments' output, as one table (spec §2, errata-dump C/D).
+"""Moved to :mod:`kafkalog_cli.versions` (issue 21: the engine must not import from render/).
 
-Each row names a behaviour and the releases where its value changes: ``(first_version, value)`` pairs in
-ascending order. A new version's quirk is one new pair (plus a golden file), never an if-chain in the renderer.
+A thin re-export kept only while other branches still import the old path; remove it once they are merged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-Version = tuple[int, int, int]
-
-KNOWN_VERSIONS = [
-    "2.0", "2.0.1", "2.1", "2.2", "2.3", "2.4", "2.4.1", "2.5", "2.6", "2.7", "2.8",
-    "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9",
-    "4.0", "4.1", "4.2", "4.3",
-]
-DEFAULT_VERSION = "4.3"
-
-# behaviour -> [(first version, value), ...]
-TABLE: dict[str, list[tuple[Version, object]]] = {
-    # .log header line
-    "log_header": [((0, 0, 0), "Starting offset: {base}"), ((3, 3, 0), "Log starting offset: {base}")],
-    # batch/record line shape: g1 = 2.0-2.1 (deep prints records only), modern = 2.2+
-    "batch_shape": [((0, 0, 0), "g1"), ((2, 2, 0), "modern")],
-    "g1_is_control": [((0, 0, 0), False), ((2, 0, 1), True)],
-    "record_style": [((0, 0, 0), "g1"), ((2, 2, 0), "keysize"), ((2, 8, 0), "verbose"), ((3, 0, 0), "compact")],
-    "codec_upper": [((0, 0, 0), True), ((3, 0, 0), False)],
-    # 2.0.x predates zstd: codec id 4 aborts with "Unknown compression type id: 4" (errata-dump C)
-    "zstd_known": [((0, 0, 0), False), ((2, 1, 0), True)],
-    "delete_horizon": [((0, 0, 0), False), ((3, 2, 0), True)],
-    "legacy_brace": [((0, 0, 0), False), ((3, 0, 0), True), ((4, 3, 0), False)],
-    "java_payload_prefix": [((0, 0, 0), False), ((4, 3, 0), True)],
-    "tombstone_key": [((0, 0, 0), False), ((2, 4, 0), True)],
-    # control type names for the generic " controlType: NAME(id)" suffix
-    "control_names": [
-        ((0, 0, 0), {0: "ABORT", 1: "COMMIT"}),
-        ((2, 7, 0), {0: "ABORT", 1: "COMMIT", 2: "QUORUM_REASSIGNMENT", 3: "LEADER_CHANGE"}),
-        ((3, 0, 0), {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER"}),
-        ((3, 8, 0), {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}),
-    ],
-    # control types printed as " <Label> <json>" (LeaderChange takes a colon)
-    "control_json": [
-        ((0, 0, 0), {}),
-        ((3, 3, 0), {3: "SnapshotHeader ", 4: "SnapshotFooter "}),
-        ((3, 8, 0), {3: "SnapshotHeader ", 4: "SnapshotFooter ", 5: "KRaftVersion ", 6: "KRaftVoters "}),
-        ((4, 1, 0), {2: "LeaderChange: ", 3: "SnapshotHeader ", 4: "SnapshotFooter ", 5: "KRaftVersion ", 6: "KRaftVoters "}),
-    ],
-    "trailing_needs_no_max_bytes": [((0, 0, 0), False), ((3, 3, 0), True)],
-    "dump_checkpoint": [((0, 0, 0), False), ((3, 3, 0), True)],
-    "index_is_empty_line": [((0, 0, 0), False), ((2, 8, 0), True)],
-    "index_compare_first_record": [((0, 0, 0), True), ((2, 3, 0), False)],
-    "gap_header": [((0, 0, 0), "Non-consecutive offsets in :{path}"), ((2, 3, 0), "Non-consecutive offsets in {path}")],
-    # producer snapshot line
-    "snapshot_txn_first": [((0, 0, 0), "scala-option"), ((3, 5, 0), "optional-long")],
-    "snapshot_last_timestamp": [((0, 0, 0), False), ((3, 1, 0), True)],
-    "snapshot_batch_always": [((0, 0, 0), True), ((2, 4, 1), False)],
-    "snapshot_first_seq_wrap": [((0, 0, 0), False), ((2, 2, 0), True)],
-    "snapshot_trailing_space": [((0, 0, 0), True), ((4, 3, 0), False)],
-    "snapshot_error_wrap": [((0, 0, 0), "struct"), ((4, 0, 0), "wrapped")],
-    "skip_record_metadata_option": [((0, 0, 0), False), ((2, 8, 0), True)],
-    "max_bytes_option": [((0, 0, 0), False), ((3, 3, 0), True)],
-    "deprecated_decoder_notice": [((0, 0, 0), False), ((3, 8, 0), True), ((4, 0, 0), False)],
-}
-
-
-def parse_version(text: str) -> Version:
-    parts = text.strip().split("-", 1)[0].split(".")  # "3.9.0-rc3", "7.6.0-ccs" -> 3.9.0, 7.6.0
-    try:
-        nums = [int(p) for p in parts]
-    except ValueError:
-        raise ValueError(f"not a Kafka version: {text!r} (expected e.g. 3.6 or 2.4.1)") from None
-    if not 1 <= len(nums) <= 3 or nums[0] < 2:
-        raise ValueError(f"unsupported Kafka version {text!r}: kafkalog reproduces {KNOWN_VERSIONS[0]} to "
-                         f"{KNOWN_VERSIONS[-1]}")
-    while len(nums) < 3:
-        nums.append(0)
-    return nums[0], nums[1], nums[2]
-
-
-def newer_than_known(text: str) -> str | None:
-    """A warning when ``text`` is a release after the newest one kafkalog knows: its output follows the newest."""
-    newest = parse_version(KNOWN_VERSIONS[-1])
-    if parse_version(text)[:2] > newest[:2]:
-        return (f"Kafka {text.strip()} is newer than the newest release kafkalog knows ({KNOWN_VERSIONS[-1]}): the "
-                f"output is {KNOWN_VERSIONS[-1]}'s and may differ from that release's")
-    return None
-
-
-@dataclass(frozen=True)
-class Profile:
-    """The resolved behaviours for one Kafka version."""
-
-    version: Version
-    values: dict[str, object]
-
-    def __getattr__(self, name: str) -> object:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    @property
-    def label(self) -> str:
-        return ".".join(str(p) for p in self.version)
-
-
-def profile_for(text: str = DEFAULT_VERSION) -> Profile:
-    v = parse_version(text)
-    values: dict[str, object] = {}
-    for name, rows in TABLE.items():
-        chosen = rows[0][1]
-        for since, val in rows:
-            if v >= since:
-                chosen = val
-        values[name] = chosen
-    return Profile(v, values)
+from kafkalog_cli.versions import (  # noqa: F401
+    DEFAULT_VERSION,
+    KNOWN_VERSIONS,
+    TABLE,
+    Profile,
+    Version,
+    newer_than_known,
+    parse_version,
+    profile_for,
+)

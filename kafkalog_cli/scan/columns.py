@@ -108,7 +108,7 @@ def legacy_row(e: Any, position: int, crc_ok: bool) -> tuple:
 
 
 def rows_to_raw(rows: list[tuple]) -> dict[str, pa.Array]:
-    cols = list(zip(*rows)) if rows else [[] for _ in RAW]
+    cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in RAW]
     return {name: pa.array(col, type=t) for (name, t), col in zip(RAW, cols)}
 
 

@@ -193,7 +193,7 @@ class _SegmentScan:
             yield from self._chunk()
         yield from self._chunk()
 
-    def _window_rows(self, w: bytes, base: int) -> tuple[int, str]:
+    def _window_rows(self, w: bytes | bytearray, base: int) -> tuple[int, str]:
         """Batch rows of one window; returns where the walk stopped (relative to the window) and why: "end" (the
         next entry is not wholly in the window) or the reason it met bytes that are not an entry."""
         rel = 0
@@ -225,7 +225,7 @@ class _SegmentScan:
             else:
                 return rel, why
 
-    def _legacy(self, w: bytes, rel: int, base: int) -> int:
+    def _legacy(self, w: bytes | bytearray, rel: int, base: int) -> int:
         """Row (and records) of the v0/v1 entry at ``w[rel:]``; its size, or 0 when it cannot be parsed."""
         try:
             e = LegacyEntry(w, rel)
@@ -233,7 +233,7 @@ class _SegmentScan:
             return 0
         if rel + e.size > len(w):
             return 0
-        ok = e.is_valid(w)
+        ok = e.is_valid(w)  # type: ignore[arg-type]  # a bytearray window reads as bytes
         self.rows.append(C.legacy_row(e, base + rel, ok))
         if self.records and ok:
             self._records_of(w, base, [base + rel], [True])
@@ -291,7 +291,7 @@ class _SegmentScan:
                 pass  # the Python walk below meets the same error and words it
         self._records_of(w, base, [base + rel], [True])
 
-    def _records_of(self, w: bytes, base: int, positions: list[int], oks: list[bool]) -> None:
+    def _records_of(self, w: bytes | bytearray, base: int, positions: list[int], oks: list[bool]) -> None:
         """The Python record walk (the reference): into ``rec``'s lists, or into ``recbuf`` with the compiled walk."""
         rec = self.rec
         buf = self.recbuf
@@ -301,7 +301,7 @@ class _SegmentScan:
             rel = p - base
             entry: Any = None
             try:
-                entry = read_entry(w, rel, w[rel + 16] if w[rel + 16] < 128 else w[rel + 16] - 256, file=self.path)
+                entry = read_entry(w, rel, w[rel + 16] if w[rel + 16] < 128 else w[rel + 16] - 256, file=self.path)  # type: ignore[arg-type]  # as above
                 for r in entry.iter_records(w, MAX_BATCH_SIZE):
                     if buf is not None:
                         buf.add(p, r)

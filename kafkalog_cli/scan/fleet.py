@@ -202,7 +202,7 @@ def fill_columns(table: pa.Table, wanted: list[pa.Field], values: dict[str, str]
         if f.name in table.column_names:
             continue
         raw = values.get(f.name)
-        v = None if raw in (None, NULL_PARTITION) else raw
+        v: str | int | None = None if raw in (None, NULL_PARTITION) else raw
         if v is not None and pa.types.is_integer(f.type):
             v = int(v)
         table = table.append_column(f.name, pa.array([v] * table.num_rows, type=f.type))

@@ -30,7 +30,7 @@ RATE_ENV = "KAFKALOG_MAX_READ_RATE"  # bytes per second for THIS process
 PAGE = mmap.PAGESIZE
 COMPANIONS = (".index", ".timeindex", ".txnindex")
 
-_libc = None
+_libc: ctypes.CDLL | bool | None = None  # False: looked for and not available
 
 
 def _c() -> ctypes.CDLL | None:
@@ -46,7 +46,7 @@ def _c() -> ctypes.CDLL | None:
             _libc = lib
         except (OSError, AttributeError):
             _libc = False
-    return _libc or None
+    return _libc if isinstance(_libc, ctypes.CDLL) else None
 
 
 def resident(path: str) -> bytearray | None:

@@ -96,7 +96,7 @@ def segment_sort_key(path: str) -> tuple[str, int, str]:
 
 
 def _segments_in(directory: str, listing: Listing | None = None) -> list[str]:
-    out = []
+    out: list[str] = []
     for root, dirs, files in os.walk(directory, onerror=listing.walk_error if listing is not None else None):
         dirs.sort()
         out.extend(os.path.join(root, f) for f in files if is_scannable_segment(os.path.join(root, f)))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 
 from kafkalog_cli.errors import KafkalogError
 
@@ -55,7 +56,7 @@ def parse_conf_args(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     return out
 
 
-def site_defaults_path(env: dict[str, str] | None = None) -> str | None:
+def site_defaults_path(env: Mapping[str, str] | None = None) -> str | None:
     """The ``spark-defaults.conf`` spark-submit would read: ``$SPARK_CONF_DIR`` else ``$SPARK_HOME/conf``, else the
     pip-installed pyspark's ``conf`` directory. None when there is none."""
     env = os.environ if env is None else env

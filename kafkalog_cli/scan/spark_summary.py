@@ -34,7 +34,7 @@ def _read(spark: Any, out_dirs: list[str], name: str) -> Any:
     from kafkalog_cli.scan.spark_engine import spark_schema
 
     schema = spark_schema(name)
-    df = None
+    df: Any = None  # a pyspark DataFrame (pyspark ships no type stubs)
     for d in out_dirs:
         path = os.path.join(os.path.abspath(d), name)
         part = spark.read.schema(schema).parquet(path) if os.path.isdir(path) else spark.createDataFrame([], schema)

@@ -240,7 +240,7 @@ class Summary:
 def single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
     """The key values when every row of ``t`` has the same ones (cheap to tell for the one-entry dictionaries the
     scan builds), else None."""
-    out = {}
+    out: dict[str, Any] = {}
     for k in keys:
         col = t.column(k)
         if col.null_count == len(col) and len(col):

@@ -89,14 +89,15 @@ def _page_dropper(path: str) -> Callable[[int], None] | None:
         return None
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     real = os.path.realpath(path)
-    state = {"done": 0, "addr": None}
+    done = 0
+    addr: int | None = None
 
     def progress(step: int) -> None:
-        state["done"] += step
-        if state["addr"] is None:
-            state["addr"] = _mapping_of(real) or 0
-        addr = state["addr"]
-        length = state["done"] - state["done"] % 4096
+        nonlocal done, addr
+        done += step
+        if addr is None:
+            addr = _mapping_of(real) or 0
+        length = done - done % 4096
         if addr and length > 0:
             madvise(addr, length, MADV_DONTNEED)
 

@@ -22,6 +22,7 @@ from kafkalog_cli.errors import (
 )
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
 from kafkalog_cli.format.layouts import ENTRY_PREFIX, HEADER_SIZE_UP_TO_MAGIC, LEGACY_V0_RECORD_OVERHEAD, LOG_OVERHEAD
+from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
     Guard,
@@ -34,8 +35,6 @@ from kafkalog_cli.storage.safe_read import (
     unreadable_findings,
     vanished_finding,
 )
-
-Entry = Batch | LegacyEntry
 
 MIN_RECORD_OVERHEAD = LEGACY_V0_RECORD_OVERHEAD  # 14: the scanner's minimum size field
 _PREFIX = ENTRY_PREFIX.struct  # offset, size, epoch | crc, magic

@@ -1,0 +1,74 @@
+"""What the internal-topic decoders print differently per Kafka release, as one typed table.
+
+The schemas (``schemas_*.py``, generated from Kafka's JSON by ``scripts/gen_schema_tables.py``) say what a record
+*is* at each record version; this table says how each *release* of DumpLogSegments' decoders prints it: text or
+JSON, which error texts, which collection syntax. The decoders look these up instead of comparing versions inline,
+so a release's change is one row here (plus a golden case), as for the dump output in ``kafkalog_cli/versions.py``.
+``tests/test_versions.py`` checks that every row has its field's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kafkalog_cli.versions import Version, resolve
+
+
+@dataclass(frozen=True)
+class DecoderRelease:
+    """The decoders' behaviours at one Kafka release (one value per field, chosen from :data:`TABLE`)."""
+
+    # --offsets-decoder: 2.0-3.7 GroupMetadataManager.formatRecordKeyAndValue text, 3.8+ the JSON coordinator parser
+    offsets_json: bool
+    # record types the 3.8+ serde knows: 0-8, then 0-15 (share groups) from 4.0
+    offsets_last_record_type: int
+    # before 2.4.1: "offset::g:t:p" keys, tombstones print nothing, Scala JSON for group metadata
+    offsets_old_text: bool
+    offsets_unknown_key_error: str
+    # an unknown key version prints "unknown::version=<v>" (3.5+) instead of aborting
+    unknown_key_text: bool
+    # --transaction-log-decoder: text until 3.9, the JSON coordinator parser from 4.0
+    txn_json: bool
+    txn_old_text: bool
+    txn_unknown_key_error: str
+    txn_unknown_value_error: str
+    # partitions as "[t-0,t-1]" (2.5+) or Scala 2.12's "Set(t-0, t-1)"
+    txn_partitions_list: bool
+    # __cluster_metadata frame version: 0 in the 2.8 KRaft preview, 1 from 3.0
+    metadata_frame_version: int
+    # the 3.8+ JSON parsers' abort text for a null key names the decoder until 3.9, "the specified decoder" from 4.0
+    missing_key_generic: bool
+
+
+# behaviour -> [(first version, value), ...]; the keys are exactly DecoderRelease's fields
+TABLE: dict[str, list[tuple[Version, object]]] = {
+    "offsets_json": [((0, 0, 0), False), ((3, 8, 0), True)],
+    "offsets_last_record_type": [((0, 0, 0), 8), ((4, 0, 0), 15)],
+    "offsets_old_text": [((0, 0, 0), True), ((2, 4, 1), False)],
+    "offsets_unknown_key_error": [((0, 0, 0), "Unknown offset schema version {v}"),
+                                  ((2, 4, 0), "Unknown message key schema version {v}"),
+                                  ((2, 8, 0), "Unknown group metadata message version: {v}")],
+    "unknown_key_text": [((0, 0, 0), False), ((3, 5, 0), True)],
+    "txn_json": [((0, 0, 0), False), ((4, 0, 0), True)],
+    "txn_old_text": [((0, 0, 0), True), ((2, 4, 1), False)],
+    "txn_unknown_key_error": [((0, 0, 0), "Unknown transaction log message key schema version {v}"),
+                              ((2, 8, 0), "Unknown version {v} from the transaction log message")],
+    "txn_unknown_value_error": [((0, 0, 0), "Unknown transaction log message value schema version {v}"),
+                                ((2, 8, 0), "Unknown version {v} from the transaction log message value")],
+    "txn_partitions_list": [((0, 0, 0), False), ((2, 5, 0), True)],
+    "metadata_frame_version": [((0, 0, 0), 0), ((3, 0, 0), 1)],
+    "missing_key_generic": [((0, 0, 0), False), ((4, 0, 0), True)],
+}
+
+
+def release_for(version: Sequence[int]) -> DecoderRelease:
+    """The decoders' behaviours at ``version`` (a (major, minor, patch) tuple, as ``make(version)`` receives)."""
+    major, minor, patch = version
+    return _release_for((major, minor, patch))
+
+
+@lru_cache(maxsize=64)
+def _release_for(version: Version) -> DecoderRelease:
+    return DecoderRelease(**resolve(TABLE, version))  # type: ignore[arg-type]  # types checked by tests/test_versions.py
