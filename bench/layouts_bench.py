@@ -43,7 +43,10 @@ import os
 from kafkalog_cli.ops.dump import Dumper, DumpOptions
 from kafkalog_cli.render.dls import DlsRenderer
 from kafkalog_cli.render.parsers import DecoderParser
-from kafkalog_cli.render.versions import profile_for
+try:
+    from kafkalog_cli.versions import profile_for
+except ImportError:  # a tree from before issue 21 moved the profile out of render/
+    from kafkalog_cli.render.versions import profile_for
 sink = open(os.devnull, 'w')
 lines = [0]
 def out(line):

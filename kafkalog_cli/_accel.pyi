@@ -9,6 +9,7 @@ offset the C code uses comes from ``accel/layouts.h``, generated from ``kafkalog
 """
 
 from collections.abc import Callable
+from typing import Any
 
 from typing_extensions import Buffer
 
@@ -126,17 +127,19 @@ def dump_batch(buffer: Buffer, start: int, end: int,
     byte for byte (a malformed varint, too many headers, an offset overflow, a range past the buffer).
     """
 
-def json_records(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                 max_timestamp: int, log_append: bool, base_sequence: int, prefix: bytes, ts_part: bytes,
-                 print_data: bool, last: int, java_gaps: bool, /) -> tuple[bytes, int, list[int]] | None:
-    """``dump --format json``'s record objects of one v2 batch, one line each (``prefix`` and ``ts_part`` are made
-    by Python with json.dumps). Returns (lines, last, gaps), or None (Python renders them) for anything it does not
+def json_records(buffer: Buffer, start: int, end: int,
+                 header: tuple[int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool],
+                 file_json: bytes, ts_name: bytes, codec_name: bytes, print_data: bool, last: int, java_gaps: bool, /
+                 ) -> tuple[bytes, int, list[int]] | None:
+    """``dump --format json``'s batch object and record objects of one valid v2 batch, one line each. ``header`` is
+    dump_batch's; ``file_json`` is json.dumps(file) as UTF-8, ``ts_name`` / ``codec_name`` the plain names.
+    Returns (lines, last, gaps), or None (Python renders the batch) on an invalid batch and for anything it does not
     reproduce exactly (malformed records, invalid UTF-8 where text is printed, too many headers)."""
 
 def dump_run(buffer: Buffer, pos: int, end: int, mode: int, deep: bool, print_data: bool, print_horizon: bool,
              max_codec: int, labels: tuple[bytes, bytes], codec_names: tuple[bytes, bytes, bytes, bytes, bytes],
              file_json: bytes, last: int, java_gaps: bool, max_out: int,
-             decompress: Callable[[int, Buffer, int, int], Buffer], decline: type[BaseException], /
+             decompress: Callable[[int, Any, int, int], Any], decline: type[BaseException], /
              ) -> tuple[bytearray, int, int, int, int, list[int], bool]:
     """``dump``'s text (``mode`` 0) or JSON (``mode`` 1) of a run of clean v2 batches from ``pos``, formatted as
     dump_batch / json_records would, into one bytearray of about ``max_out`` bytes (pooled: reused only once Python

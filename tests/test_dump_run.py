@@ -15,7 +15,7 @@ from kafkalog_cli.render import accel
 from kafkalog_cli.render.dls import DlsRenderer
 from kafkalog_cli.render.jsonl import JsonRenderer
 from kafkalog_cli.render.parsers import DecoderParser
-from kafkalog_cli.render.versions import profile_for
+from kafkalog_cli.versions import profile_for
 
 pytestmark = pytest.mark.skipif(not accel.available(), reason="accelerator not built or disabled")
 

@@ -45,12 +45,6 @@ def test_profiles_resolve_for_every_known_version(text: str) -> None:
     assert set(p.values) == set(TABLE)
 
 
-def test_old_render_path_reexports_the_same_objects() -> None:
-    from kafkalog_cli.render import versions as old
-
-    assert old.profile_for is profile_for and old.Profile is Profile
-
-
 def test_engine_does_not_import_render() -> None:
     import pathlib
 

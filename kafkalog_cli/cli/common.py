@@ -92,7 +92,7 @@ class StdoutSink:
         self.flush()
         self._err_write(line + "\n")
 
-    def _write(self, data: bytes | memoryview) -> None:
+    def _write(self, data: bytes | bytearray | memoryview) -> None:
         if self._raw is None:  # a text-only stdout (some test harnesses): decode back
             sys.stdout.write(bytes(data).decode(self._encoding, "replace"))
             sys.stdout.flush()

@@ -81,9 +81,9 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
         fatal |= bool(plan.fatal)
         changed |= plan.has_changes
         if fmt == "json":
-            d = plan.to_dict()
-            d.update(execute=execute, backup_dirs=used)
-            docs.append(d)
+            doc = plan.to_dict()
+            doc.update(execute=execute, backup_dirs=used)
+            docs.append(doc)
             continue
         out(f"Partition {plan.partition_dir} (Kafka {plan.kafka_version} loader):")
         out(f"  shutdown: {'clean (.kafka_cleanshutdown present)' if plan.clean_shutdown else 'unclean'}; recovery "
@@ -165,15 +165,15 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
             err(f"kafkalog: recovered an interrupted change: {line}")
         changed |= plan.has_changes
         if fmt == "json":
-            d = plan.to_dict()
-            d.update(execute=execute, backup_dir=written)
-            docs.append(d)
+            doc = plan.to_dict()
+            doc.update(execute=execute, backup_dir=written)
+            docs.append(doc)
             continue
         out(f"Salvage of {plan.partition_dir}:")
-        for c in plan.cuts:
-            what = "zero-filled tail" if c.zero_tail else "corrupt range"
-            out(f"  cut {what} bytes {c.start}..{c.end} of segment {c.segment} (last good offset "
-                f"{c.last_good_offset}, next good offset {c.first_good_offset})")
+        for cut in plan.cuts:
+            what = "zero-filled tail" if cut.zero_tail else "corrupt range"
+            out(f"  cut {what} bytes {cut.start}..{cut.end} of segment {cut.segment} (last good offset "
+                f"{cut.last_good_offset}, next good offset {cut.first_good_offset})")
         for c in plan.changes:
             size = f" ({c.size} bytes)" if c.kind == "write" else ""
             out(f"  {c.kind:<7} {os.path.basename(c.name)}{size}: {c.detail}")

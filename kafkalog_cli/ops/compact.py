@@ -31,7 +31,6 @@ the records and drops them).
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections import deque

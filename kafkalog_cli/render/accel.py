@@ -94,7 +94,8 @@ def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_h
     dump_run = _accel.dump_run
     decompress = codecs.decompress
     labels = (_LABELS[0], _LABELS[1])
-    codec_names = tuple((CODEC_NAMES[k].upper() if codec_upper else CODEC_NAMES[k]).encode() for k in range(5))
+    names = [(CODEC_NAMES[k].upper() if codec_upper else CODEC_NAMES[k]).encode() for k in range(5)]
+    codec_names = (names[0], names[1], names[2], names[3], names[4])
     mode = 1 if json else 0
     decompressors: dict[int, Callable[[int, object, int, int], object]] = {}
 

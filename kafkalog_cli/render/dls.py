@@ -29,7 +29,7 @@ def _compact_json(data: dict) -> str:
 
 class DlsRenderer:
     def __init__(self, profile: Profile, options: d.DumpOptions, out: Write, err: Write,
-                 out_bytes: Callable[[bytes], None] | None = None) -> None:
+                 out_bytes: Callable[[bytes | bytearray], None] | None = None) -> None:
         """``out_bytes``, when given, takes whole chunks of UTF-8 text lines (each ending in a newline) in the same
         stream as ``out``: the compiled formatter's output then goes to stdout without a str round trip."""
         self.p = profile
@@ -206,12 +206,14 @@ class DlsRenderer:
     def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
         text = ev.text
         if isinstance(text, bytes):
-            self.out_bytes(text)  # type: ignore[misc]
+            assert self.out_bytes is not None  # bytes are asked for only when out_bytes was given (as_bytes)
+            self.out_bytes(text)
         else:
             self.out(text[:-1])
 
     def on_FormattedRun(self, ev: d.FormattedRun) -> None:
-        self.out_bytes(ev.text)  # type: ignore[misc]
+        assert self.out_bytes is not None  # runs are formatted only for a renderer with out_bytes (fast_run)
+        self.out_bytes(ev.text)
 
     def fast_run(self):  # noqa: ANN201
         """The compiled formatter of whole runs of clean batches (``_accel.dump_run``) where ``fast_formatter``

@@ -31,7 +31,7 @@ def _b64(b: bytes | None) -> str | None:
 
 class JsonRenderer:
     def __init__(self, options: d.DumpOptions, out: Write, err: Write,
-                 out_bytes: Callable[[bytes], None] | None = None) -> None:
+                 out_bytes: Callable[[bytes | bytearray], None] | None = None) -> None:
         """``out_bytes``, when given, takes chunks of UTF-8 lines for the same stream as ``out`` (the compiled path)."""
         self.o = options
         self.out = out
@@ -111,7 +111,8 @@ class JsonRenderer:
         self.out(text[:-1])
 
     def on_FormattedRun(self, ev: d.FormattedRun) -> None:
-        self.out_bytes(ev.text)  # type: ignore[misc]
+        assert self.out_bytes is not None  # runs are formatted only for a renderer with out_bytes (fast_run)
+        self.out_bytes(ev.text)
 
     def _file_json(self) -> bytes:
         """The current file's JSON string as UTF-8 (a non-UTF-8 path arrives as surrogate escapes: replaced, as the

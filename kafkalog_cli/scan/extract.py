@@ -256,14 +256,16 @@ class _SegmentScan:
                 pass
 
     # ------------------------------------------------------------------------------------------------ records
-    def _records_run(self, w: bytes, base: int, start: int, stop: int, ok_bits: pa.Buffer) -> None:
+    def _records_run(self, w: bytes | bytearray, base: int, start: int, stop: int, ok_bits: pa.Buffer) -> None:
         """Records of the batches one ``scan_table`` call walked in ``w[start:stop]``: runs of uncompressed batches
         in C, each other batch through ``_records_one``, in walk order."""
         assert self.recbuf is not None
+        rec_run = self.rec_run
+        assert rec_run is not None  # recbuf is set only with the compiled record walk
         outs = self.recbuf.outs
         pos, k = start, 0
         while pos < stop:
-            pos, k = self.rec_run(w, pos, stop, base, ok_bits, k, outs)
+            pos, k = rec_run(w, pos, stop, base, ok_bits, k, outs)
             if pos >= stop:
                 break
             self._records_one(w, base, pos)
@@ -273,19 +275,21 @@ class _SegmentScan:
             pos += step
             k += 1
 
-    def _records_one(self, w: bytes, base: int, rel: int) -> None:
+    def _records_one(self, w: bytes | bytearray, base: int, rel: int) -> None:
         """Records of the v2 batch at ``w[rel:]`` (crc_ok) that ``scan_records_run`` left: a compressed one is
         decompressed here (``format.codecs``, as ``Batch.payload`` does) and walked in C; whatever the C walk
         declines, or fails to decompress, goes through the Python walk, which words the problem."""
         assert self.recbuf is not None
+        rec_one = self.rec_one
+        assert rec_one is not None  # recbuf is set only with the compiled record walk
         base_offset, length, _e, _m, _crc, attrs, _lod, base_ts, max_ts, _p, _pe, _s, count = C._V2.unpack_from(w, rel)
         codec = attrs & 7
         if 0 < codec <= 4 and count > 0:
             try:
                 data = decompress(codec, memoryview(w)[rel + C.V2_HEADER : rel + length + 12], MAX_BATCH_SIZE,
                                   magic=2)
-                if self.rec_one(data, 0, len(data), self.recbuf.outs, base + rel, base_offset, base_ts, max_ts,
-                                bool(attrs & 8), count):
+                if rec_one(data, 0, len(data), self.recbuf.outs, base + rel, base_offset, base_ts, max_ts,
+                           bool(attrs & 8), count):
                     return
             except KafkalogError:
                 pass  # the Python walk below meets the same error and words it

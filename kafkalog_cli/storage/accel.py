@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import NamedTuple
 
+_mod: ModuleType | None
 try:  # pragma: no cover - depends on the build
-    from kafkalog_cli import _accel as _mod
+    from kafkalog_cli import _accel as _built
+
+    _mod = _built
 except ImportError:  # pragma: no cover
     _mod = None
 

@@ -21,8 +21,8 @@ from kafkalog_cli.errors import (
     unreadable,
 )
 from kafkalog_cli.format.batch import HEADER_SIZE, Batch
-from kafkalog_cli.format.layouts import ENTRY_PREFIX, HEADER_SIZE_UP_TO_MAGIC, LEGACY_V0_RECORD_OVERHEAD, LOG_OVERHEAD
 from kafkalog_cli.format.entry import Entry
+from kafkalog_cli.format.layouts import ENTRY_PREFIX, HEADER_SIZE_UP_TO_MAGIC, LEGACY_V0_RECORD_OVERHEAD, LOG_OVERHEAD
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.safe_read import (
     Guard,
