@@ -1,8 +1,8 @@
-"""Generate the internal-topic schema tables (kafkalog_cli/internal/schemas_{group,metadata,remote,txn_share}.py)
+"""Generate the internal-topic schema tables (kafkalog_cli/internal_topics/schemas_{group,metadata,remote,txn_share}.py)
 from Apache Kafka's message JSON schemas.
 
 Kafka generates a ``*Data`` class per ``*.json`` message schema; kafkalog keeps the schemas as ``Message`` tables
-instead and decodes with them (``internal/schema.py``). This script is how those tables are made: it reads the JSON
+instead and decodes with them (``internal_topics/schema.py``). This script is how those tables are made: it reads the JSON
 files of one Kafka commit out of a Kafka git repository (bare or not) and writes the four modules, so a new Kafka
 field is one regeneration, never a hand edit. ``schemas_metadata_28.py`` (the 2.8 KRaft preview's schemas) is
 restated by hand and not generated.
@@ -172,14 +172,14 @@ def render(table: Table, src: KafkaSource) -> str:
            "(restated as data; regenerate rather than hand-edit when Kafka adds a field).\"\"\"\n\n"
            "from __future__ import annotations\n\n"
            "from kafkalog_cli.format.flexible import Field\n"
-           "from kafkalog_cli.internal.schema import Message\n\n"]
+           "from kafkalog_cli.internal_topics.schema import Message\n\n"]
     out.append("\n".join(message(s) for s in schemas))
     out.append(f"\nMESSAGES = [{', '.join(s['name'] for s in schemas)}]\n")
     return "".join(out)
 
 
 def package_dir() -> Path:
-    """Where the tables live (``internal/`` until the rename of issue 21 lands, ``internal_topics/`` after)."""
+    """Where the tables live (``internal_topics/``; ``internal/`` on a branch from before the rename of issue 21)."""
     for name in ("internal_topics", "internal"):
         if (ROOT / "kafkalog_cli" / name / "schema.py").is_file():
             return ROOT / "kafkalog_cli" / name

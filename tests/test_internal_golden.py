@@ -9,12 +9,12 @@ import pytest
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.format.batch import Record
-from kafkalog_cli.internal import decode_json, make_parser
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal import schemas_group as sg
-from kafkalog_cli.internal import schemas_txn_share as st
-from kafkalog_cli.internal.cluster_metadata import encode_frame
-from kafkalog_cli.internal.schemas_metadata import TopicRecord
+from kafkalog_cli.internal_topics import decode_json, make_parser
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics import schemas_group as sg
+from kafkalog_cli.internal_topics import schemas_txn_share as st
+from kafkalog_cli.internal_topics.cluster_metadata import encode_frame
+from kafkalog_cli.internal_topics.schemas_metadata import TopicRecord
 from kafkalog_cli.versions import profile_for
 
 
@@ -225,7 +225,7 @@ def test_cluster_metadata_and_json_view() -> None:
 
 
 def test_remote_log_metadata_text() -> None:
-    from kafkalog_cli.internal.schemas_remote import RemotePartitionDeleteMetadataRecord
+    from kafkalog_cli.internal_topics.schemas_remote import RemotePartitionDeleteMetadataRecord
     value = encode_frame(RemotePartitionDeleteMetadataRecord, {
         "topicIdPartition": {"name": "t", "id": "tpx8pd1IQDqJwMfGzXj6GA", "partition": 3},
         "brokerId": 1, "eventTimestampMs": 9, "remotePartitionDeleteState": 0}, 0)

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli.main import cli
-from kafkalog_cli.internal.javahash import java_string_hash, kafka_abs
-from kafkalog_cli.internal.locate import partition_for
+from kafkalog_cli.internal_topics.javahash import java_string_hash, kafka_abs
+from kafkalog_cli.internal_topics.locate import partition_for
 
 
 def reference_hash(s: str) -> int:

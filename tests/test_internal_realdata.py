@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from realdata_path import REALDATA
 
-from kafkalog_cli.internal import decode_json, make_parser
+from kafkalog_cli.internal_topics import decode_json, make_parser
 from kafkalog_cli.storage.segment import MappedFile, entries
 from kafkalog_cli.versions import profile_for
 

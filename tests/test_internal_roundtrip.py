@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kafkalog_cli.format.flexible import Field
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal import schemas_group, schemas_metadata, schemas_remote, schemas_txn_share
-from kafkalog_cli.internal.cluster_metadata import encode_frame, read_frame
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics import schemas_group, schemas_metadata, schemas_remote, schemas_txn_share
+from kafkalog_cli.internal_topics.cluster_metadata import encode_frame, read_frame
 
 ALL = schemas_metadata.MESSAGES + schemas_group.MESSAGES + schemas_txn_share.MESSAGES + schemas_remote.MESSAGES
 

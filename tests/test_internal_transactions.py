@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli.main import cli
 from kafkalog_cli.format import control
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
-from kafkalog_cli.internal.transactions import find_open, segment_files
+from kafkalog_cli.internal_topics.transactions import find_open, segment_files
 
 
 def _data(base: int, pid: int, n: int = 2, ts: int = 1000) -> bytes:

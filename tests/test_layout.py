@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from shipping_helpers import make_partition
 
 from kafkalog_cli.cli.main import cli
-from kafkalog_cli.internal.transactions import segment_files
+from kafkalog_cli.internal_topics.transactions import segment_files
 from kafkalog_cli.scan import paths as scan_paths
 from kafkalog_cli.storage import layout
 

@@ -13,7 +13,7 @@ from kafkalog_cli.cli.main import cli
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.format.flexible import kafka_uuid
-from kafkalog_cli.internal import decode_json, make_parser
+from kafkalog_cli.internal_topics import decode_json, make_parser
 from kafkalog_cli.versions import profile_for
 
 UUID = bytes(range(1, 17))

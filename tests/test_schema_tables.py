@@ -43,7 +43,7 @@ def test_a_schema_renders_to_the_message_it_declares() -> None:
     """)
     namespace: dict[str, object] = {}
     exec(  # the generated text is Python: run it and compare the objects
-        "from kafkalog_cli.format.flexible import Field\nfrom kafkalog_cli.internal.schema import Message\n"
+        "from kafkalog_cli.format.flexible import Field\nfrom kafkalog_cli.internal_topics.schema import Message\n"
         + gen.message(schema), namespace)
     msg = namespace["DemoValue"]
     assert msg.name == "DemoValue" and msg.api_key is None and msg.valid == (0, 2) and msg.flexible_from == 2

@@ -55,10 +55,10 @@ def test_engine_does_not_import_render() -> None:
 
 
 def test_decoder_release_table_matches_its_dataclass() -> None:
-    """The internal-topic decoders' per-release table (internal/releases.py) has the same guarantees."""
+    """The internal-topic decoders' per-release table (internal_topics/releases.py) has the same guarantees."""
     import importlib
 
-    releases = importlib.import_module("kafkalog_cli.internal.releases")
+    releases = importlib.import_module("kafkalog_cli.internal_topics.releases")
     names = {f.name for f in dataclasses.fields(releases.DecoderRelease)}
     assert set(releases.TABLE) == names
     hints = typing.get_type_hints(releases.DecoderRelease, vars(releases))
@@ -75,5 +75,5 @@ def test_decoder_release_table_matches_its_dataclass() -> None:
 def test_offsets_decoder_switches_to_json_at_3_8(version: tuple[int, int, int], json_from: bool) -> None:
     import importlib
 
-    offsets = importlib.import_module("kafkalog_cli.internal.consumer_offsets")
+    offsets = importlib.import_module("kafkalog_cli.internal_topics.consumer_offsets")
     assert isinstance(offsets.make(version), offsets.OffsetsJsonParser) is json_from

@@ -13,11 +13,11 @@ import os
 import struct
 
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal import schemas_group as sg
-from kafkalog_cli.internal import schemas_txn_share as st
-from kafkalog_cli.internal.locate import partition_for
-from kafkalog_cli.internal.transaction_log import STATES
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics import schemas_group as sg
+from kafkalog_cli.internal_topics import schemas_txn_share as st
+from kafkalog_cli.internal_topics.locate import partition_for
+from kafkalog_cli.internal_topics.transaction_log import STATES
 from kafkalog_cli.storage.companions import ProducerEntry, encode_producer_snapshot
 
 TS = 1_700_000_000_000

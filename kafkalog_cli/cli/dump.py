@@ -122,13 +122,13 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     notices: list[str] = []
     if decoder_kinds:
         try:
-            from kafkalog_cli.internal import make_parser
+            from kafkalog_cli.internal_topics import make_parser
         except ImportError:
             fail("internal-topic decoders are not available in this build",
-                 "the kafkalog_cli.internal package is missing; reinstall kafkalog from a complete source checkout")
+                 "the kafkalog_cli.internal_topics package is missing; reinstall kafkalog from a complete source checkout")
         opts.parser = make_parser(decoder_kinds[0], profile)
         if fmt == "json":
-            from kafkalog_cli.internal import decode_json
+            from kafkalog_cli.internal_topics import decode_json
 
             kind = decoder_kinds[0]
             opts.json_decoder = lambda record: decode_json(kind, record)

@@ -1,6 +1,6 @@
 """``locate-group``, ``locate-txn`` and ``transactions``: questions about Kafka's internal topics.
 
-Thin click wrappers over ``kafkalog_cli.internal``: the engine computes, this module prints. Bad input gives one
+Thin click wrappers over ``kafkalog_cli.internal_topics``: the engine computes, this module prints. Bad input gives one
 line on stderr and exit 2, never a traceback.
 """
 
@@ -12,7 +12,7 @@ import sys
 import click
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.internal.locate import DEFAULT_PARTITIONS, locate
+from kafkalog_cli.internal_topics.locate import DEFAULT_PARTITIONS, locate
 from kafkalog_cli.render.jsondoc import versioned
 
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
@@ -108,7 +108,7 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
     if len(paths) == 1 and os.path.isfile(paths[0]):
         _transactions_file(paths[0], fmt)
         return
-    from kafkalog_cli.internal.transactions import analyse
+    from kafkalog_cli.internal_topics.transactions import analyse
 
     try:
         report = analyse(list(paths), txn_partitions=partitions, now_ms=now_ms, bootstrap=bootstrap)
@@ -179,7 +179,7 @@ def _print_transactions(report, partitions: int) -> None:  # noqa: ANN001
 
 def _transactions_file(path: str, fmt: str) -> None:
     """One .log segment: the log-only rule (no producer snapshot, no coordinator)."""
-    from kafkalog_cli.internal.transactions import find_open, segment_files
+    from kafkalog_cli.internal_topics.transactions import find_open, segment_files
 
     try:
         files = segment_files(path)

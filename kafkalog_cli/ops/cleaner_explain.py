@@ -27,8 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.internal.logdir import PartitionCopy, checkpoint_offset, discover
-from kafkalog_cli.ops import partition_scan as ps
+from kafkalog_cli.internal_topics.logdir import PartitionCopy, checkpoint_offset, discover
+from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.ops import seek
 from kafkalog_cli.storage.segment import MappedFile, entries
 
@@ -240,7 +240,7 @@ def _estimate(copy: PartitionCopy, cfg: CleanerConfig, now: int) -> dict[str, ob
 
 
 def explain(copy: PartitionCopy, cfg: CleanerConfig, *, estimate: bool = True) -> CleanerExplanation:
-    from kafkalog_cli.internal.transactions import scan_partition
+    from kafkalog_cli.internal_topics.transactions import scan_partition
 
     now = cfg.now_ms if cfg.now_ms is not None else int(time.time() * 1000)
     notes: list[str] = []

@@ -43,8 +43,8 @@ from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
-from kafkalog_cli.ops import partition_scan as ps
 from kafkalog_cli.ops import repair_plan
+from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
     LOAD_FACTOR,

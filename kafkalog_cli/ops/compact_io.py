@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops.partition_scan import DAMAGE_HINT, LEGACY_HINT, TORN_TAIL_HINT
+from kafkalog_cli.ops.repair_view import DAMAGE_HINT, LEGACY_HINT, TORN_TAIL_HINT
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
@@ -52,7 +52,7 @@ class SegmentReader:
 
     def batches(self, start: int = 0, end: int | None = None, *, validate: bool = False) -> Iterator[Batch]:
         """The v2 batches in ``[start, end)`` in file order. With ``validate``, the checks of
-        ``partition_scan.read_batches`` (v2 only, size and CRC, no trailing bytes), without keeping the headers."""
+        ``repair_view.read_batches`` (v2 only, size and CRC, no trailing bytes), without keeping the headers."""
         buf = self.buf
         last_end = start
         for pos, size, magic in walk(buf, start, end, file=self.path):

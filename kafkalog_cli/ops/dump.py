@@ -54,7 +54,7 @@ class DumpOptions:
     decompress_limit: int = DEFAULT_LIMIT
     gap_tracker: str = "scala"  # or "java" (Kafka 4.3's Java port, which also checks the first record)
     parser: Any = None  # a RecordParser, used when print_data_log
-    json_decoder: Any = None  # structured internal-topic decode for --format json (kafkalog_cli.internal)
+    json_decoder: Any = None  # structured internal-topic decode for --format json (kafkalog_cli.internal_topics)
     fast: Any = None  # optional compiled formatter of whole v2 batches (render/accel.py), set by the text renderer
     fast_run: Any = None  # optional compiled formatter of runs of clean v2 batches (render/accel.py make_run)
 

@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
-from kafkalog_cli.internal.logdir import PartitionCopy, checkpoint_offset, discover
+from kafkalog_cli.internal_topics.logdir import PartitionCopy, checkpoint_offset, discover
 from kafkalog_cli.ops import seek
 from kafkalog_cli.storage.segment import MappedFile, entries
 

@@ -1,7 +1,7 @@
 """Record parsers: turn a record's key and value into the text DumpLogSegments prints after ``key:``/``payload:``.
 
 The default parser applies a key and a value decoder (String, Integer, Long, Default). Internal-topic decoders
-(``--offsets-decoder`` and friends) implement the same ``RecordParser`` protocol in ``kafkalog_cli.internal``.
+(``--offsets-decoder`` and friends) implement the same ``RecordParser`` protocol in ``kafkalog_cli.internal_topics``.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError, KafkalogError
 from kafkalog_cli.format.varint import read_uvarint
-from kafkalog_cli.internal import coordinator as co
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal.releases import release_for
-from kafkalog_cli.internal.schemas_metadata import MESSAGES
-from kafkalog_cli.internal.schemas_metadata_28 import BY_KEY_28
+from kafkalog_cli.internal_topics import coordinator as co
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics.releases import release_for
+from kafkalog_cli.internal_topics.schemas_metadata import MESSAGES
+from kafkalog_cli.internal_topics.schemas_metadata_28 import BY_KEY_28
 
 BY_KEY: dict[int, sc.Message] = {m.api_key: m for m in MESSAGES if m.api_key is not None}
 

@@ -25,8 +25,8 @@ from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 if TYPE_CHECKING:
-    from kafkalog_cli.internal.logdir import PartitionCopy
-    from kafkalog_cli.internal.txn_state import CoordinatorView
+    from kafkalog_cli.internal_topics.logdir import PartitionCopy
+    from kafkalog_cli.internal_topics.txn_state import CoordinatorView
 
 
 @dataclass
@@ -174,7 +174,7 @@ class TxnReport:
 def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tuple[Batch, int | None]], int]:
     """Transactional batches (data and markers) of a partition copy with their control types, and the log end
     offset. Damaged bytes stop the walk of that segment with a warning (a forensic read, not a repair)."""
-    from kafkalog_cli.ops import partition_scan as ps
+    from kafkalog_cli.ops import repair_view as ps
 
     items: list[tuple[Batch, int | None]] = []
     leo = 0
@@ -207,15 +207,15 @@ def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tu
 def _snapshot(copy: PartitionCopy, log_start: int, leo: int) -> tuple[int, list] | None:
     """The producer snapshot the broker would load: the newest readable one with log start < offset <= log end
     (ProducerStateManager.truncateAndReload deletes the others, ProducerStateManager.java:355-361)."""
-    from kafkalog_cli.ops import partition_scan as ps
+    from kafkalog_cli.ops import repair_view as ps
 
     return ps.newest_snapshot(copy.path, at_most=leo, above=log_start)
 
 
 def scan_partition(copy: PartitionCopy) -> PartitionReport:
     """Producer state as the broker loads it, open transactions and the last stable offset of one copy."""
-    from kafkalog_cli.internal.logdir import checkpoint_offset
-    from kafkalog_cli.ops import partition_scan as ps
+    from kafkalog_cli.internal_topics.logdir import checkpoint_offset
+    from kafkalog_cli.ops import repair_view as ps
 
     notes: list[str] = []
     items, leo = _scan_txn_batches(copy, notes)
@@ -302,7 +302,7 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
     * ``coordinator-missing``: the producer is in none of the ``__transaction_state`` partitions given, and some
       are missing.
     """
-    from kafkalog_cli.internal.txn_state import LIVE_STATES
+    from kafkalog_cli.internal_topics.txn_state import LIVE_STATES
 
     where = _marker_elsewhere(t, others)
     if where is not None:
@@ -364,8 +364,8 @@ def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int]
     """(topic, partition) -> {group: committed offset} from the ``__consumer_offsets`` copies given (the group
     coordinator's load rule: last record per key wins, a tombstone deletes; transactional commits count only once
     their COMMIT marker is read)."""
-    from kafkalog_cli.internal import consumer_offsets as cof
-    from kafkalog_cli.internal import coordinator as co
+    from kafkalog_cli.internal_topics import consumer_offsets as cof
+    from kafkalog_cli.internal_topics import coordinator as co
 
     latest: dict[tuple[str, str, int], int] = {}
     warnings: list[str] = []
@@ -427,8 +427,8 @@ def analyse(paths: list[str], *, txn_partitions: int = 50, now_ms: int | None = 
     """Every open transaction in the partitions under ``paths`` (log dirs or partition dirs), classified."""
     import time
 
-    from kafkalog_cli.internal import txn_state
-    from kafkalog_cli.internal.logdir import discover
+    from kafkalog_cli.internal_topics import txn_state
+    from kafkalog_cli.internal_topics.logdir import discover
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     copies, warnings = discover(paths)

@@ -14,11 +14,11 @@ if TYPE_CHECKING:
     from kafkalog_cli.versions import Profile
 
 KINDS: dict[str, str] = {
-    "offsets": "kafkalog_cli.internal.consumer_offsets",
-    "transaction-log": "kafkalog_cli.internal.transaction_log",
-    "cluster-metadata": "kafkalog_cli.internal.cluster_metadata",
-    "remote-log-metadata": "kafkalog_cli.internal.remote_log_metadata",
-    "share-group-state": "kafkalog_cli.internal.share_group_state",
+    "offsets": "kafkalog_cli.internal_topics.consumer_offsets",
+    "transaction-log": "kafkalog_cli.internal_topics.transaction_log",
+    "cluster-metadata": "kafkalog_cli.internal_topics.cluster_metadata",
+    "remote-log-metadata": "kafkalog_cli.internal_topics.remote_log_metadata",
+    "share-group-state": "kafkalog_cli.internal_topics.share_group_state",
 }
 
 

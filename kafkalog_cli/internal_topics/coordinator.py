@@ -14,9 +14,9 @@ from typing import Any
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.format.flexible import Field
 from kafkalog_cli.format.layouts import SCHEMA_VERSION
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal.releases import release_for
-from kafkalog_cli.internal.schema import Message
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics.releases import release_for
+from kafkalog_cli.internal_topics.schema import Message
 
 
 class UnknownRecordType(Exception):

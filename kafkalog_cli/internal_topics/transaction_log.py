@@ -15,11 +15,11 @@ from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.format.layouts import SCHEMA_VERSION
-from kafkalog_cli.internal import coordinator as co
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal import schemas_txn_share as st
-from kafkalog_cli.internal.javahash import scala213_order, topic_partition_hash
-from kafkalog_cli.internal.releases import release_for
+from kafkalog_cli.internal_topics import coordinator as co
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics import schemas_txn_share as st
+from kafkalog_cli.internal_topics.javahash import scala213_order, topic_partition_hash
+from kafkalog_cli.internal_topics.releases import release_for
 
 Version = tuple[int, int, int]
 KEYS = {0: st.TransactionLogKey}

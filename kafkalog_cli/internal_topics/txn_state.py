@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.internal import coordinator as co
-from kafkalog_cli.internal import transaction_log as tl
-from kafkalog_cli.internal.logdir import PartitionCopy
+from kafkalog_cli.internal_topics import coordinator as co
+from kafkalog_cli.internal_topics import transaction_log as tl
+from kafkalog_cli.internal_topics.logdir import PartitionCopy
 from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 

@@ -12,7 +12,7 @@ Some records differ too (``RegisterBrokerRecord`` has no ``fenced``; ``QuotaReco
 from __future__ import annotations
 
 from kafkalog_cli.format.flexible import Field
-from kafkalog_cli.internal.schema import Message
+from kafkalog_cli.internal_topics.schema import Message
 
 NULLABLE = (0, 32767)
 

@@ -6,7 +6,7 @@ Generated from Apache Kafka's message JSON schemas at commit 1eb7644349cb07139d6
 from __future__ import annotations
 
 from kafkalog_cli.format.flexible import Field
-from kafkalog_cli.internal.schema import Message
+from kafkalog_cli.internal_topics.schema import Message
 
 TransactionLogKey = Message(
     'TransactionLogKey', None, (0, 0), None,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalog_cli.internal import coordinator as co
-from kafkalog_cli.internal import schemas_txn_share as st
+from kafkalog_cli.internal_topics import coordinator as co
+from kafkalog_cli.internal_topics import schemas_txn_share as st
 
 KEYS = {0: st.ShareSnapshotKey, 1: st.ShareUpdateKey}
 VALUES = {0: st.ShareSnapshotValue, 1: st.ShareUpdateValue}

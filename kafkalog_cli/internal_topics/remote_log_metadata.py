@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalog_cli.internal import schema as sc
-from kafkalog_cli.internal.cluster_metadata import MetadataParseError, read_frame
-from kafkalog_cli.internal.schemas_remote import MESSAGES
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics.cluster_metadata import MetadataParseError, read_frame
+from kafkalog_cli.internal_topics.schemas_remote import MESSAGES
 
 BY_KEY = {m.api_key: m for m in MESSAGES if m.api_key is not None}
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED", 3: "DELETE_SEGMENT_FINISHED"}
