@@ -52,10 +52,29 @@ def test_seed_batch_crc_and_size() -> None:
 
 def test_crc32c_is_compiled_and_correct() -> None:
     assert crc.crc32c(b"123456789") == 0xE3069283
-    assert crc.implementation() in ("crc32c-hardware", "crc32c-software-c", "crcmod-c")
+    assert crc.implementation() in ("accel-sse4.2-3way", "accel-slicing-by-8", "crc32c-hardware", "crc32c-software-c",
+                                    "crcmod-c")
     import crc32c as mod
 
     assert mod.hardware_based, "crc32c package fell back to software: check SSE4.2 / the wheel"
+
+
+def test_crc32c_without_the_accelerator_is_the_package() -> None:
+    """KAFKALOG_NO_ACCEL=1 (the reference path) takes its CRC-32C from the crc32c package, not from _accel; with the
+    accelerator built, format.crc uses it and never imports the package (start-up time)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kafkalog_cli.format import crc; "
+            "print(crc.implementation(), 'crc32c' in sys.modules, crc.crc32c(b'123456789'))")
+    env = {k: v for k, v in os.environ.items() if k != "KAFKALOG_NO_ACCEL"}
+    ref = subprocess.run([sys.executable, "-c", code], env={**env, "KAFKALOG_NO_ACCEL": "1"}, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert ref == ["crc32c-hardware", "True", str(0xE3069283)] or ref[0] == "crc32c-software-c"
+    built = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           check=True).stdout.split()
+    if built[0].startswith("accel-"):
+        assert built[1:] == ["False", str(0xE3069283)]
 
 
 def test_crcmod_fallback_is_the_c_extension() -> None:

@@ -217,7 +217,7 @@ def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001
 def _total_bytes(args: list[str]) -> int:
     import os
 
-    from kafkalog_cli.ops.dump import expand_directory
+    from kafkalog_cli.storage.layout import expand_directory
 
     total = 0
     for a in args:

@@ -291,47 +291,6 @@ BROKER_CHECKPOINTS = layout.BROKER_CHECKPOINTS
 classify = layout.classify  # the kind of a file, by name: one rule for every command (storage.layout)
 
 
-_KIND_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
-
-
-def expand_directory(path: str, *, top: bool = True) -> list[str]:
-    """Files of a partition directory in offset order (then KRaft snapshots, then other files); partition
-    directories of a log directory follow, each in the same order.
-
-    ``path`` itself must be listable (OSError otherwise); a subdirectory that cannot be listed (permission denied,
-    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on."""
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        if top:
-            raise
-        return [path]
-    segs, snaps, others, subdirs = [], [], [], []
-    for n in names:
-        full = os.path.join(path, n)
-        if os.path.isdir(full):
-            subdirs.append(full)
-            continue
-        kind = classify(n)
-        if kind in _KIND_ORDER:
-            try:
-                segs.append((comp.base_offset_of(n), _KIND_ORDER[kind], n))
-            except ValueError:
-                others.append(n)
-        elif kind == "checkpoint":
-            snaps.append(n)
-        elif n in (".lock",):
-            continue
-        else:
-            others.append(n)
-    out = [os.path.join(path, n) for _, _, n in sorted(segs)]
-    out += [os.path.join(path, n) for n in snaps]
-    out += [os.path.join(path, n) for n in others]
-    for d in subdirs:
-        out += expand_directory(d, top=False)
-    return out
-
-
 def _lost(mf: MappedFile, start: int, end: int) -> bool:
     """True when ``[start, end)`` overlaps bytes that could not be read (they read as zeros)."""
     return any(a < end and b > start for a, b in mf.unreadable_ranges())
@@ -375,7 +334,7 @@ class Dumper:
         for arg in args:
             if os.path.isdir(arg):
                 try:
-                    files = expand_directory(arg)
+                    files = layout.expand_directory(arg)
                 except OSError as exc:
                     yield from self._unlistable(arg, exc)
                     continue

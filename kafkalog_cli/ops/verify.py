@@ -670,8 +670,8 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
     Which files are segments, leftovers or stray ``.log`` files is decided by ``storage.layout`` (the broker's rule):
     a directory's ``0.log`` or ``x.log`` is reported (the broker never reads it), not verified as a segment; a file
     named on the command line is verified whatever its name."""
-    from kafkalog_cli.ops.dump import expand_directory
     from kafkalog_cli.storage import layout
+    from kafkalog_cli.storage.layout import expand_directory
 
     logs: list[str] = []
     seen: set[str] = set()

@@ -288,3 +288,52 @@ def stray_logs(names: list[str] | set[str]) -> list[StrayLog]:
         out.append(StrayLog(n, f"the broker never reads it: it opens {canonical} for base offset {offset} "
                                f"(creating it empty if absent); if this file holds the data, rename it to {canonical}"))
     return out
+
+
+def _listing_offset(name: str) -> int:
+    """The base offset a listing sorts a segment file by: a tiered-storage remote segment's start offset, else
+    Long.parseLong of the name up to the first dot (ValueError when neither)."""
+    remote = remote_base_offset(name)
+    return remote if remote is not None else offset_from_name(name)
+
+
+_LISTING_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
+
+
+def expand_directory(path: str, *, top: bool = True) -> list[str]:
+    """What ``dump`` and ``verify-crc`` walk when given a directory: the files of a partition directory in offset
+    order (then KRaft snapshots, then other files); partition directories of a log directory follow, each in the
+    same order. Here, beside the other naming rules, so that verify-crc does not import the dump engine to list files.
+
+    ``path`` itself must be listable (OSError otherwise); a subdirectory that cannot be listed (permission denied,
+    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        if top:
+            raise
+        return [path]
+    segs, snaps, others, subdirs = [], [], [], []
+    for n in names:
+        full = os.path.join(path, n)
+        if os.path.isdir(full):
+            subdirs.append(full)
+            continue
+        kind = classify(n)
+        if kind in _LISTING_ORDER:
+            try:
+                segs.append((_listing_offset(n), _LISTING_ORDER[kind], n))
+            except ValueError:
+                others.append(n)
+        elif kind == "checkpoint":
+            snaps.append(n)
+        elif n in (".lock",):
+            continue
+        else:
+            others.append(n)
+    out = [os.path.join(path, n) for _, _, n in sorted(segs)]
+    out += [os.path.join(path, n) for n in snaps]
+    out += [os.path.join(path, n) for n in others]
+    for d in subdirs:
+        out += expand_directory(d, top=False)
+    return out
