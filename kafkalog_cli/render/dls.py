@@ -392,6 +392,7 @@ _HANDLERS: dict[type, Callable[[DlsRenderer, Any], None]] = {
     d.RecordEvent: DlsRenderer.on_RecordEvent,
     d.PartialBatch: DlsRenderer.on_PartialBatch,
     d.FormattedBatch: DlsRenderer.on_FormattedBatch,
+    d.FormattedRun: DlsRenderer.on_FormattedRun,
     d.IndexEntryEvent: DlsRenderer.on_IndexEntryEvent,
     d.TimeIndexEntryEvent: DlsRenderer.on_TimeIndexEntryEvent,
     d.IndexEmpty: DlsRenderer.on_IndexEmpty,

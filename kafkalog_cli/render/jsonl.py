@@ -291,6 +291,7 @@ _HANDLERS: dict[type, Callable[[JsonRenderer, Any], None]] = {
     d.LogHeader: JsonRenderer.on_LogHeader,
     d.BatchEvent: JsonRenderer.on_BatchEvent,
     d.FormattedBatch: JsonRenderer.on_FormattedBatch,
+    d.FormattedRun: JsonRenderer.on_FormattedRun,
     d.RecordEvent: JsonRenderer.on_RecordEvent,
     d.PartialBatch: JsonRenderer.on_PartialBatch,
     d.IndexEntryEvent: JsonRenderer.on_IndexEntryEvent,
