@@ -32,10 +32,18 @@ def selftest() -> int:
             ok, detail = False, f" ({type(exc).__name__}: {exc})"
         print(f"codec {name}: {'ok' if ok else 'FAILED'}{detail}")
         status |= not ok
-    impl = crc.implementation()
-    crc_ok = impl.startswith("crc32c-") and crc.crc32c(b"123456789") == 0xE3069283
+    impl = crc.implementation()  # compiled: the accelerator's, or the crc32c package's (not crcmod's fallback)
+    crc_ok = impl.startswith(("accel-", "crc32c-")) and crc.crc32c(b"123456789") == 0xE3069283
     print(f"crc32c: {impl} {'ok' if crc_ok else 'FAILED'}")
     status |= not crc_ok
+    try:  # the reference path's CRC (KAFKALOG_NO_ACCEL=1) and the fallback where the accelerator cannot load
+        import crc32c as package
+
+        pkg_ok = package.crc32c(b"123456789") == 0xE3069283
+    except ImportError:
+        pkg_ok = False
+    print(f"crc32c package: {'ok' if pkg_ok else 'FAILED (missing from the bundle)'}")
+    status |= not pkg_ok
     try:  # the compiled accelerator: without it deep dumps and CRC walks are up to 20x slower
         import kafkalog_cli._accel  # noqa: F401
 
