@@ -7,6 +7,7 @@ stale; tests/test_layouts.py does the same comparison).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -64,8 +65,11 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Write kafkalog_cli/accel/layouts.h from kafkalog_cli/format/layouts.py.")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the committed header is stale")
+    args = parser.parse_args(argv)  # an unknown argument (or --help) exits before anything is written
     text = render()
-    if "--check" in argv:
+    if args.check:
         current = HEADER.read_text() if HEADER.exists() else ""
         if current != text:
             print(f"{HEADER} is stale: run python scripts/gen_layouts_h.py", file=sys.stderr)

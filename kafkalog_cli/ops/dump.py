@@ -28,7 +28,13 @@ from kafkalog_cli.errors import (
 from kafkalog_cli.format import control as ctl
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.format.codecs import DEFAULT_LIMIT
-from kafkalog_cli.format.layouts import HEADER_SIZE_UP_TO_MAGIC, TIME_INDEX_ENTRY, V2_HEADER_SIZE
+from kafkalog_cli.format.layouts import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_ATTRIBUTES_OFFSET,
+    TIME_INDEX_ENTRY,
+    V2_CODEC_BYTE,
+    V2_HEADER_SIZE,
+)
 from kafkalog_cli.format.text import int64
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
@@ -511,7 +517,7 @@ class Dumper:
                             raise CompressionError(
                                 f"Unknown compression type id: {entry.codec}",
                                 file=arg,
-                                position=pos + (17 if entry.is_legacy else 22),  # the byte holding the codec bits
+                                position=pos + (LEGACY_ATTRIBUTES_OFFSET if entry.is_legacy else V2_CODEC_BYTE),  # the codec bits
                                 expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
                                 else "a codec id 0..3 (none, gzip, snappy, lz4)",
                                 found=str(entry.codec),

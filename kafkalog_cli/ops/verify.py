@@ -679,6 +679,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
     bad: list[FileReport] = []
     for arg in paths:
         explicit = not os.path.isdir(arg)
+        before = (len(logs), len(companions), len(bad))
         if not explicit:
             try:
                 files = expand_directory(arg)
@@ -725,7 +726,16 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
             elif kind in COMPANION_KINDS and f not in seen:
                 seen.add(f)
                 companions.append((f, kind))
+        if (len(logs), len(companions), len(bad)) == before and not (set(files) & seen):
+            # nothing of this argument was checked: never let "OK: 0 files" answer a wrong path
+            bad.append(_unreadable(arg, NOTHING_TO_CHECK_FILE if explicit else NOTHING_TO_CHECK_DIR))
     return logs, companions, bad
+
+
+NOTHING_TO_CHECK_FILE = ("not a file verify-crc checks (a segment .log, an .index/.timeindex/.txnindex, a producer "
+                         ".snapshot, leader-epoch-checkpoint or partition.metadata); `kafkalog dump` prints any file")
+NOTHING_TO_CHECK_DIR = ("no file verify-crc checks in this directory (segments, indexes, snapshots, checkpoints): "
+                        "is it a Kafka log directory or partition directory?")
 
 
 def _unreadable(path: str, message: str) -> FileReport:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.crc import crc32c
+from kafkalog_cli.format.layouts import V2_ATTRIBUTES_OFFSET
 from kafkalog_cli.format.text import increment_sequence
 from kafkalog_cli.scan.schema import BATCHES, TIMESTAMP, WIRE
 
@@ -79,7 +80,7 @@ def py_walk(w: Any, pos: int, end: int, origin: int = 0, crc: bool = True) -> tu
             why = "overflow"
             break
         rows.append(v2_row(origin + pos, esize, base, last, count, attrs, base_ts, max_ts, pid, pepoch, seq, lod, epoch,
-                           not crc or crc32c(w[pos + 21 : pos + esize]) == h_crc))
+                           not crc or crc32c(w[pos + V2_ATTRIBUTES_OFFSET : pos + esize]) == h_crc))
         pos += esize
     return rows, pos, why
 
