@@ -84,3 +84,20 @@ static inline void read_v2(const uint8_t *b, v2hdr *h) { /* offsets from layouts
     h->base_sequence = be32(b + V2_BASE_SEQUENCE_OFFSET);
     h->records_count = be32(b + V2_RECORDS_COUNT_OFFSET);
 }
+
+/* One step of the entry walk of kafkalog_cli/storage/segment.py:walk (FileLogInputStream), shared by the header
+ * walks scan_v2 (walk.c) and scan_table (scan_columns.c): the entry at `pos`, which the caller's loop guarantees has
+ * more than HEADER_SIZE_UP_TO_MAGIC bytes before `end`. Returns NULL for a v2 entry of at least a v2 header (its size
+ * field in *size, its whole length in *esize), else why the walk stops there: "end" (the entry runs past `end`: the
+ * Python walk stops silently), "bad-size" (size field < 14: the walk raises CorruptRecordError), "magic" (not a v2
+ * batch: Python parses it its own way) or "small" (a v2 entry shorter than its header). */
+static inline const char *v2_entry_at(const uint8_t *b, int64_t pos, int64_t end, int32_t *size, int64_t *esize) {
+    int32_t s = be32(b + pos + LOG_ENTRY_SIZE_OFFSET);
+    if (s < LEGACY_V0_RECORD_OVERHEAD) return "bad-size";
+    if (pos > end - LOG_OVERHEAD - s) return "end";
+    if ((int8_t)b[pos + ENTRY_PREFIX_MAGIC_OFFSET] != 2) return "magic";
+    *size = s;
+    *esize = (int64_t)s + LOG_OVERHEAD;
+    if (*esize < V2_HEADER_SIZE) return "small";
+    return NULL;
+}

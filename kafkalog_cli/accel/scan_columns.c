@@ -114,19 +114,11 @@ static PyObject *scan_table(PyObject *self, PyObject *args) {
     crcwin w;
     crcw_init(&w, b, end, end, INT32_MAX);
     Py_BEGIN_ALLOW_THREADS while (pos < (int64_t)end - HEADER_SIZE_UP_TO_MAGIC) {
-        int32_t size = be32(b + pos + V2_BATCH_LENGTH_OFFSET);
-        if (size < 14) {
-            reason = "bad-size";
-            break;
-        }
-        if (pos > (int64_t)end - LOG_OVERHEAD - size) break;
-        if ((int8_t)b[pos + ENTRY_PREFIX_MAGIC_OFFSET] != 2) {
-            reason = "magic";
-            break;
-        }
-        int64_t esize = (int64_t)size + LOG_OVERHEAD;
-        if (esize < V2_HEADER_SIZE) {
-            reason = "small";
+        int32_t size;
+        int64_t esize;
+        const char *why = v2_entry_at(b, pos, (int64_t)end, &size, &esize);
+        if (why) {
+            reason = why;
             break;
         }
         v2hdr h;

@@ -35,20 +35,11 @@ static PyObject *scan_v2(PyObject *self, PyObject *args) {
     crcwin w;
     crcw_init(&w, b, end, end, INT32_MAX);
     Py_BEGIN_ALLOW_THREADS while (pos < (int64_t)end - HEADER_SIZE_UP_TO_MAGIC) {
-        int32_t size = be32(b + pos + LOG_ENTRY_SIZE_OFFSET);
-        int8_t magic = (int8_t)b[pos + ENTRY_PREFIX_MAGIC_OFFSET];
-        if (size < LEGACY_V0_RECORD_OVERHEAD) {
-            reason = "bad-size";
-            break;
-        }
-        if (pos > (int64_t)end - LOG_OVERHEAD - size) break; /* runs past end: the walk stops silently */
-        if (magic != 2) {
-            reason = "magic";
-            break;
-        }
-        int64_t esize = (int64_t)size + LOG_OVERHEAD;
-        if (esize < V2_HEADER_SIZE) {
-            reason = "small";
+        int32_t size;
+        int64_t esize;
+        const char *why = v2_entry_at(b, pos, (int64_t)end, &size, &esize);
+        if (why) {
+            reason = why;
             break;
         }
         v2hdr h;
