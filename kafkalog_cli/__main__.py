@@ -1,4 +1,4 @@
-from kafkalog_cli.cli.main import main
+from kafkalog_cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -63,6 +63,6 @@ if __name__ == "__main__":
     multiprocessing.freeze_support()
     if os.environ.get("KAFKALOG_SELFTEST"):
         sys.exit(selftest())
-    from kafkalog_cli.cli.main import main
+    from kafkalog_cli.entry import main
 
     main()

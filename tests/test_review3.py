@@ -66,3 +66,21 @@ def test_verify_crc_of_a_directory_with_nothing_to_check_is_not_ok(tmp_path: Pat
     res = CliRunner().invoke(cli, ["verify-crc", str(tmp_path)])
     assert res.exit_code == 2, (res.exit_code, res.output)
     assert str(tmp_path) in res.output and "no file verify-crc checks" in res.output
+
+
+def test_ctrl_c_while_the_command_is_still_importing_is_exit_130_without_a_traceback() -> None:
+    """The console script's entry (kafkalog_cli.entry) covers the import of the command tree: a Ctrl-C there is a
+    one-line message and exit 130, like a Ctrl-C inside a command (it was a KeyboardInterrupt traceback)."""
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def fake(name, *a, **k):\n"
+            "    if name == 'kafkalog_cli.cli.main':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = fake\n"
+            "from kafkalog_cli.entry import main\n"
+            "main()\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 130, res.stderr
+    assert res.stderr.strip() == "kafkalog: interrupted"
+    assert "Traceback" not in res.stderr
