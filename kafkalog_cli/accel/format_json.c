@@ -166,52 +166,29 @@ static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ss
     if (start < 0 || start > end || count < 0) return 0;
     Py_ssize_t pos = start;
     for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t size, off_delta, klen, vlen, nh;
-        int64_t ts_delta;
-        if (rd_varint(b, &pos, end, &size) < 0) return 0;
-        if (size <= 0 || size > end - pos) return 0;
-        Py_ssize_t body_end = pos + size;
-        pos++; /* attributes */
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
-        Py_ssize_t kpos = pos;
-        if (klen >= 0) {
-            if (klen > body_end - pos) return 0;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
-        Py_ssize_t vpos = pos;
-        if (vlen >= 0) {
-            if (vlen > body_end - pos) return 0;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
-        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) return 0;
+        v2rec r; /* the walk and its rules: record.h; the checks below are this caller's own */
+        if (rec_next(b, &pos, end, i == count - 1, &r) != REC_OK) return 0;
+        if (r.nh > MAX_HEADERS_INLINE) return 0;
+        int32_t off_delta = r.off_delta, klen = r.klen, vlen = r.vlen, nh = r.nh;
+        int64_t ts_delta = r.ts_delta;
+        Py_ssize_t kpos = r.kpos, vpos = r.vpos, hp = r.hpos;
         Py_ssize_t hk_pos[MAX_HEADERS_INLINE], hv_pos[MAX_HEADERS_INLINE];
         int32_t hk_len[MAX_HEADERS_INLINE], hv_len[MAX_HEADERS_INLINE];
         size_t need = 420 + (size_t)fj_len + (size_t)ts_len; /* the fixed text of a record object is < 400 bytes */
         for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
-            if (hkl < 0 || hkl > body_end - pos) return 0;
-            hk_pos[h] = pos;
-            hk_len[h] = hkl;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
-            hv_pos[h] = pos;
-            hv_len[h] = hvl;
-            if (hvl >= 0) {
-                if (hvl > body_end - pos) return 0;
-                pos += hvl;
-                if (!utf8_valid(b + hv_pos[h], hvl)) return 0;
-                need += json_need(hvl);
+            v2rechdr hd;
+            rec_header_next(b, &hp, r.body_end, &hd);
+            hk_pos[h] = hd.kpos;
+            hk_len[h] = hd.klen;
+            hv_pos[h] = hd.vpos;
+            hv_len[h] = hd.vlen;
+            if (hd.vlen >= 0) {
+                if (!utf8_valid(b + hd.vpos, hd.vlen)) return 0;
+                need += json_need(hd.vlen);
             }
-            if (!utf8_valid(b + hk_pos[h], hkl)) return 0;
-            need += json_need(hkl) + 48;
+            if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
+            need += json_need(hd.klen) + 48;
         }
-        if (pos != body_end) return 0;
-        if (i == count - 1 && pos != end) return 0;
         int64_t offset, ts;
         if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
         if (log_append)

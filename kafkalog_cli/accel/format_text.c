@@ -11,48 +11,21 @@ static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t
     if (start < 0 || start > end || count < 0) return 0;
     Py_ssize_t pos = start;
     for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t size;
-        if (rd_varint(b, &pos, end, &size) < 0) return 0;
-        if (size < 0 || pos + size > end) return 0;
-        Py_ssize_t body_end = pos + size;
-        if (pos >= body_end) return 0;
-        pos++; /* attributes */
-        int64_t ts_delta;
-        int32_t off_delta, klen, vlen, nh;
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
-        Py_ssize_t kpos = pos;
-        if (klen >= 0) {
-            if (pos + klen > body_end) return 0;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
-        Py_ssize_t vpos = pos;
-        if (vlen >= 0) {
-            if (pos + vlen > body_end) return 0;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
-        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) return 0;
+        v2rec r; /* the walk and its rules: record.h; the checks below are this caller's own */
+        if (rec_next(b, &pos, end, i == count - 1, &r) != REC_OK) return 0;
+        if (r.nh > MAX_HEADERS_INLINE) return 0;
+        int32_t off_delta = r.off_delta, klen = r.klen, vlen = r.vlen, nh = r.nh;
+        int64_t ts_delta = r.ts_delta;
+        Py_ssize_t kpos = r.kpos, vpos = r.vpos, hp = r.hpos;
         Py_ssize_t hk_pos[MAX_HEADERS_INLINE];
         int32_t hk_len[MAX_HEADERS_INLINE];
         for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
-            if (hkl < 0 || pos + hkl > body_end) return 0;
-            hk_pos[h] = pos;
-            hk_len[h] = hkl;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
-            if (hvl >= 0) {
-                if (pos + hvl > body_end) return 0;
-                pos += hvl;
-            }
-            if (!utf8_valid(b + hk_pos[h], hkl)) return 0;
+            v2rechdr hd;
+            rec_header_next(b, &hp, r.body_end, &hd);
+            if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
+            hk_pos[h] = hd.kpos;
+            hk_len[h] = hd.klen;
         }
-        if (pos != body_end) return 0;
-        if (i == count - 1 && pos != end) return 0;
         int64_t offset, ts;
         if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
         if (log_append)
