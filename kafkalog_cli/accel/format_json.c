@@ -177,7 +177,7 @@ static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ss
         size_t need = 420 + (size_t)fj_len + (size_t)ts_len; /* the fixed text of a record object is < 400 bytes */
         for (int32_t h = 0; h < nh; h++) {
             v2rechdr hd;
-            rec_header_next(b, &hp, r.body_end, &hd);
+            if (rec_header_next(b, &hp, r.body_end, &hd) != REC_OK) return 0; /* cannot fail after rec_next */
             hk_pos[h] = hd.kpos;
             hk_len[h] = hd.klen;
             hv_pos[h] = hd.vpos;

@@ -21,7 +21,7 @@ static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t
         int32_t hk_len[MAX_HEADERS_INLINE];
         for (int32_t h = 0; h < nh; h++) {
             v2rechdr hd;
-            rec_header_next(b, &hp, r.body_end, &hd);
+            if (rec_header_next(b, &hp, r.body_end, &hd) != REC_OK) return 0; /* cannot fail after rec_next */
             if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
             hk_pos[h] = hd.kpos;
             hk_len[h] = hd.klen;

@@ -69,7 +69,7 @@ typedef struct {
 } v2rechdr;
 
 /* The header at *pos (before `end`, the record's body end) into h; *pos moves past it. REC_OK or the code. On a
- * record rec_next accepted it cannot fail: the callers iterate with it and ignore the answer. */
+ * record rec_next accepted it cannot fail (callers still decline on a failure: for the compiler and for safety). */
 REC_INLINE int rec_header_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, v2rechdr *h) {
     if (rd_varint(b, pos, end, &h->klen) < 0) return REC_BAD_VARINT;
     if (h->klen < 0 || h->klen > end - *pos) return REC_BAD_HEADER;

@@ -50,7 +50,7 @@ static int rec_walk(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, const recb
         Py_ssize_t kpos = rec.kpos, hp = rec.hpos;
         for (int32_t h = 0; h < rec.nh; h++) {
             v2rechdr hd;
-            rec_header_next(b, &hp, rec.body_end, &hd);
+            if (rec_header_next(b, &hp, rec.body_end, &hd) != REC_OK) return 0; /* cannot fail after rec_next */
             if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
             if (rb_put(&r->hdata, b + hd.kpos, (size_t)hd.klen) < 0) return -1;
             int64_t hend = hkey_base + (int64_t)r->hdata.len;
