@@ -18,7 +18,7 @@ static int records_clean(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, Py_ss
     int64_t prev = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         v2rec r; /* the walk and its rules: record.h; the offset checks below are this caller's own */
-        if (rec_next(b, &pos, end, i == count - 1, &r) != REC_OK) return 0;
+        if (rec_next(b, &pos, end, i == count - 1, &r, NULL, 0) != REC_OK) return 0;
         int32_t off_delta = r.off_delta;
         /* int64(base + offsetDelta) with Java's wrap, then the walker's checks */
         int64_t offset = (int64_t)((uint64_t)base + (uint64_t)(int64_t)off_delta);

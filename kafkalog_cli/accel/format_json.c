@@ -166,57 +166,23 @@ static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ss
     if (start < 0 || start > end || count < 0) return 0;
     Py_ssize_t pos = start;
     for (Py_ssize_t i = 0; i < count; i++) {
-        v2rec r; /* the walk and its rules: record.h; the checks below are this caller's own */
-        if (rec_next(b, &pos, end, i == count - 1, &r) != REC_OK) return 0;
-        if (r.nh > MAX_HEADERS_INLINE) return 0;
-        int32_t off_delta = r.off_delta, klen = r.klen, vlen = r.vlen, nh = r.nh;
-        int64_t ts_delta = r.ts_delta;
-        Py_ssize_t kpos = r.kpos, vpos = r.vpos, hp = r.hpos;
-        Py_ssize_t hk_pos[MAX_HEADERS_INLINE], hv_pos[MAX_HEADERS_INLINE];
-        int32_t hk_len[MAX_HEADERS_INLINE], hv_len[MAX_HEADERS_INLINE];
-        size_t need = 420 + (size_t)fj_len + (size_t)ts_len; /* the fixed text of a record object is < 400 bytes */
-        for (int32_t h = 0; h < nh; h++) {
-            v2rechdr hd;
-            if (rec_header_next(b, &hp, r.body_end, &hd) != REC_OK) return 0; /* cannot fail after rec_next */
-            hk_pos[h] = hd.kpos;
-            hk_len[h] = hd.klen;
-            hv_pos[h] = hd.vpos;
-            hv_len[h] = hd.vlen;
-            if (hd.vlen >= 0) {
-                if (!utf8_valid(b + hd.vpos, hd.vlen)) return 0;
-                need += json_need(hd.vlen);
-            }
-            if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
-            need += json_need(hd.klen) + 48;
-        }
-        int64_t offset, ts;
-        if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
-        if (log_append)
-            ts = max_ts;
-        else if (__builtin_add_overflow(base_ts, ts_delta, &ts))
+        dumprec d; /* the walk and its rules: record.h, the dumps' own: dump_rec_next; header text UTF-8: here */
+        if (!dump_rec_next(b, &pos, end, i == count - 1, base_offset, base_ts, max_ts, log_append, base_seq,
+                           print_data, &d))
             return 0;
-        if (print_data) {
-            if (klen >= 0) {
-                if (!utf8_valid(b + kpos, klen)) return 0;
-                need += 2 * json_need(klen);
-            }
-            if (vlen >= 0) {
-                if (!utf8_valid(b + vpos, vlen)) return 0;
-                need += 2 * json_need(vlen);
-            }
+        int32_t klen = d.r.klen, vlen = d.r.vlen, nh = d.r.nh;
+        Py_ssize_t kpos = d.r.kpos, vpos = d.r.vpos;
+        size_t need = 420 + (size_t)fj_len + (size_t)ts_len; /* the fixed text of a record object is < 400 bytes */
+        if (print_data) need += (klen >= 0 ? 2 * json_need(klen) : 0) + (vlen >= 0 ? 2 * json_need(vlen) : 0);
+        for (int32_t h = 0; h < nh; h++) {
+            const v2rechdr *hd = &d.hdrs[h];
+            if (hd->vlen >= 0 && !utf8_valid(b + hd->vpos, hd->vlen)) return 0;
+            if (!utf8_valid(b + hd->kpos, hd->klen)) return 0;
+            need += json_need(hd->klen) + 48 + (hd->vlen >= 0 ? json_need(hd->vlen) : 0);
         }
-        if (java_gaps || *last != -1) {
-            if (offset != (int64_t)((uint64_t)*last + 1u)) {
-                PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
-                if (!pair || PyList_Append(gaps, pair) < 0) {
-                    Py_XDECREF(pair);
-                    return -1;
-                }
-                Py_DECREF(pair);
-            }
-        }
-        *last = offset;
-        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
+        if (dump_track_gap(d.offset, last, java_gaps, gaps) < 0) return -1;
+        int64_t offset = d.offset, ts = d.ts;
+        int32_t seq = d.seq;
         if (ob_reserve(o, need) < 0) {
             PyErr_NoMemory();
             return -1;
@@ -241,12 +207,12 @@ static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ss
         for (int32_t h = 0; h < nh; h++) {
             if (h) PUTLIT(o, ",");
             PUTLIT(o, "{\"key\":");
-            ob_json_str(o, b + hk_pos[h], hk_len[h]);
+            ob_json_str(o, b + d.hdrs[h].kpos, d.hdrs[h].klen);
             PUTLIT(o, ",\"value\":");
-            if (hv_len[h] >= 0) {
-                ob_json_str(o, b + hv_pos[h], hv_len[h]);
+            if (d.hdrs[h].vlen >= 0) {
+                ob_json_str(o, b + d.hdrs[h].vpos, d.hdrs[h].vlen);
                 PUTLIT(o, ",\"value_b64\":");
-                ob_b64(o, b + hv_pos[h], hv_len[h]);
+                ob_b64(o, b + d.hdrs[h].vpos, d.hdrs[h].vlen);
             } else {
                 PUTLIT(o, "null,\"value_b64\":null");
             }

@@ -2,6 +2,51 @@
  * Part of the one translation unit kafkalog_cli/_accel.c (included there, never compiled alone; see its head). */
 #define MAX_HEADERS_INLINE 64
 
+/* One record of a dump, text or JSON (put_records, put_json_records): record.h's rec_next plus the rules the two
+ * dumps share on top of it (record.h's head lists them): at most MAX_HEADERS_INLINE headers (their per-record
+ * arrays, d->hdrs), baseOffset + offsetDelta and baseTimestamp + timestampDelta without int64 overflow, and with print_data a
+ * strictly UTF-8 key and value. No side effects: 1 with d filled (the record's offset, timestamp and sequence), or 0
+ * to decline. */
+typedef struct {
+    v2rec r;
+    int64_t offset, ts;
+    int32_t seq;
+    v2rechdr hdrs[MAX_HEADERS_INLINE];
+} dumprec;
+
+REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last_rec, int64_t base_offset,
+                             int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq, int print_data,
+                             dumprec *d) {
+    v2rec *r = &d->r;
+    if (rec_next(b, pos, end, last_rec, r, d->hdrs, MAX_HEADERS_INLINE) != REC_OK) return 0;
+    if (__builtin_add_overflow(base_offset, (int64_t)r->off_delta, &d->offset)) return 0;
+    if (log_append)
+        d->ts = max_ts;
+    else if (__builtin_add_overflow(base_ts, r->ts_delta, &d->ts))
+        return 0;
+    if (print_data) {
+        if (r->klen >= 0 && !utf8_valid(b + r->kpos, r->klen)) return 0;
+        if (r->vlen >= 0 && !utf8_valid(b + r->vpos, r->vlen)) return 0;
+    }
+    d->seq = base_seq >= 0 ? increment_sequence(base_seq, r->off_delta) : -1;
+    return 1;
+}
+
+/* The dumps' non-consecutive offset tracker (Scala: the first record is not checked; Java port: every record):
+ * appends (last, offset) to gaps where offset does not follow *last, then *last = offset. -1 on a Python error. */
+REC_INLINE int dump_track_gap(int64_t offset, long long *last, int java_gaps, PyObject *gaps) {
+    if ((java_gaps || *last != -1) && offset != (int64_t)((uint64_t)*last + 1u)) { /* Java long arithmetic wraps */
+        PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
+        if (!pair || PyList_Append(gaps, pair) < 0) {
+            Py_XDECREF(pair);
+            return -1;
+        }
+        Py_DECREF(pair);
+    }
+    *last = offset;
+    return 0;
+}
+
 
 /* Append the record lines of one batch to `o`. Returns 1 on success, 0 to fall back, -1 on a Python error. */
 static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
@@ -11,46 +56,19 @@ static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t
     if (start < 0 || start > end || count < 0) return 0;
     Py_ssize_t pos = start;
     for (Py_ssize_t i = 0; i < count; i++) {
-        v2rec r; /* the walk and its rules: record.h; the checks below are this caller's own */
-        if (rec_next(b, &pos, end, i == count - 1, &r) != REC_OK) return 0;
-        if (r.nh > MAX_HEADERS_INLINE) return 0;
-        int32_t off_delta = r.off_delta, klen = r.klen, vlen = r.vlen, nh = r.nh;
-        int64_t ts_delta = r.ts_delta;
-        Py_ssize_t kpos = r.kpos, vpos = r.vpos, hp = r.hpos;
-        Py_ssize_t hk_pos[MAX_HEADERS_INLINE];
-        int32_t hk_len[MAX_HEADERS_INLINE];
-        for (int32_t h = 0; h < nh; h++) {
-            v2rechdr hd;
-            if (rec_header_next(b, &hp, r.body_end, &hd) != REC_OK) return 0; /* cannot fail after rec_next */
-            if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
-            hk_pos[h] = hd.kpos;
-            hk_len[h] = hd.klen;
-        }
-        int64_t offset, ts;
-        if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
-        if (log_append)
-            ts = max_ts;
-        else if (__builtin_add_overflow(base_ts, ts_delta, &ts))
+        dumprec d; /* the walk and its rules: record.h, the dumps' own: dump_rec_next; header keys UTF-8: here */
+        if (!dump_rec_next(b, &pos, end, i == count - 1, base_offset, base_ts, max_ts, log_append, base_seq,
+                           print_data, &d))
             return 0;
-        if (print_data) {
-            if (klen >= 0 && !utf8_valid(b + kpos, klen)) return 0;
-            if (vlen >= 0 && !utf8_valid(b + vpos, vlen)) return 0;
-        }
-        /* non-consecutive offset tracker (Scala: the first record is not checked; Java port: every record) */
-        if (java_gaps || *last != -1) {
-            if (offset != (int64_t)((uint64_t)*last + 1u)) { /* Java long arithmetic wraps */
-                PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
-                if (!pair || PyList_Append(gaps, pair) < 0) {
-                    Py_XDECREF(pair);
-                    return -1;
-                }
-                Py_DECREF(pair);
-            }
-        }
-        *last = offset;
-        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
+        int32_t klen = d.r.klen, vlen = d.r.vlen, nh = d.r.nh;
+        Py_ssize_t kpos = d.r.kpos, vpos = d.r.vpos;
+        for (int32_t h = 0; h < nh; h++)
+            if (!utf8_valid(b + d.hdrs[h].kpos, d.hdrs[h].klen)) return 0;
+        if (dump_track_gap(d.offset, last, java_gaps, gaps) < 0) return -1;
+        int64_t offset = d.offset, ts = d.ts;
+        int32_t seq = d.seq;
         size_t need = 200 + (size_t)label_len + (print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
-        for (int32_t h = 0; h < nh; h++) need += (size_t)hk_len[h] + 1;
+        for (int32_t h = 0; h < nh; h++) need += (size_t)d.hdrs[h].klen + 1;
         if (ob_reserve(o, need) < 0) {
             PyErr_NoMemory();
             return -1;
@@ -70,7 +88,7 @@ static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t
         PUTLIT(o, " headerKeys: [");
         for (int32_t h = 0; h < nh; h++) {
             if (h) PUTLIT(o, ",");
-            ob_put(o, (const char *)b + hk_pos[h], (size_t)hk_len[h]);
+            ob_put(o, (const char *)b + d.hdrs[h].kpos, (size_t)d.hdrs[h].klen);
         }
         PUTLIT(o, "]");
         if (print_data) {

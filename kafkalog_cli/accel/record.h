@@ -10,8 +10,8 @@
  * VARINT_MAX_BYTES and varlongs of at most VARLONG_MAX_BYTES bytes) come from there through the generated
  * layouts.h. The reference is kafkalog_cli/format/batch.py:_decode_records, which raises where rec_next says no.
  *
- * rec_next parses one record and walks (checks) its headers; rec_header_next iterates the headers of a record
- * rec_next accepted. rec_next answers REC_OK or the first rule broken (a REC_* code); every caller today maps any
+ * rec_next parses one record and walks (checks) its headers, optionally into the caller's array; rec_header_next
+ * iterates the headers of a record rec_next accepted (for a caller without an array: scan --records). rec_next answers REC_OK or the first rule broken (a REC_* code); every caller today maps any
  * code but REC_OK to "decline" (return 0: Python re-does the batch and words the problem), so the codes only say
  * why. The rules rec_next applies are exactly the ones all four callers applied before (any of them failing made
  * every caller decline):
@@ -25,7 +25,7 @@
  *     (`last`), records that do not end exactly at the records' end.
  * Where the callers' rules differ they stay in the callers (differences, kept as they were):
  *   - text and JSON dumps (put_records, put_json_records) decline on more than MAX_HEADERS_INLINE (64) headers
- *     (their per-record arrays of header positions), on a key or value that is not strict UTF-8 with print_data,
+ *     (their per-record arrays of header positions, given to rec_next: REC_TOO_MANY_HEADERS), on a key or value that is not strict UTF-8 with print_data,
  *     on a header key that is not strict UTF-8, and (JSON only) on a header value that is not strict UTF-8;
  *     they decline when baseOffset + offsetDelta or baseTimestamp + timestampDelta overflows int64;
  *   - scan --records (rec_walk) declines on a header key that is not strict UTF-8 and on column offsets past
@@ -52,6 +52,7 @@ enum {
     REC_BAD_HEADER,       /* a header key length < 0, or header key / value bytes run past the body */
     REC_BAD_BODY_END,     /* the fields do not end at the record's length */
     REC_BAD_BATCH_END,    /* the last record does not end at the records' end */
+    REC_TOO_MANY_HEADERS, /* more headers than the caller's array holds (only with hdrs) */
 };
 
 /* One record. Positions are into the caller's buffer; a negative klen / vlen is a null key / value. */
@@ -85,8 +86,13 @@ REC_INLINE int rec_header_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end
 }
 
 /* The record at *pos (the records end at `end`; `last`: it is the batch's last record) into r. On REC_OK *pos is
- * r->body_end; on anything else *pos and r are unspecified (the callers decline the whole batch). */
-REC_INLINE int rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last, v2rec *r) {
+ * r->body_end; on anything else *pos and r are unspecified (the callers decline the whole batch).
+ * hdrs: NULL, or room for max_hdrs headers, filled on REC_OK (one header walk instead of rec_next's plus the
+ * caller's: the dumps' A/B, issue 21); with hdrs, more than max_hdrs headers is REC_TOO_MANY_HEADERS.
+ * Plain `static inline`, gcc decides (issue 21's A/B, BENCHMARKS.md): forced inline (always_inline) into all four
+ * walks, the text dump took +6 % and scan --records +20 % CPU against the four copies, gcc's choice ~0 %. */
+static inline int rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last, v2rec *r, v2rechdr *hdrs,
+                           int32_t max_hdrs) {
     int32_t size;
     if (rd_varint(b, pos, end, &size) < 0) return REC_BAD_LENGTH;
     if (size <= 0 || size > end - *pos) return REC_BAD_LENGTH;
@@ -109,10 +115,11 @@ REC_INLINE int rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int l
     }
     if (rd_varint(b, &p, body_end, &r->nh) < 0) return REC_BAD_VARINT;
     if (r->nh < 0 || r->nh > body_end - p) return REC_BAD_HEADER_COUNT;
+    if (hdrs && r->nh > max_hdrs) return REC_TOO_MANY_HEADERS;
     r->hpos = p;
     for (int32_t h = 0; h < r->nh; h++) {
         v2rechdr hd;
-        int rc = rec_header_next(b, &p, body_end, &hd);
+        int rc = rec_header_next(b, &p, body_end, hdrs ? &hdrs[h] : &hd);
         if (rc != REC_OK) return rc;
     }
     if (p != body_end) return REC_BAD_BODY_END;

@@ -44,7 +44,7 @@ static int rec_walk(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, const recb
                     int64_t hkey_base, int64_t hcount_base) {
     for (int32_t i = 0; i < bt->count; i++) {
         v2rec rec; /* the walk and its rules: record.h; the header-key and column checks below are this caller's */
-        if (rec_next(b, &pos, end, i == bt->count - 1, &rec) != REC_OK) return 0;
+        if (rec_next(b, &pos, end, i == bt->count - 1, &rec, NULL, 0) != REC_OK) return 0;
         int32_t off_delta = rec.off_delta, klen = rec.klen, vlen = rec.vlen;
         int64_t ts_delta = rec.ts_delta;
         Py_ssize_t kpos = rec.kpos, hp = rec.hpos;

@@ -1,0 +1,94 @@
+"""Benchmark (not a test): did the one compiled record decoder (accel/record.h, issue 21) slow its four users?
+
+A/B by CPU time in one run, like bench/layouts_bench.py (whose segment generator and child-process timer it uses):
+the same CLI command runs in child processes against two source trees (``--base``: before the change, ``--new``:
+after), alternately, ``--repeat`` times each; the smallest user+sys CPU time of each child (``os.wait4``) is kept.
+Workloads, on layouts_bench's "big" segment (100-record batches, a header on every fourth record), accelerator on:
+  dump        kafkalog dump --deep-iteration --print-data-log          (put_records)
+  json        kafkalog dump --deep-iteration --print-data-log --format json   (put_json_records)
+  verify-deep kafkalog verify-crc --deep                               (records_clean)
+  scan        kafkalog scan --records --jobs 1                         (rec_walk)
+
+    python bench/records_bench.py --base /tmp/base-tree --new . [--mib 48] [--repeat 3] [--only dump json]
+                                  [--seg SEGMENT.log] [--passes 4]
+
+Each tree needs its own built ``kafkalog_cli/_accel*.so``, built the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from layouts_bench import cpu_of, make_segments  # noqa: E402
+
+CLI = """
+import os, sys, tempfile
+sink = os.open(os.devnull, os.O_WRONLY)
+os.dup2(sink, 1)
+args = {args!r}
+paths = P.split(',')
+if args[0] == 'scan':
+    args = ['scan', *[os.path.dirname(p) for p in paths], '--out', os.path.join(tempfile.mkdtemp(), 'out')] + args[1:]
+elif args[-1] == '--files':
+    args = args + [P]
+else:
+    args = args + paths
+sys.argv = ['kafkalog'] + args
+from kafkalog_cli.cli.main import main
+try:
+    main()
+except SystemExit as e:
+    assert e.code in (0, None), e.code
+"""
+
+WORKLOADS: dict[str, list[str]] = {
+    "dump": ["dump", "--deep-iteration", "--print-data-log", "--files"],
+    "json": ["dump", "--deep-iteration", "--print-data-log", "--format", "json", "--files"],
+    "verify-deep": ["verify-crc", "--deep"],
+    "scan": ["scan", "--records", "--jobs", "1"],
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--new", default=str(Path(__file__).resolve().parents[1]))
+    ap.add_argument("--mib", type=int, default=48, help="layouts_bench's size: the big segment is a third of it")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--only", nargs="*", default=list(WORKLOADS))
+    ap.add_argument("--seg", help="use this segment instead of generating one")
+    ap.add_argument("--passes", type=int, default=4,
+                    help="each command gets the segment this many times (hard links in their own directories), so "
+                         "that its start-up is paid once")
+    a = ap.parse_args()
+    base, new = os.path.abspath(a.base), os.path.abspath(a.new)
+    with tempfile.TemporaryDirectory(dir=a.dir) as d:
+        seg = a.seg or make_segments(d, a.mib)["big"]
+        links = [seg]
+        for j in range(1, a.passes):
+            os.makedirs(os.path.join(d, f"pass{j}-0"))
+            links.append(os.path.join(d, f"pass{j}-0", os.path.basename(seg)))
+            os.link(seg, links[-1])
+        print(f"segment: {os.path.getsize(seg) >> 20} MiB of 100-record batches, {a.passes} passes; "
+              f"load {os.getloadavg()[0]:.2f}")
+        print(f"{'workload':<12} {'base CPU s':>10} {'new CPU s':>10} {'new/base':>9}")
+        for name in a.only:
+            code = CLI.format(args=WORKLOADS[name])
+            times: dict[str, list[float]] = {base: [], new: []}
+            for _ in range(a.repeat):
+                for tree in (base, new):
+                    times[tree].append(cpu_of(tree, "", code, ",".join(links)))
+            b, n = min(times[base]), min(times[new])
+            print(f"{name:<12} {b:>10.3f} {n:>10.3f} {n / b:>9.3f}", flush=True)
+        print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
