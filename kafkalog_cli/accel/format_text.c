@@ -18,7 +18,7 @@ REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, 
                              int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq, int print_data,
                              dumprec *d) {
     v2rec *r = &d->r;
-    if (rec_next(b, pos, end, last_rec, r, d->hdrs, MAX_HEADERS_INLINE) != REC_OK) return 0;
+    if (rec_next_call(b, pos, end, last_rec, r, d->hdrs, MAX_HEADERS_INLINE) != REC_OK) return 0;
     if (__builtin_add_overflow(base_offset, (int64_t)r->off_delta, &d->offset)) return 0;
     if (log_append)
         d->ts = max_ts;

@@ -89,10 +89,11 @@ REC_INLINE int rec_header_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end
  * r->body_end; on anything else *pos and r are unspecified (the callers decline the whole batch).
  * hdrs: NULL, or room for max_hdrs headers, filled on REC_OK (one header walk instead of rec_next's plus the
  * caller's: the dumps' A/B, issue 21); with hdrs, more than max_hdrs headers is REC_TOO_MANY_HEADERS.
- * Plain `static inline`, gcc decides (issue 21's A/B, BENCHMARKS.md): forced inline (always_inline) into all four
- * walks, the text dump took +6 % and scan --records +20 % CPU against the four copies, gcc's choice ~0 %. */
-static inline int rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last, v2rec *r, v2rechdr *hdrs,
-                           int32_t max_hdrs) {
+ * Inlined into the record-only walks (check_records, scan --records); the dumps call it through rec_next_call
+ * (issue 21's A/B, BENCHMARKS.md: inlined into the formatters, whose loops are long, the text dump took +6 % CPU
+ * against the four copies; out of line everywhere, verify-crc --deep's walk took +14 %). */
+REC_INLINE int rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last, v2rec *r, v2rechdr *hdrs,
+                        int32_t max_hdrs) {
     int32_t size;
     if (rd_varint(b, pos, end, &size) < 0) return REC_BAD_LENGTH;
     if (size <= 0 || size > end - *pos) return REC_BAD_LENGTH;
@@ -126,4 +127,13 @@ static inline int rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, in
     if (last && p != end) return REC_BAD_BATCH_END;
     *pos = p;
     return REC_OK;
+}
+
+/* rec_next as a call (see above: for the formatters) */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int rec_next_call(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last, v2rec *r, v2rechdr *hdrs,
+                         int32_t max_hdrs) {
+    return rec_next(b, pos, end, last, r, hdrs, max_hdrs);
 }

@@ -30,7 +30,7 @@ static void recbufs_free(recbufs *r) {
     for (int k = 0; k < 10; k++) PyMem_RawFree(all[k]->data);
 }
 
-static inline int rb_put(rawbuf *o, const void *p, size_t n) {
+HOT_INLINE int rb_put(rawbuf *o, const void *p, size_t n) { /* always: one call per column per record otherwise */
     if (rb_reserve(o, n) < 0) return -1;
     memcpy(o->data + o->len, p, n);
     o->len += n;
