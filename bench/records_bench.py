@@ -21,10 +21,12 @@ import argparse
 import os
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchio import ab_min  # noqa: E402
 from layouts_bench import cpu_of, make_segments  # noqa: E402
 
 CLI = """
@@ -81,11 +83,7 @@ def main() -> None:
         print(f"{'workload':<12} {'base CPU s':>10} {'new CPU s':>10} {'new/base':>9}")
         for name in a.only:
             code = CLI.format(args=WORKLOADS[name])
-            times: dict[str, list[float]] = {base: [], new: []}
-            for _ in range(a.repeat):
-                for tree in (base, new):
-                    times[tree].append(cpu_of(tree, "", code, ",".join(links)))
-            b, n = min(times[base]), min(times[new])
+            b, n = ab_min(base, new, a.repeat, partial(cpu_of, no_accel="", code=code, path=",".join(links)))
             print(f"{name:<12} {b:>10.3f} {n:>10.3f} {n / b:>9.3f}", flush=True)
         print(f"load after: {os.getloadavg()[0]:.2f}")
 
