@@ -14,21 +14,29 @@ typedef struct {
     v2rechdr hdrs[MAX_HEADERS_INLINE];
 } dumprec;
 
-REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last_rec, int64_t base_offset,
-                             int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq, int print_data,
+/* What a dump knows of the batch whose records it formats, and the run's offset-gap state. */
+typedef struct {
+    int64_t base_offset, base_ts, max_ts;
+    int log_append, print_data, java_gaps;
+    int32_t base_seq;
+    long long *last;
+    PyObject *gaps;
+} dumpctx;
+
+REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last_rec, const dumpctx *c,
                              dumprec *d) {
     v2rec *r = &d->r;
     if (rec_next_call(b, pos, end, last_rec, r, d->hdrs, MAX_HEADERS_INLINE) != REC_OK) return 0;
-    if (__builtin_add_overflow(base_offset, (int64_t)r->off_delta, &d->offset)) return 0;
-    if (log_append)
-        d->ts = max_ts;
-    else if (__builtin_add_overflow(base_ts, r->ts_delta, &d->ts))
+    if (__builtin_add_overflow(c->base_offset, (int64_t)r->off_delta, &d->offset)) return 0;
+    if (c->log_append)
+        d->ts = c->max_ts;
+    else if (__builtin_add_overflow(c->base_ts, r->ts_delta, &d->ts))
         return 0;
-    if (print_data) {
+    if (c->print_data) {
         if (r->klen >= 0 && !utf8_valid(b + r->kpos, r->klen)) return 0;
         if (r->vlen >= 0 && !utf8_valid(b + r->vpos, r->vlen)) return 0;
     }
-    d->seq = base_seq >= 0 ? increment_sequence(base_seq, r->off_delta) : -1;
+    d->seq = c->base_seq >= 0 ? increment_sequence(c->base_seq, r->off_delta) : -1;
     return 1;
 }
 
@@ -47,63 +55,87 @@ REC_INLINE int dump_track_gap(int64_t offset, long long *last, int java_gaps, Py
     return 0;
 }
 
+/* A dump's record formatter: checks its own rules on d (decline: 0), tracks the gap (dump_track_gap), appends the
+ * record to o; 1, 0 or -1 (a Python error). fmt: the formatter's own arguments. */
+typedef int (*dump_emit_fn)(outbuf *o, const uint8_t *b, const dumprec *d, const dumpctx *c, const void *fmt);
+
+/* The record loop of both dumps: dump_rec_next, then `emit` per record. 1: all formatted, 0: decline, -1: error. */
+REC_INLINE int dump_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                            const dumpctx *c, dump_emit_fn emit, const void *fmt) {
+    if (start < 0 || start > end || count < 0) return 0;
+    Py_ssize_t pos = start;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        dumprec d;
+        if (!dump_rec_next(b, &pos, end, i == count - 1, c, &d)) return 0;
+        int rc = emit(o, b, &d, c, fmt);
+        if (rc != 1) return rc;
+    }
+    return 1;
+}
+
+
+typedef struct {
+    const char *label;
+    Py_ssize_t label_len;
+} textfmt;
+
+/* One record line (DumpLogSegments' compact 3.0+ form); a dump_emit_fn. Declines on a header key that is not strict
+ * UTF-8. */
+REC_INLINE int text_record(outbuf *o, const uint8_t *b, const dumprec *d, const dumpctx *c, const void *fmt) {
+    const textfmt *t = (const textfmt *)fmt;
+    int32_t klen = d->r.klen, vlen = d->r.vlen, nh = d->r.nh;
+    Py_ssize_t kpos = d->r.kpos, vpos = d->r.vpos;
+    for (int32_t h = 0; h < nh; h++)
+        if (!utf8_valid(b + d->hdrs[h].kpos, d->hdrs[h].klen)) return 0;
+    if (dump_track_gap(d->offset, c->last, c->java_gaps, c->gaps) < 0) return -1;
+    int64_t offset = d->offset, ts = d->ts;
+    int32_t seq = d->seq;
+    size_t need = 200 + (size_t)t->label_len + (c->print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
+    for (int32_t h = 0; h < nh; h++) need += (size_t)d->hdrs[h].klen + 1;
+    if (ob_reserve(o, need) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PUTLIT(o, "| offset: ");
+    ob_int(o, offset);
+    PUTLIT(o, " ");
+    ob_put(o, t->label, (size_t)t->label_len);
+    PUTLIT(o, ": ");
+    ob_int(o, ts);
+    PUTLIT(o, " keySize: ");
+    ob_int(o, klen >= 0 ? klen : -1);
+    PUTLIT(o, " valueSize: ");
+    ob_int(o, vlen >= 0 ? vlen : -1);
+    PUTLIT(o, " sequence: ");
+    ob_int(o, seq);
+    PUTLIT(o, " headerKeys: [");
+    for (int32_t h = 0; h < nh; h++) {
+        if (h) PUTLIT(o, ",");
+        ob_put(o, (const char *)b + d->hdrs[h].kpos, (size_t)d->hdrs[h].klen);
+    }
+    PUTLIT(o, "]");
+    if (c->print_data) {
+        if (klen >= 0) {
+            PUTLIT(o, " key: ");
+            ob_put(o, (const char *)b + kpos, (size_t)klen);
+        }
+        if (vlen >= 0) {
+            PUTLIT(o, " payload: ");
+            ob_put(o, (const char *)b + vpos, (size_t)vlen);
+        }
+    }
+    PUTLIT(o, "\n");
+    return 1;
+}
 
 /* Append the record lines of one batch to `o`. Returns 1 on success, 0 to fall back, -1 on a Python error. */
 static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                        int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
                        const char *label, Py_ssize_t label_len, int print_data, long long *last, int java_gaps,
                        PyObject *gaps) {
-    if (start < 0 || start > end || count < 0) return 0;
-    Py_ssize_t pos = start;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        dumprec d; /* the walk and its rules: record.h, the dumps' own: dump_rec_next; header keys UTF-8: here */
-        if (!dump_rec_next(b, &pos, end, i == count - 1, base_offset, base_ts, max_ts, log_append, base_seq,
-                           print_data, &d))
-            return 0;
-        int32_t klen = d.r.klen, vlen = d.r.vlen, nh = d.r.nh;
-        Py_ssize_t kpos = d.r.kpos, vpos = d.r.vpos;
-        for (int32_t h = 0; h < nh; h++)
-            if (!utf8_valid(b + d.hdrs[h].kpos, d.hdrs[h].klen)) return 0;
-        if (dump_track_gap(d.offset, last, java_gaps, gaps) < 0) return -1;
-        int64_t offset = d.offset, ts = d.ts;
-        int32_t seq = d.seq;
-        size_t need = 200 + (size_t)label_len + (print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
-        for (int32_t h = 0; h < nh; h++) need += (size_t)d.hdrs[h].klen + 1;
-        if (ob_reserve(o, need) < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        PUTLIT(o, "| offset: ");
-        ob_int(o, offset);
-        PUTLIT(o, " ");
-        ob_put(o, label, (size_t)label_len);
-        PUTLIT(o, ": ");
-        ob_int(o, ts);
-        PUTLIT(o, " keySize: ");
-        ob_int(o, klen >= 0 ? klen : -1);
-        PUTLIT(o, " valueSize: ");
-        ob_int(o, vlen >= 0 ? vlen : -1);
-        PUTLIT(o, " sequence: ");
-        ob_int(o, seq);
-        PUTLIT(o, " headerKeys: [");
-        for (int32_t h = 0; h < nh; h++) {
-            if (h) PUTLIT(o, ",");
-            ob_put(o, (const char *)b + d.hdrs[h].kpos, (size_t)d.hdrs[h].klen);
-        }
-        PUTLIT(o, "]");
-        if (print_data) {
-            if (klen >= 0) {
-                PUTLIT(o, " key: ");
-                ob_put(o, (const char *)b + kpos, (size_t)klen);
-            }
-            if (vlen >= 0) {
-                PUTLIT(o, " payload: ");
-                ob_put(o, (const char *)b + vpos, (size_t)vlen);
-            }
-        }
-        PUTLIT(o, "\n");
-    }
-    return 1;
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps};
+    textfmt t = {label, label_len};
+    return dump_records(o, b, start, end, count, &c, text_record, &t);
 }
 
 static inline void ob_bool(outbuf *o, int v) {
