@@ -20,10 +20,14 @@ import os
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from benchio import ab_min  # noqa: E402  (bench/benchio.py, shared with records_bench.py)
 
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch  # noqa: E402
 
@@ -116,11 +120,7 @@ def main() -> None:
         for name in a.only:
             no_accel, seg, code = WORKLOADS[name]
             code = DUMP if code == "DUMP" else code
-            times: dict[str, list[float]] = {base: [], new: []}
-            for _ in range(a.repeat):
-                for tree in (base, new):
-                    times[tree].append(cpu_of(tree, no_accel, code, segs[seg]))
-            b, n = min(times[base]), min(times[new])
+            b, n = ab_min(base, new, a.repeat, partial(cpu_of, no_accel=no_accel, code=code, path=segs[seg]))
             print(f"{name:<12} {b:>10.3f} {n:>10.3f} {n / b:>9.3f}")
         print(f"load after: {os.getloadavg()[0]:.2f}")
 

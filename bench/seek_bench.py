@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from benchio import readv_file  # bench/benchio.py: the readv baseline shared with verify_bench.py
+
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import seek
@@ -132,16 +134,7 @@ def bench_rebuild(tmp: str, size: int) -> None:
         mv.release()
         mm.close()
 
-    def readv_all() -> None:
-        buf = bytearray(1 << 20)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            while os.readv(fd, [buf]):
-                pass
-        finally:
-            os.close(fd)
-
-    t_rd = best(readv_all)
+    t_rd = best(lambda: readv_file(path))
 
     def rebuild():
         with MappedFile(path) as mf:

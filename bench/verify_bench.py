@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from benchio import readv_file  # bench/benchio.py: the readv baseline shared with seek_bench.py
+
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops.verify import verify_segment
@@ -107,16 +109,7 @@ def baselines(path: str, repeat: int) -> dict[str, float]:
 
     out["1 MiB chunk copy"] = size / best(with_map(copy_chunks), repeat)
 
-    def readv_chunks() -> None:  # "page-cache read speed" of the field notes: read(2) into one reused 1 MiB buffer
-        buf = bytearray(1 << 20)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            while os.readv(fd, [buf]):
-                pass
-        finally:
-            os.close(fd)
-
-    out["os.readv 1 MiB reused"] = size / best(readv_chunks, repeat)
+    out["os.readv 1 MiB reused"] = size / best(lambda: readv_file(path), repeat)
     return out
 
 
@@ -162,13 +155,7 @@ def threads_ab(path: str, rounds: int) -> None:
     size = os.path.getsize(path)
 
     def readv() -> None:
-        buf = bytearray(1 << 20)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            while os.readv(fd, [buf]):
-                pass
-        finally:
-            os.close(fd)
+        readv_file(path)
 
     def verify(threads: int):  # noqa: ANN202
         def run() -> None:

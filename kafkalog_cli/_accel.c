@@ -21,6 +21,7 @@
 
 #include "accel/layouts.h"
 #include "accel/buffers.h"
+#include "accel/record.h"
 #include "accel/format_text.c"
 #include "accel/crc.c"
 #include "accel/bytes.h"

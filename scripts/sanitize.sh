@@ -50,4 +50,4 @@ PYEOF
 exec env -u PYTHONPATH "$PY" -m pytest -q -p no:cacheprovider --capture=sys -x -m "not slow" \
   tests/test_verify_fuzz.py tests/test_accel.py tests/test_accel_walk.py tests/test_verify_deep_accel.py \
   tests/test_accel_threads.py tests/test_rebuild_index.py tests/test_scan_stream.py tests/test_failing_disk.py \
-  tests/test_layouts.py "$@"
+  tests/test_layouts.py tests/test_record_decoder.py "$@"

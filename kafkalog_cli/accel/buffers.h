@@ -1,5 +1,14 @@
 /* kafkalog_cli/accel/buffers.h: the growable output buffer, digit/varint/UTF-8 helpers shared by the formatters and the record walks.
  * Part of the one translation unit kafkalog_cli/_accel.c (included there, never compiled alone; see its head). */
+/* Always inlined: the hot helpers of the formatters and record walks. With the record decoder (record.h) inlined
+ * into four walks, gcc's size budget stopped inlining ob_put / ob_int / rd_varint into put_records (a call per
+ * field: +50 % CPU for the text dump in issue 21's A/B); forcing them keeps the code gcc produced before. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define HOT_INLINE static inline
+#endif
+
 typedef struct {
     char *data;
     size_t len;
@@ -41,7 +50,7 @@ static inline void ob_release(outbuf *o, outbuf *keep) {
     keep->len = 0;
 }
 
-static inline void ob_put(outbuf *o, const char *s, size_t n) {
+HOT_INLINE void ob_put(outbuf *o, const char *s, size_t n) {
     memcpy(o->data + o->len, s, n);
     o->len += n;
 }
@@ -54,7 +63,7 @@ static const char digit_pairs[201] =
     "8081828384858687888990919293949596979899";
 
 /* decimal text of v, two digits per division (the integer fields were the largest part of dump_batch's time) */
-static inline void ob_int(outbuf *o, int64_t v) {
+HOT_INLINE void ob_int(outbuf *o, int64_t v) {
     char tmp[24];
     int i = 24;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -75,7 +84,7 @@ static inline void ob_int(outbuf *o, int64_t v) {
 }
 
 /* zig-zag varint (at most 5 bytes), as kafkalog_cli.format.varint.read_varint: -1 on any problem */
-static inline int rd_varint(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int32_t *out) {
+HOT_INLINE int rd_varint(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int32_t *out) {
     uint64_t r = 0;
     int shift = 0;
     for (;;) {
@@ -91,7 +100,7 @@ static inline int rd_varint(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, i
     return 0;
 }
 
-static inline int rd_varlong(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int64_t *out) {
+HOT_INLINE int rd_varlong(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int64_t *out) {
     uint64_t r = 0;
     int shift = 0;
     for (;;) {

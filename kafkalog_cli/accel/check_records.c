@@ -10,46 +10,16 @@
  * find nothing to report, False for anything else (a malformed varint, a size that does not add up, an offset out of
  * [base, last] or not increasing), and the caller then runs the Python walk, the reference, which words the problem.
  * It may be stricter than Python (a false "no" only costs time), never looser. The GIL is released during the walk.
- * Self-contained on purpose (only rd_varint/rd_varlong above are shared) so that merges with other work stay easy.
+ * The record walk itself is record.h's rec_next (shared with the dumps and scan --records, issue 21).
  * ===================================================================================================================*/
 static int records_clean(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base,
                          int64_t last) {
     int have_prev = 0;
     int64_t prev = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t size, off_delta, klen, vlen, nh;
-        int64_t ts_delta;
-        if (rd_varint(b, &pos, end, &size) < 0) return 0;
-        if (size <= 0 || size > end - pos) return 0;
-        Py_ssize_t body_end = pos + size;
-        pos++; /* attributes (int8); the field order is layouts.RECORD_V2_FIELDS */
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
-        if (klen >= 0) {
-            if (klen > body_end - pos) return 0;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
-        if (vlen >= 0) {
-            if (vlen > body_end - pos) return 0;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
-        if (nh < 0 || nh > body_end - pos) return 0;
-        for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
-            if (hkl < 0 || hkl > body_end - pos) return 0;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
-            if (hvl >= 0) {
-                if (hvl > body_end - pos) return 0;
-                pos += hvl;
-            }
-        }
-        if (pos != body_end) return 0;
-        if (i == count - 1 && pos != end) return 0;
+        v2rec r; /* the walk and its rules: record.h; the offset checks below are this caller's own */
+        if (rec_next(b, &pos, end, i == count - 1, &r, NULL, 0) != REC_OK) return 0;
+        int32_t off_delta = r.off_delta;
         /* int64(base + offsetDelta) with Java's wrap, then the walker's checks */
         int64_t offset = (int64_t)((uint64_t)base + (uint64_t)(int64_t)off_delta);
         if (offset < base || offset > last || (have_prev && offset <= prev)) return 0;

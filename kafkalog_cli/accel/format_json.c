@@ -156,6 +156,90 @@ static void put_json_head(outbuf *o, const char *file_json, Py_ssize_t fj_len, i
     PUTLIT(o, "}\n");
 }
 
+typedef struct {
+    const char *file_json, *ts_name;
+    Py_ssize_t fj_len, ts_len;
+    int64_t position;
+} jsonfmt;
+
+/* One record object; a dump_emit_fn. Declines on header text (key, or a non-null value) that is not strict UTF-8. */
+REC_INLINE int json_record(outbuf *o, const uint8_t *b, const dumprec *d, const dumpctx *c, const void *fmt) {
+    const jsonfmt *j = (const jsonfmt *)fmt;
+    int32_t klen = d->r.klen, vlen = d->r.vlen, nh = d->r.nh;
+    Py_ssize_t kpos = d->r.kpos, vpos = d->r.vpos;
+    size_t need = 420 + (size_t)j->fj_len + (size_t)j->ts_len; /* the fixed text of a record object is < 400 bytes */
+    if (c->print_data) need += (klen >= 0 ? 2 * json_need(klen) : 0) + (vlen >= 0 ? 2 * json_need(vlen) : 0);
+    for (int32_t h = 0; h < nh; h++) {
+        const v2rechdr *hd = &d->hdrs[h];
+        if (hd->vlen >= 0 && !utf8_valid(b + hd->vpos, hd->vlen)) return 0;
+        if (!utf8_valid(b + hd->kpos, hd->klen)) return 0;
+        need += json_need(hd->klen) + 48 + (hd->vlen >= 0 ? json_need(hd->vlen) : 0);
+    }
+    if (dump_track_gap(d->offset, c->last, c->java_gaps, c->gaps) < 0) return -1;
+    int64_t offset = d->offset, ts = d->ts;
+    int32_t seq = d->seq;
+    if (ob_reserve(o, need) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PUTLIT(o, "{\"type\":\"record\",\"file\":");
+    ob_put(o, j->file_json, (size_t)j->fj_len);
+    PUTLIT(o, ",\"batch_position\":");
+    ob_int(o, j->position);
+    PUTLIT(o, ",\"offset\":");
+    ob_int(o, offset);
+    PUTLIT(o, ",\"timestamp_type\":\"");
+    ob_put(o, j->ts_name, (size_t)j->ts_len);
+    PUTLIT(o, "\",\"timestamp\":");
+    ob_int(o, ts);
+    PUTLIT(o, ",\"key_size\":");
+    ob_int(o, klen >= 0 ? klen : -1);
+    PUTLIT(o, ",\"value_size\":");
+    ob_int(o, vlen >= 0 ? vlen : -1);
+    PUTLIT(o, ",\"sequence\":");
+    ob_int(o, seq);
+    PUTLIT(o, ",\"headers\":[");
+    for (int32_t h = 0; h < nh; h++) {
+        if (h) PUTLIT(o, ",");
+        PUTLIT(o, "{\"key\":");
+        ob_json_str(o, b + d->hdrs[h].kpos, d->hdrs[h].klen);
+        PUTLIT(o, ",\"value\":");
+        if (d->hdrs[h].vlen >= 0) {
+            ob_json_str(o, b + d->hdrs[h].vpos, d->hdrs[h].vlen);
+            PUTLIT(o, ",\"value_b64\":");
+            ob_b64(o, b + d->hdrs[h].vpos, d->hdrs[h].vlen);
+        } else {
+            PUTLIT(o, "null,\"value_b64\":null");
+        }
+        PUTLIT(o, "}");
+    }
+    PUTLIT(o, "]");
+    if (c->print_data) {
+        PUTLIT(o, ",\"key\":");
+        if (klen >= 0)
+            ob_json_str(o, b + kpos, klen);
+        else
+            PUTLIT(o, "null");
+        PUTLIT(o, ",\"payload\":");
+        if (vlen >= 0)
+            ob_json_str(o, b + vpos, vlen);
+        else
+            PUTLIT(o, "null");
+        PUTLIT(o, ",\"key_b64\":");
+        if (klen >= 0)
+            ob_b64(o, b + kpos, klen);
+        else
+            PUTLIT(o, "null");
+        PUTLIT(o, ",\"value_b64\":");
+        if (vlen >= 0)
+            ob_b64(o, b + vpos, vlen);
+        else
+            PUTLIT(o, "null");
+    }
+    PUTLIT(o, "}\n");
+    return 1;
+}
+
 /* Append the record objects of one batch (JsonRenderer.on_RecordEvent's dict, keys in the same order) to `o`.
  * Returns 1 on success, 0 to fall back (o, *last and gaps may then hold a partial batch: the caller rolls back),
  * -1 on a Python error. */
@@ -163,144 +247,9 @@ static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ss
                             int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
                             const char *file_json, Py_ssize_t fj_len, int64_t position, const char *ts_name,
                             Py_ssize_t ts_len, int print_data, long long *last, int java_gaps, PyObject *gaps) {
-    if (start < 0 || start > end || count < 0) return 0;
-    Py_ssize_t pos = start;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t size, off_delta, klen, vlen, nh;
-        int64_t ts_delta;
-        if (rd_varint(b, &pos, end, &size) < 0) return 0;
-        if (size <= 0 || size > end - pos) return 0;
-        Py_ssize_t body_end = pos + size;
-        pos++; /* attributes */
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
-        Py_ssize_t kpos = pos;
-        if (klen >= 0) {
-            if (klen > body_end - pos) return 0;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
-        Py_ssize_t vpos = pos;
-        if (vlen >= 0) {
-            if (vlen > body_end - pos) return 0;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
-        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) return 0;
-        Py_ssize_t hk_pos[MAX_HEADERS_INLINE], hv_pos[MAX_HEADERS_INLINE];
-        int32_t hk_len[MAX_HEADERS_INLINE], hv_len[MAX_HEADERS_INLINE];
-        size_t need = 420 + (size_t)fj_len + (size_t)ts_len; /* the fixed text of a record object is < 400 bytes */
-        for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
-            if (hkl < 0 || hkl > body_end - pos) return 0;
-            hk_pos[h] = pos;
-            hk_len[h] = hkl;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
-            hv_pos[h] = pos;
-            hv_len[h] = hvl;
-            if (hvl >= 0) {
-                if (hvl > body_end - pos) return 0;
-                pos += hvl;
-                if (!utf8_valid(b + hv_pos[h], hvl)) return 0;
-                need += json_need(hvl);
-            }
-            if (!utf8_valid(b + hk_pos[h], hkl)) return 0;
-            need += json_need(hkl) + 48;
-        }
-        if (pos != body_end) return 0;
-        if (i == count - 1 && pos != end) return 0;
-        int64_t offset, ts;
-        if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
-        if (log_append)
-            ts = max_ts;
-        else if (__builtin_add_overflow(base_ts, ts_delta, &ts))
-            return 0;
-        if (print_data) {
-            if (klen >= 0) {
-                if (!utf8_valid(b + kpos, klen)) return 0;
-                need += 2 * json_need(klen);
-            }
-            if (vlen >= 0) {
-                if (!utf8_valid(b + vpos, vlen)) return 0;
-                need += 2 * json_need(vlen);
-            }
-        }
-        if (java_gaps || *last != -1) {
-            if (offset != (int64_t)((uint64_t)*last + 1u)) {
-                PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
-                if (!pair || PyList_Append(gaps, pair) < 0) {
-                    Py_XDECREF(pair);
-                    return -1;
-                }
-                Py_DECREF(pair);
-            }
-        }
-        *last = offset;
-        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
-        if (ob_reserve(o, need) < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        PUTLIT(o, "{\"type\":\"record\",\"file\":");
-        ob_put(o, file_json, (size_t)fj_len);
-        PUTLIT(o, ",\"batch_position\":");
-        ob_int(o, position);
-        PUTLIT(o, ",\"offset\":");
-        ob_int(o, offset);
-        PUTLIT(o, ",\"timestamp_type\":\"");
-        ob_put(o, ts_name, (size_t)ts_len);
-        PUTLIT(o, "\",\"timestamp\":");
-        ob_int(o, ts);
-        PUTLIT(o, ",\"key_size\":");
-        ob_int(o, klen >= 0 ? klen : -1);
-        PUTLIT(o, ",\"value_size\":");
-        ob_int(o, vlen >= 0 ? vlen : -1);
-        PUTLIT(o, ",\"sequence\":");
-        ob_int(o, seq);
-        PUTLIT(o, ",\"headers\":[");
-        for (int32_t h = 0; h < nh; h++) {
-            if (h) PUTLIT(o, ",");
-            PUTLIT(o, "{\"key\":");
-            ob_json_str(o, b + hk_pos[h], hk_len[h]);
-            PUTLIT(o, ",\"value\":");
-            if (hv_len[h] >= 0) {
-                ob_json_str(o, b + hv_pos[h], hv_len[h]);
-                PUTLIT(o, ",\"value_b64\":");
-                ob_b64(o, b + hv_pos[h], hv_len[h]);
-            } else {
-                PUTLIT(o, "null,\"value_b64\":null");
-            }
-            PUTLIT(o, "}");
-        }
-        PUTLIT(o, "]");
-        if (print_data) {
-            PUTLIT(o, ",\"key\":");
-            if (klen >= 0)
-                ob_json_str(o, b + kpos, klen);
-            else
-                PUTLIT(o, "null");
-            PUTLIT(o, ",\"payload\":");
-            if (vlen >= 0)
-                ob_json_str(o, b + vpos, vlen);
-            else
-                PUTLIT(o, "null");
-            PUTLIT(o, ",\"key_b64\":");
-            if (klen >= 0)
-                ob_b64(o, b + kpos, klen);
-            else
-                PUTLIT(o, "null");
-            PUTLIT(o, ",\"value_b64\":");
-            if (vlen >= 0)
-                ob_b64(o, b + vpos, vlen);
-            else
-                PUTLIT(o, "null");
-        }
-        PUTLIT(o, "}\n");
-    }
-    return 1;
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps};
+    jsonfmt j = {file_json, ts_name, fj_len, ts_len, position};
+    return dump_records(o, b, start, end, count, &c, json_record, &j);
 }
 
 /*

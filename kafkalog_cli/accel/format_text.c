@@ -2,117 +2,140 @@
  * Part of the one translation unit kafkalog_cli/_accel.c (included there, never compiled alone; see its head). */
 #define MAX_HEADERS_INLINE 64
 
+/* One record of a dump, text or JSON (put_records, put_json_records): record.h's rec_next plus the rules the two
+ * dumps share on top of it (record.h's head lists them): at most MAX_HEADERS_INLINE headers (their per-record
+ * arrays, d->hdrs), baseOffset + offsetDelta and baseTimestamp + timestampDelta without int64 overflow, and with print_data a
+ * strictly UTF-8 key and value. No side effects: 1 with d filled (the record's offset, timestamp and sequence), or 0
+ * to decline. */
+typedef struct {
+    v2rec r;
+    int64_t offset, ts;
+    int32_t seq;
+    v2rechdr hdrs[MAX_HEADERS_INLINE];
+} dumprec;
+
+/* What a dump knows of the batch whose records it formats, and the run's offset-gap state. */
+typedef struct {
+    int64_t base_offset, base_ts, max_ts;
+    int log_append, print_data, java_gaps;
+    int32_t base_seq;
+    long long *last;
+    PyObject *gaps;
+} dumpctx;
+
+REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last_rec, const dumpctx *c,
+                             dumprec *d) {
+    v2rec *r = &d->r;
+    if (rec_next_call(b, pos, end, last_rec, r, d->hdrs, MAX_HEADERS_INLINE) != REC_OK) return 0;
+    if (__builtin_add_overflow(c->base_offset, (int64_t)r->off_delta, &d->offset)) return 0;
+    if (c->log_append)
+        d->ts = c->max_ts;
+    else if (__builtin_add_overflow(c->base_ts, r->ts_delta, &d->ts))
+        return 0;
+    if (c->print_data) {
+        if (r->klen >= 0 && !utf8_valid(b + r->kpos, r->klen)) return 0;
+        if (r->vlen >= 0 && !utf8_valid(b + r->vpos, r->vlen)) return 0;
+    }
+    d->seq = c->base_seq >= 0 ? increment_sequence(c->base_seq, r->off_delta) : -1;
+    return 1;
+}
+
+/* The dumps' non-consecutive offset tracker (Scala: the first record is not checked; Java port: every record):
+ * appends (last, offset) to gaps where offset does not follow *last, then *last = offset. -1 on a Python error. */
+REC_INLINE int dump_track_gap(int64_t offset, long long *last, int java_gaps, PyObject *gaps) {
+    if ((java_gaps || *last != -1) && offset != (int64_t)((uint64_t)*last + 1u)) { /* Java long arithmetic wraps */
+        PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
+        if (!pair || PyList_Append(gaps, pair) < 0) {
+            Py_XDECREF(pair);
+            return -1;
+        }
+        Py_DECREF(pair);
+    }
+    *last = offset;
+    return 0;
+}
+
+/* A dump's record formatter: checks its own rules on d (decline: 0), tracks the gap (dump_track_gap), appends the
+ * record to o; 1, 0 or -1 (a Python error). fmt: the formatter's own arguments. */
+typedef int (*dump_emit_fn)(outbuf *o, const uint8_t *b, const dumprec *d, const dumpctx *c, const void *fmt);
+
+/* The record loop of both dumps: dump_rec_next, then `emit` per record. 1: all formatted, 0: decline, -1: error. */
+REC_INLINE int dump_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
+                            const dumpctx *c, dump_emit_fn emit, const void *fmt) {
+    if (start < 0 || start > end || count < 0) return 0;
+    Py_ssize_t pos = start;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        dumprec d;
+        if (!dump_rec_next(b, &pos, end, i == count - 1, c, &d)) return 0;
+        int rc = emit(o, b, &d, c, fmt);
+        if (rc != 1) return rc;
+    }
+    return 1;
+}
+
+
+typedef struct {
+    const char *label;
+    Py_ssize_t label_len;
+} textfmt;
+
+/* One record line (DumpLogSegments' compact 3.0+ form); a dump_emit_fn. Declines on a header key that is not strict
+ * UTF-8. */
+REC_INLINE int text_record(outbuf *o, const uint8_t *b, const dumprec *d, const dumpctx *c, const void *fmt) {
+    const textfmt *t = (const textfmt *)fmt;
+    int32_t klen = d->r.klen, vlen = d->r.vlen, nh = d->r.nh;
+    Py_ssize_t kpos = d->r.kpos, vpos = d->r.vpos;
+    for (int32_t h = 0; h < nh; h++)
+        if (!utf8_valid(b + d->hdrs[h].kpos, d->hdrs[h].klen)) return 0;
+    if (dump_track_gap(d->offset, c->last, c->java_gaps, c->gaps) < 0) return -1;
+    int64_t offset = d->offset, ts = d->ts;
+    int32_t seq = d->seq;
+    size_t need = 200 + (size_t)t->label_len + (c->print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
+    for (int32_t h = 0; h < nh; h++) need += (size_t)d->hdrs[h].klen + 1;
+    if (ob_reserve(o, need) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PUTLIT(o, "| offset: ");
+    ob_int(o, offset);
+    PUTLIT(o, " ");
+    ob_put(o, t->label, (size_t)t->label_len);
+    PUTLIT(o, ": ");
+    ob_int(o, ts);
+    PUTLIT(o, " keySize: ");
+    ob_int(o, klen >= 0 ? klen : -1);
+    PUTLIT(o, " valueSize: ");
+    ob_int(o, vlen >= 0 ? vlen : -1);
+    PUTLIT(o, " sequence: ");
+    ob_int(o, seq);
+    PUTLIT(o, " headerKeys: [");
+    for (int32_t h = 0; h < nh; h++) {
+        if (h) PUTLIT(o, ",");
+        ob_put(o, (const char *)b + d->hdrs[h].kpos, (size_t)d->hdrs[h].klen);
+    }
+    PUTLIT(o, "]");
+    if (c->print_data) {
+        if (klen >= 0) {
+            PUTLIT(o, " key: ");
+            ob_put(o, (const char *)b + kpos, (size_t)klen);
+        }
+        if (vlen >= 0) {
+            PUTLIT(o, " payload: ");
+            ob_put(o, (const char *)b + vpos, (size_t)vlen);
+        }
+    }
+    PUTLIT(o, "\n");
+    return 1;
+}
 
 /* Append the record lines of one batch to `o`. Returns 1 on success, 0 to fall back, -1 on a Python error. */
 static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                        int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
                        const char *label, Py_ssize_t label_len, int print_data, long long *last, int java_gaps,
                        PyObject *gaps) {
-    if (start < 0 || start > end || count < 0) return 0;
-    Py_ssize_t pos = start;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t size;
-        if (rd_varint(b, &pos, end, &size) < 0) return 0;
-        if (size < 0 || pos + size > end) return 0;
-        Py_ssize_t body_end = pos + size;
-        if (pos >= body_end) return 0;
-        pos++; /* attributes */
-        int64_t ts_delta;
-        int32_t off_delta, klen, vlen, nh;
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
-        Py_ssize_t kpos = pos;
-        if (klen >= 0) {
-            if (pos + klen > body_end) return 0;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
-        Py_ssize_t vpos = pos;
-        if (vlen >= 0) {
-            if (pos + vlen > body_end) return 0;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
-        if (nh < 0 || nh > body_end - pos || nh > MAX_HEADERS_INLINE) return 0;
-        Py_ssize_t hk_pos[MAX_HEADERS_INLINE];
-        int32_t hk_len[MAX_HEADERS_INLINE];
-        for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
-            if (hkl < 0 || pos + hkl > body_end) return 0;
-            hk_pos[h] = pos;
-            hk_len[h] = hkl;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
-            if (hvl >= 0) {
-                if (pos + hvl > body_end) return 0;
-                pos += hvl;
-            }
-            if (!utf8_valid(b + hk_pos[h], hkl)) return 0;
-        }
-        if (pos != body_end) return 0;
-        if (i == count - 1 && pos != end) return 0;
-        int64_t offset, ts;
-        if (__builtin_add_overflow(base_offset, (int64_t)off_delta, &offset)) return 0;
-        if (log_append)
-            ts = max_ts;
-        else if (__builtin_add_overflow(base_ts, ts_delta, &ts))
-            return 0;
-        if (print_data) {
-            if (klen >= 0 && !utf8_valid(b + kpos, klen)) return 0;
-            if (vlen >= 0 && !utf8_valid(b + vpos, vlen)) return 0;
-        }
-        /* non-consecutive offset tracker (Scala: the first record is not checked; Java port: every record) */
-        if (java_gaps || *last != -1) {
-            if (offset != (int64_t)((uint64_t)*last + 1u)) { /* Java long arithmetic wraps */
-                PyObject *pair = Py_BuildValue("(LL)", (long long)*last, (long long)offset);
-                if (!pair || PyList_Append(gaps, pair) < 0) {
-                    Py_XDECREF(pair);
-                    return -1;
-                }
-                Py_DECREF(pair);
-            }
-        }
-        *last = offset;
-        int32_t seq = base_seq >= 0 ? increment_sequence(base_seq, off_delta) : -1;
-        size_t need = 200 + (size_t)label_len + (print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
-        for (int32_t h = 0; h < nh; h++) need += (size_t)hk_len[h] + 1;
-        if (ob_reserve(o, need) < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        PUTLIT(o, "| offset: ");
-        ob_int(o, offset);
-        PUTLIT(o, " ");
-        ob_put(o, label, (size_t)label_len);
-        PUTLIT(o, ": ");
-        ob_int(o, ts);
-        PUTLIT(o, " keySize: ");
-        ob_int(o, klen >= 0 ? klen : -1);
-        PUTLIT(o, " valueSize: ");
-        ob_int(o, vlen >= 0 ? vlen : -1);
-        PUTLIT(o, " sequence: ");
-        ob_int(o, seq);
-        PUTLIT(o, " headerKeys: [");
-        for (int32_t h = 0; h < nh; h++) {
-            if (h) PUTLIT(o, ",");
-            ob_put(o, (const char *)b + hk_pos[h], (size_t)hk_len[h]);
-        }
-        PUTLIT(o, "]");
-        if (print_data) {
-            if (klen >= 0) {
-                PUTLIT(o, " key: ");
-                ob_put(o, (const char *)b + kpos, (size_t)klen);
-            }
-            if (vlen >= 0) {
-                PUTLIT(o, " payload: ");
-                ob_put(o, (const char *)b + vpos, (size_t)vlen);
-            }
-        }
-        PUTLIT(o, "\n");
-    }
-    return 1;
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps};
+    textfmt t = {label, label_len};
+    return dump_records(o, b, start, end, count, &c, text_record, &t);
 }
 
 static inline void ob_bool(outbuf *o, int v) {

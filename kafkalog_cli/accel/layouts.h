@@ -74,6 +74,9 @@
 #define V2_MIN_BATCH_LENGTH                       49
 #define V2_CRC_SKIP                               9
 #define LEGACY_V0_RECORD_OVERHEAD                 14
+#define RECORD_V2_ATTRIBUTES_SIZE                 1
+#define VARINT_MAX_BYTES                          5
+#define VARLONG_MAX_BYTES                         10
 
 /* _accel.layout_constants() -> dict: the numbers this build was compiled with, so that a test catches a
  * stale build (a .so older than the declaration) as well as a stale header. */
@@ -148,6 +151,9 @@ static const struct { const char *name; long value; } layout_table[] = {
     {"V2_MIN_BATCH_LENGTH", V2_MIN_BATCH_LENGTH},
     {"V2_CRC_SKIP", V2_CRC_SKIP},
     {"LEGACY_V0_RECORD_OVERHEAD", LEGACY_V0_RECORD_OVERHEAD},
+    {"RECORD_V2_ATTRIBUTES_SIZE", RECORD_V2_ATTRIBUTES_SIZE},
+    {"VARINT_MAX_BYTES", VARINT_MAX_BYTES},
+    {"VARLONG_MAX_BYTES", VARLONG_MAX_BYTES},
 };
 
 static PyObject *layout_constants(PyObject *self, PyObject *noargs) {

@@ -30,7 +30,7 @@ static void recbufs_free(recbufs *r) {
     for (int k = 0; k < 10; k++) PyMem_RawFree(all[k]->data);
 }
 
-static inline int rb_put(rawbuf *o, const void *p, size_t n) {
+HOT_INLINE int rb_put(rawbuf *o, const void *p, size_t n) { /* always: one call per column per record otherwise */
     if (rb_reserve(o, n) < 0) return -1;
     memcpy(o->data + o->len, p, n);
     o->len += n;
@@ -43,46 +43,21 @@ static inline int rb_put(rawbuf *o, const void *p, size_t n) {
 static int rec_walk(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, const recbatch *bt, recbufs *r, int64_t key_base,
                     int64_t hkey_base, int64_t hcount_base) {
     for (int32_t i = 0; i < bt->count; i++) {
-        int32_t size, off_delta, klen, vlen, nh;
-        int64_t ts_delta;
-        if (rd_varint(b, &pos, end, &size) < 0) return 0;
-        if (size <= 0 || size > end - pos) return 0;
-        Py_ssize_t body_end = pos + size;
-        pos++; /* attributes */
-        if (rd_varlong(b, &pos, body_end, &ts_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &off_delta) < 0) return 0;
-        if (rd_varint(b, &pos, body_end, &klen) < 0) return 0;
-        Py_ssize_t kpos = pos;
-        if (klen >= 0) {
-            if (klen > body_end - pos) return 0;
-            pos += klen;
-        }
-        if (rd_varint(b, &pos, body_end, &vlen) < 0) return 0;
-        if (vlen >= 0) {
-            if (vlen > body_end - pos) return 0;
-            pos += vlen;
-        }
-        if (rd_varint(b, &pos, body_end, &nh) < 0) return 0;
-        if (nh < 0 || nh > body_end - pos) return 0;
-        for (int32_t h = 0; h < nh; h++) {
-            int32_t hkl, hvl;
-            if (rd_varint(b, &pos, body_end, &hkl) < 0) return 0;
-            if (hkl < 0 || hkl > body_end - pos) return 0;
-            if (!utf8_valid(b + pos, hkl)) return 0;
-            if (rb_put(&r->hdata, b + pos, (size_t)hkl) < 0) return -1;
+        v2rec rec; /* the walk and its rules: record.h; the header-key and column checks below are this caller's */
+        if (rec_next(b, &pos, end, i == bt->count - 1, &rec, NULL, 0) != REC_OK) return 0;
+        int32_t off_delta = rec.off_delta, klen = rec.klen, vlen = rec.vlen;
+        int64_t ts_delta = rec.ts_delta;
+        Py_ssize_t kpos = rec.kpos, hp = rec.hpos;
+        for (int32_t h = 0; h < rec.nh; h++) {
+            v2rechdr hd;
+            if (rec_header_next(b, &hp, rec.body_end, &hd) != REC_OK) return 0; /* cannot fail after rec_next */
+            if (!utf8_valid(b + hd.kpos, hd.klen)) return 0;
+            if (rb_put(&r->hdata, b + hd.kpos, (size_t)hd.klen) < 0) return -1;
             int64_t hend = hkey_base + (int64_t)r->hdata.len;
             if (hend > INT32_MAX) return 0;
             int32_t he = (int32_t)hend;
             if (rb_put(&r->hoff, &he, 4) < 0) return -1;
-            pos += hkl;
-            if (rd_varint(b, &pos, body_end, &hvl) < 0) return 0;
-            if (hvl >= 0) {
-                if (hvl > body_end - pos) return 0;
-                pos += hvl;
-            }
         }
-        if (pos != body_end) return 0;
-        if (i == bt->count - 1 && pos != end) return 0;
         int64_t offset = (int64_t)((uint64_t)bt->base_offset + (uint64_t)(int64_t)off_delta);
         int64_t ts = bt->log_append ? bt->max_ts : (int64_t)((uint64_t)bt->base_ts + (uint64_t)ts_delta);
         if (klen > 0 && rb_put(&r->kdata, b + kpos, (size_t)klen) < 0) return -1;

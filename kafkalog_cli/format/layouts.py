@@ -193,6 +193,12 @@ RECORD_V2_FIELDS: tuple[tuple[str, str], ...] = (
     ("headers_count", "varint"),
     ("headers", "headers_count x (key_length varint, key utf-8, value_length varint, value)"),
 )
+# The record's fixed rules, for the C record decoder (accel/record.h via layouts.h): the attributes field is one
+# byte (DefaultRecord.java:317, read and ignored), a varint takes at most 5 bytes and a varlong at most 10
+# (ByteUtils.java readVarint / readVarlong: the 5th / 10th byte may not have its high bit set).
+RECORD_V2_ATTRIBUTES_SIZE = 1
+VARINT_MAX_BYTES = 5
+VARLONG_MAX_BYTES = 10
 
 # ------------------------------------------------------------------------------------------------ derived constants
 LOG_OVERHEAD = LOG_ENTRY.size  # 12
@@ -244,4 +250,7 @@ def c_constants() -> dict[str, int]:
     out["V2_MIN_BATCH_LENGTH"] = V2_MIN_BATCH_LENGTH
     out["V2_CRC_SKIP"] = V2_CRC_SKIP
     out["LEGACY_V0_RECORD_OVERHEAD"] = LEGACY_V0_RECORD_OVERHEAD
+    out["RECORD_V2_ATTRIBUTES_SIZE"] = RECORD_V2_ATTRIBUTES_SIZE
+    out["VARINT_MAX_BYTES"] = VARINT_MAX_BYTES
+    out["VARLONG_MAX_BYTES"] = VARLONG_MAX_BYTES
     return out
