@@ -169,7 +169,7 @@ static PyObject *scan_records_run(PyObject *self, PyObject *args) {
                 size_t mark[10];
                 rawbuf *all[] = {&r.bpos, &r.off, &r.ts, &r.ksz, &r.vsz, &r.kdata, &r.koff, &r.hdata, &r.hoff, &r.hlist};
                 for (int j = 0; j < 10; j++) mark[j] = all[j]->len;
-                rc = rec_walk(b, pos + 61, pos + esize, &bt, &r, key_base, hkey_base, hcount_base);
+                rc = rec_walk(b, pos + V2_HEADER_SIZE, pos + esize, &bt, &r, key_base, hkey_base, hcount_base);
                 if (rc != 1) {
                     for (int j = 0; j < 10; j++) all[j]->len = mark[j];
                     break;
