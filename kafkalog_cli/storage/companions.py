@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.layouts import INT32, PRODUCER_SNAPSHOT_ENTRY, PRODUCER_SNAPSHOT_HEADER, TXN_INDEX_ENTRY
+from kafkalog_cli.storage.layout import base_offset_of  # noqa: F401  (one rule, in storage.layout; used as comp.base_offset_of)
 
 # ------------------------------------------------------------------------------------------ producer snapshot
 SNAPSHOT_ENTRY = PRODUCER_SNAPSHOT_ENTRY.struct  # 46 bytes
@@ -350,12 +351,3 @@ def kraft_snapshot_name(name: str) -> tuple[int, int] | None:
         return java_parse_int(name[0:20], 64), java_parse_int(name[21:31], 32)
     except ValueError:
         return None
-
-
-def base_offset_of(name: str) -> int:
-    """Long.parseLong of the name up to the first dot; raises ValueError (the rule of ``storage.layout``). A
-    tiered-storage remote segment file (``<20 digits>-<segment id>.<suffix>``) has its start offset in front."""
-    from kafkalog_cli.storage.layout import offset_from_name, remote_base_offset
-
-    remote = remote_base_offset(name)
-    return remote if remote is not None else offset_from_name(name)

@@ -290,9 +290,10 @@ def stray_logs(names: list[str] | set[str]) -> list[StrayLog]:
     return out
 
 
-def _listing_offset(name: str) -> int:
-    """The base offset a listing sorts a segment file by: a tiered-storage remote segment's start offset, else
-    Long.parseLong of the name up to the first dot (ValueError when neither)."""
+def base_offset_of(name: str) -> int:
+    """The base offset in a segment file's name: Long.parseLong of the name up to the first dot (ValueError when it
+    fails); a tiered-storage remote segment file (``<20 digits>-<segment id>.<suffix>``) has its start offset in
+    front."""
     remote = remote_base_offset(name)
     return remote if remote is not None else offset_from_name(name)
 
@@ -322,7 +323,7 @@ def expand_directory(path: str, *, top: bool = True) -> list[str]:
         kind = classify(n)
         if kind in _LISTING_ORDER:
             try:
-                segs.append((_listing_offset(n), _LISTING_ORDER[kind], n))
+                segs.append((base_offset_of(n), _LISTING_ORDER[kind], n))
             except ValueError:
                 others.append(n)
         elif kind == "checkpoint":
