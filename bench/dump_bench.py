@@ -65,29 +65,10 @@ def kafkalog_dump(path: Path, accel: bool) -> None:
             r.handle(ev)
 
 
-def decode_all(memory_records_cls, data: bytes) -> int:  # noqa: ANN001
-    """Iterate every record with a client library's reader, touching the fields a dump prints."""
-    n = 0
-    mr = memory_records_cls(data)
-    while True:
-        b = mr.next_batch()
-        if b is None:
-            return n
-        for rec in b:
-            rec.key, rec.value, rec.headers, rec.timestamp, rec.offset  # noqa: B018
-            n += 1
-
-
-def aiokafka_decode(data: bytes) -> int:
-    from aiokafka.record.memory_records import MemoryRecords
-
-    return decode_all(MemoryRecords, data)
-
-
 def kafka_python_decode(data: bytes) -> int:
     from kafka.record import MemoryRecords
 
-    return decode_all(MemoryRecords, data)
+    return segments.decode_all(MemoryRecords, data)
 
 
 def main() -> None:
@@ -103,8 +84,8 @@ def main() -> None:
         print(f"input: {len(data) / 2**20:.0f} MiB, {n} records, codec {args.codec}, 100 records/batch")
         t_fast = best(lambda: kafkalog_dump(path, True))
         t_slow = best(lambda: kafkalog_dump(path, False), repeat=1)
-        assert aiokafka_decode(data) == n
-        t_aio = best(lambda: aiokafka_decode(data))
+        assert segments.aiokafka_decode(data) == n
+        t_aio = best(lambda: segments.aiokafka_decode(data))
         t_kp = best(lambda: kafka_python_decode(data), repeat=1)
         t0 = time.perf_counter()
         with open(os.devnull, "wb") as null:

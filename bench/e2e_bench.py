@@ -34,25 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from segments import generate  # noqa: E402  (bench/segments.py: the generator shared with bench/dump_bench.py)
+from segments import aiokafka_decode, generate  # noqa: E402  (bench/segments.py: shared with bench/dump_bench.py)
 
 from kafkalog_cli.format import codecs  # noqa: E402
 
 CLI = [sys.executable, "-m", "kafkalog_cli"]
-
-
-def aiokafka_decode(data: bytes) -> int:
-    from aiokafka.record.memory_records import MemoryRecords
-
-    n = 0
-    mr = MemoryRecords(data)
-    while True:
-        b = mr.next_batch()
-        if b is None:
-            return n
-        for rec in b:
-            rec.key, rec.value, rec.headers, rec.timestamp, rec.offset  # noqa: B018
-            n += 1
 
 
 def best(fn, repeat: int, clock=time.perf_counter) -> float:  # noqa: ANN001

@@ -1,5 +1,5 @@
 """The synthetic segment of the dump benchmarks (bench/dump_bench.py, bench/e2e_bench.py): one generator, so that
-their figures describe the same bytes. Not a benchmark itself."""
+their figures describe the same bytes, and one client-library decode to compare against. Not a benchmark itself."""
 
 from __future__ import annotations
 
@@ -40,3 +40,22 @@ def generate(path: Path, mib: float, codec: int, value: int = 100, *, filler: bo
             total += len(b)
             off += 100
     return off
+
+
+def decode_all(memory_records_cls, data: bytes) -> int:  # noqa: ANN001
+    """Iterate every record with a client library's reader, touching the fields a dump prints."""
+    n = 0
+    mr = memory_records_cls(data)
+    while True:
+        b = mr.next_batch()
+        if b is None:
+            return n
+        for rec in b:
+            rec.key, rec.value, rec.headers, rec.timestamp, rec.offset  # noqa: B018
+            n += 1
+
+
+def aiokafka_decode(data: bytes) -> int:
+    from aiokafka.record.memory_records import MemoryRecords
+
+    return decode_all(MemoryRecords, data)
