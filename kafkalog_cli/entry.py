@@ -10,14 +10,19 @@ from __future__ import annotations
 import sys
 
 
+def say_interrupted() -> None:
+    """The one line a Ctrl-C leaves on stderr (here and in cli.main's handler); a closed stderr is ignored."""
+    try:
+        sys.stderr.write("\nkafkalog: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def main() -> None:
     try:
         from kafkalog_cli.cli.main import main as run
     except KeyboardInterrupt:
-        try:
-            sys.stderr.write("\nkafkalog: interrupted\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        say_interrupted()
         sys.exit(130)
     run()

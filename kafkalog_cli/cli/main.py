@@ -173,10 +173,8 @@ def _exit_pipe_closed() -> None:
 def _exit_interrupted() -> None:
     """Ctrl-C: exit 130 (128 + SIGINT, the shell convention), never 1 ("problems found"). Output still buffered is
     dropped: flushing it could block forever on a pipe whose reader stopped reading."""
+    from kafkalog_cli.entry import say_interrupted
+
     _quiet_stdout()
-    try:
-        sys.stderr.write("\nkafkalog: interrupted\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    say_interrupted()
     sys.exit(130)
