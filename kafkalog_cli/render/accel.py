@@ -46,26 +46,41 @@ def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_
 
     def format_batch(batch: Batch, buf, valid: bool, deep: bool, last: int, java_gaps: bool, limit: int):  # noqa: ANN001
         if deep:
-            if not records or batch.is_control or batch.records_count < 0 or batch.size < V2_HEADER_SIZE:
+            span = records_span(batch, buf, limit) if records else None
+            if span is None:
                 return None
-            try:
-                data, start = batch.payload(buf, limit)
-            except KafkalogError:
-                return None
-            end = batch.position + batch.size if data is buf else len(data)
+            data, start, end = span
         else:
             data, start, end = b"", 0, 0
-        hdr = (
-            batch.position, batch.size, batch.base_offset, batch.last_offset_delta, batch.records_count,
-            batch.base_sequence, batch.producer_id, batch.producer_epoch, batch.partition_leader_epoch,
-            batch.attributes, batch.base_timestamp, batch.max_timestamp, batch.magic, batch.crc, valid,
-        )
         return dump_batch(
-            data, start, end, hdr, _LABELS[batch.timestamp_type], codec_names[batch.codec], print_horizon, deep,
+            data, start, end, header_tuple(batch, valid), _LABELS[batch.timestamp_type], codec_names[batch.codec], print_horizon, deep,
             print_data, last, java_gaps, as_bytes,
         )
 
     return format_batch
+
+
+def records_span(batch: Batch, buf, limit: int):  # noqa: ANN001, ANN201
+    """(data, start, end) of a v2 batch's records for the compiled record formatters (the mapped segment, or the
+    decompressed payload), or None where Python formats the batch: a control batch, a negative count, a short
+    header, a payload that does not decompress."""
+    if batch.is_control or batch.records_count < 0 or batch.size < V2_HEADER_SIZE:
+        return None
+    try:
+        data, start = batch.payload(buf, limit)
+    except KafkalogError:
+        return None
+    return data, start, (batch.position + batch.size if data is buf else len(data))
+
+
+def header_tuple(batch: Batch, valid: bool) -> tuple[int, int, int, int, int, int, int, int, int, int, int, int, int,
+                                                       int, bool]:
+    """The header argument of ``_accel.dump_batch`` / ``json_records`` (the order of the stub)."""
+    return (
+        batch.position, batch.size, batch.base_offset, batch.last_offset_delta, batch.records_count,
+        batch.base_sequence, batch.producer_id, batch.producer_epoch, batch.partition_leader_epoch,
+        batch.attributes, batch.base_timestamp, batch.max_timestamp, batch.magic, batch.crc, valid,
+    )
 
 
 # Text per call of a run (about one write(2)): large enough that the per-call Python is negligible, small enough to
