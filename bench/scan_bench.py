@@ -3,6 +3,7 @@
 Issue 14 (streaming rows, flat memory), each measurement a fresh ``kafkalog`` process, wall time and ru_maxrss:
 
     python bench/scan_bench.py segment --mib 64,1024            # ~100-byte batches: scan vs verify-crc, peak RSS
+    python bench/scan_bench.py segment --mib 1024 --repeat 5    # the same five times in turn, and the median ratio
     python bench/scan_bench.py segment --mib 64,1024 --records  # the same with the records dataset
     python bench/scan_bench.py fleet --partitions 50000         # local vs Spark local[2], RSS, row groups, duckdb
     python bench/scan_bench.py fleet --partitions 50000 --records
@@ -32,9 +33,10 @@ from pathlib import Path
 
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
-from kafkalog_cli.scan import output
-from kafkalog_cli.scan.local_engine import run_local
 from kafkalog_cli.scan.paths import expand
+
+# kafkalog_cli.scan.output and .local_engine load pyarrow: imported where used, so that the ``_measure`` child runs
+# the CLI as the console script does, with pyarrow not yet loaded (scan/memory_pool.py chooses the allocator then)
 
 
 def make_input(root: Path, segments: int, mib: int) -> list[str]:
@@ -87,6 +89,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
+        from kafkalog_cli.scan import output
+        from kafkalog_cli.scan.local_engine import run_local
+
         segs = expand([args.input])[0] if args.input else make_input(root, args.segments, args.mib)
         total = sum(os.path.getsize(s) for s in segs)
         print(f"input: {len(segs)} segments, {total / 2**20:.0f} MiB, generated in {time.perf_counter() - t0:.1f} s;"
@@ -197,6 +202,16 @@ def make_small_batch_segment(path: Path, mib: int) -> int:
     return count
 
 
+def warm(path: Path) -> None:
+    """Read the file through, so that the command measured next finds every page in the page cache. Needed before
+    each measurement, not once: this machine's page cache gives back about a tenth of a 1 GiB file within 20 s
+    with 21 GB of memory free (``fincore``, session 4), and a command that meets evicted pages reads the disk."""
+    with open(path, "rb", buffering=0) as f:
+        buf = bytearray(1 << 20)
+        while f.readinto(buf):
+            pass
+
+
 def measure(argv: list[str], cwd: str | None = None, baseline: str | None = None) -> dict:
     """Run ``kafkalog ARGV`` in a fresh process; wall seconds, exit code, ru_maxrss (MiB) of the process itself and
     the largest of its children (the worker processes; Spark's JVM is a child too)."""
@@ -293,32 +308,47 @@ def bench_segment(args: argparse.Namespace) -> None:
             print(f"== {mib} MiB segment, {n:,} batches of {len(small_batch())} bytes ({PER_BATCH} records, {CODEC}) "
                   f"(generated in {time.perf_counter() - t0:.1f} s); {_load()}", flush=True)
             measure(["verify-crc", str(seg)])  # page cache warm-up
-            v = measure(["verify-crc", str(seg)])
-            print(f"  kafkalog verify-crc {seg.name}: {v['wall']:.2f} s wall, {v['cpu']:.2f} s CPU, rc {v['rc']}, "
-                  f"ru_maxrss {v['self_mib']:.0f} MiB (VmHWM {v['hwm_mib']:.0f} MiB)", flush=True)
             out = Path(tmp) / f"out{mib}"
             cmd = ["scan", str(part), "--out", str(out), "--jobs", "2", "--format", "json"]
             if args.records:
                 cmd.append("--records")
-            s = measure(cmd)
-            assert s["rc"] == 0, (s["rc"], s["stderr"][-2000:], s["stdout"][-2000:])
-            print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s wall, "
-                  f"{s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB, largest child "
-                  f"{s['children_mib']:.0f} MiB)", flush=True)
-            print(f"  scan throughput / verify-crc throughput = {v['wall'] / s['wall']:.3f} by wall time, "
-                  f"{v['cpu'] / s['cpu']:.3f} by CPU time (target >= 0.25); {n / s['wall'] / 1e6:.2f} M batches/s",
-                  flush=True)
+            ratios, cpu_ratios, speedups = [], [], []
+            for rep in range(args.repeat):  # verify and scan in turn: each ratio is taken under the same conditions
+                if rep:
+                    shutil.rmtree(out)
+                warm(seg)
+                v = measure(["verify-crc", str(seg)])
+                print(f"  kafkalog verify-crc {seg.name}: {v['wall']:.2f} s wall, {v['cpu']:.2f} s CPU, rc {v['rc']}, "
+                      f"ru_maxrss {v['self_mib']:.0f} MiB (VmHWM {v['hwm_mib']:.0f} MiB)", flush=True)
+                warm(seg)
+                s = measure(cmd)
+                assert s["rc"] == 0, (s["rc"], s["stderr"][-2000:], s["stdout"][-2000:])
+                print(f"  kafkalog {' '.join(cmd[:1] + ['<dir>'] + cmd[2:3] + ['<out>'] + cmd[4:])}: {s['wall']:.2f} s "
+                      f"wall, {s['cpu']:.2f} s CPU, ru_maxrss {s['self_mib']:.0f} MiB (VmHWM {s['hwm_mib']:.0f} MiB, "
+                      f"largest child {s['children_mib']:.0f} MiB)", flush=True)
+                ratios.append(v["wall"] / s["wall"])
+                cpu_ratios.append(v["cpu"] / s["cpu"])
+                print(f"  scan throughput / verify-crc throughput = {ratios[-1]:.3f} by wall time, "
+                      f"{cpu_ratios[-1]:.3f} by CPU time (target >= 0.25); {n / s['wall'] / 1e6:.2f} M batches/s",
+                      flush=True)
+                if args.baseline:  # the same command from another tree, in the same round
+                    shutil.rmtree(out)
+                    warm(seg)
+                    b = measure(cmd, baseline=args.baseline)
+                    assert b["rc"] == 0, b["stderr"][-2000:]
+                    speedups.append(b["wall"] / s["wall"])
+                    print(f"  baseline ({args.baseline}), same command: {b['wall']:.2f} s wall, {b['cpu']:.2f} s CPU, "
+                          f"ru_maxrss {b['self_mib']:.0f} MiB; this tree is {b['wall'] / s['wall']:.2f}x faster by "
+                          f"wall, {b['cpu'] / s['cpu']:.2f}x by CPU", flush=True)
+            if args.repeat > 1:
+                print(f"  median of {args.repeat}: {statistics.median(ratios):.3f} by wall (min {min(ratios):.3f}, "
+                      f"max {max(ratios):.3f}), {statistics.median(cpu_ratios):.3f} by CPU"
+                      + (f"; this tree {statistics.median(speedups):.2f}x the baseline's speed by wall"
+                         if speedups else ""), flush=True)
             for name in ("batches", "records") if args.records else ("batches",):
                 files, groups, rows, smallest = row_groups(out / name)
                 print(f"  {name}: {rows:,} rows, {files} file(s), {groups} row groups, smallest {smallest:,}; "
                       f"{rows / s['wall'] / 1e6:.2f} M rows/s by wall, {rows / s['cpu'] / 1e6:.2f} M rows/s by CPU")
-            if args.baseline:
-                shutil.rmtree(out)
-                b = measure(cmd, baseline=args.baseline)
-                assert b["rc"] == 0, b["stderr"][-2000:]
-                print(f"  baseline ({args.baseline}), same command: {b['wall']:.2f} s wall, {b['cpu']:.2f} s CPU, "
-                      f"ru_maxrss {b['self_mib']:.0f} MiB; this tree is {b['wall'] / s['wall']:.2f}x faster by wall, "
-                      f"{b['cpu'] / s['cpu']:.2f}x by CPU; {_load()}", flush=True)
             print(f"  after: {_load()}", flush=True)
             shutil.rmtree(out)
             shutil.rmtree(part.parent)
@@ -365,6 +395,8 @@ if __name__ == "__main__":
         ap14.add_argument("--mib", default="64,1024", help="segment sizes, comma-separated")
         ap14.add_argument("--partitions", type=int, default=50_000)
         ap14.add_argument("--records", action="store_true")
+        ap14.add_argument("--repeat", type=int, default=1, help="segment mode: verify-crc and scan this many times "
+                          "in turn (each ratio printed, then their median)")
         ap14.add_argument("--batch-bytes", type=int, default=100, help="size of each batch (segment mode)")
         ap14.add_argument("--per-batch", type=int, default=1, help="records per batch (segment mode)")
         ap14.add_argument("--codec", default="none", choices=["none", "lz4", "zstd", "gzip"], help="(segment mode)")
