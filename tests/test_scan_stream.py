@@ -107,7 +107,7 @@ def test_files_carry_version_utc_timestamps_and_nulls(logdir: Path, tmp_path: Pa
 def test_writer_cuts_row_groups_whatever_the_input_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Groups of row_group rows; the rest goes into the last group when it would be below MIN_ROW_GROUP."""
     monkeypatch.setattr(output, "MIN_ROW_GROUP", 300)
-    w = DatasetWriter(str(tmp_path), "problems", row_group=1000)
+    w = DatasetWriter(str(tmp_path), "problems", row_group=1000, encoders=1)
     rows = [{"log_dir": "/l", "topic": "t", "partition": 0, "partition_dir": "t-0", "segment": "s", "file": "s",
              "position": i, "end": i, "kind": "k", "severity": "warning", "message": "m", "offset": None}
             for i in range(2500)]
@@ -118,13 +118,71 @@ def test_writer_cuts_row_groups_whatever_the_input_chunks(tmp_path: Path, monkey
     w.close()
     md = pq.read_metadata(tmp_path / "problems" / "part-00000.parquet")
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [1000, 1000, 500]
-    w = DatasetWriter(str(tmp_path / "b"), "problems", row_group=1000)
+    w = DatasetWriter(str(tmp_path / "b"), "problems", row_group=1000, encoders=1)
     for k in range(0, 2200, 7):
         w.write(to_table("problems", rows[k : min(k + 7, 2200)]))
     w.close()
     md = pq.read_metadata(tmp_path / "b" / "problems" / "part-00000.parquet")
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [1000, 1200]  # not 1000, 1000, 200
     assert pq.read_table(tmp_path / "problems")["position"].to_pylist() == list(range(2500))
+
+
+def _problem_rows(n: int) -> list[dict]:
+    return [{"log_dir": "/l", "topic": "t", "partition": 0, "partition_dir": "t-0", "segment": "s", "file": "s",
+             "position": i, "end": i, "kind": "k", "severity": "warning", "message": "m", "offset": None}
+            for i in range(n)]
+
+
+def test_two_encoders_write_alternate_groups_into_two_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group k goes to file k mod 2, in order within each file; every row once; the last group as with one file."""
+    from kafkalog_cli.scan.schema import to_table
+
+    monkeypatch.setattr(output, "MIN_ROW_GROUP", 300)
+    rows = _problem_rows(4500)
+    w = DatasetWriter(str(tmp_path), "problems", row_group=1000, encoders=2)
+    for k in range(0, 4500, 7):
+        w.write(to_table("problems", rows[k : k + 7]))
+    w.close()
+    assert (w.rows, w.groups) == (4500, 5)
+    d = tmp_path / "problems"
+    assert sorted(p.name for p in d.iterdir()) == ["part-00000-1.parquet", "part-00000.parquet"]
+    first, second = (pq.read_table(d / n)["position"].to_pylist() for n in ("part-00000.parquet", "part-00000-1.parquet"))
+    assert first == list(range(0, 1000)) + list(range(2000, 3000)) + list(range(4000, 4500))
+    assert second == list(range(1000, 2000)) + list(range(3000, 4000))
+    groups = [pq.read_metadata(d / n).row_group(i).num_rows for n in ("part-00000.parquet", "part-00000-1.parquet")
+              for i in range(pq.read_metadata(d / n).num_row_groups)]
+    assert groups == [1000, 1000, 500, 1000, 1000]
+    assert pq.read_metadata(d / "part-00000-1.parquet").metadata[b"kafkalog.schema_version"] == SCHEMA_VERSION.encode()
+
+
+def test_one_group_is_one_file_and_no_rows_one_empty_file(tmp_path: Path) -> None:
+    from kafkalog_cli.scan.schema import to_table
+
+    w = DatasetWriter(str(tmp_path / "a"), "problems", row_group=1000, encoders=2)
+    w.write(to_table("problems", _problem_rows(900)))
+    w.close()
+    assert [p.name for p in (tmp_path / "a" / "problems").iterdir()] == ["part-00000.parquet"]
+    w = DatasetWriter(str(tmp_path / "b"), "problems", encoders=2)
+    w.close()
+    files = list((tmp_path / "b" / "problems").iterdir())
+    assert [p.name for p in files] == ["part-00000.parquet"] and pq.read_metadata(files[0]).num_rows == 0
+
+
+def test_an_encoder_error_reaches_the_scanning_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalog_cli.scan.schema import to_table
+
+    monkeypatch.setattr(output, "MIN_ROW_GROUP", 10)
+    w = DatasetWriter(str(tmp_path), "problems", row_group=100, encoders=2)
+
+    def broken(table: object, row_group_size: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    for writer in w._encoders.writers:
+        monkeypatch.setattr(writer, "write_table", broken)
+    with pytest.raises(OSError, match="No space left"):
+        for k in range(0, 2000, 50):
+            w.write(to_table("problems", _problem_rows(2000)[k : k + 50]))
+        w.close()
 
 
 def test_many_partitions_make_one_row_group(tmp_path: Path) -> None:

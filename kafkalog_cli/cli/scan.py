@@ -79,9 +79,12 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         spark_settings = parse_conf_args(confs)
     except ValueError as exc:
         fail(str(exc))
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
+    from kafkalog_cli.scan.memory_pool import prefer_jemalloc
+
+    prefer_jemalloc()  # before pyarrow is loaded (see memory_pool.py)
+    import importlib.util
+
+    if "pyarrow" not in sys.modules and importlib.util.find_spec("pyarrow") is None:  # loaded later (_start_first_pass)
         fail("kafkalog scan writes Parquet and needs pyarrow, which is not installed",
              install_hint("parquet", "kafkalog scan (Parquet output)"))
     if engine == "spark":
@@ -122,6 +125,8 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
     if not segments:
         fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
+    if engine == "local" and not low_impact and max_read_rate is None:
+        _start_first_pass(segments, jobs)
 
     from kafkalog_cli.scan import fleet, identity
     from kafkalog_cli.scan.local_engine import default_jobs
@@ -190,6 +195,19 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         if tmp is not None:
             tmp.cleanup()
     _report(summary, records, unmatched, out_dir, engine, seconds, fmt)
+
+
+def _start_first_pass(segments: list[str], jobs: int | None) -> None:
+    """When this process will walk the first segment itself (one partition, or ``--jobs 1``: ``run_local``), start
+    its verify pass now, while pyarrow and the writers load (``verify_pass.start_early``). Not with --low-impact or
+    --max-read-rate (set here or in the environment): they account for each segment's reads around its walk."""
+    from kafkalog_cli.scan import impact, verify_pass
+
+    first = segments[0]
+    if "://" in first or os.environ.get(impact.LOW_IMPACT_ENV) or os.environ.get(impact.RATE_ENV):
+        return
+    if jobs == 1 or len({os.path.dirname(s) for s in segments}) == 1:
+        verify_pass.start_early(first)
 
 
 def _run(engine: str, segments: list[str], target: str, records: bool, master: str | None, jobs: int,

@@ -85,7 +85,8 @@ class _Walker:
 
     def __init__(self, buf: Any, report: SegmentReport, *, deep: bool, max_batch_size: int, max_problems: int,
                  observers: list[Any], progress: Callable[[int], None] | None,
-                 extents: Callable[[], list[tuple[int, int]]] | None = None) -> None:
+                 extents: Callable[[], list[tuple[int, int]]] | None = None,
+                 progress_every: int = PROGRESS_EVERY) -> None:
         self.buf = buf
         self.extents = extents  # the file's data extents (SEEK_DATA/SEEK_HOLE), asked for on the first zero run
         self.n = len(buf)
@@ -96,6 +97,7 @@ class _Walker:
         self.max_problems = max_problems
         self.observers = observers
         self.progress = progress
+        self.progress_every = max(progress_every, 1)
         self.base = report.base_offset if report.base_offset is not None else 0
         self.prev_last: int | None = None  # last offset of the previous good entry
         self.prev_epoch = -1
@@ -218,7 +220,8 @@ class _Walker:
     def run(self) -> None:
         buf, n, r = self.buf, self.n, self.r
         pos = 0
-        next_report = PROGRESS_EVERY
+        every = self.progress_every
+        next_report = every
         reported = 0
         unpack_prefix = _PREFIX.unpack_from
         unpack_v2 = _V2.unpack_from
@@ -229,7 +232,7 @@ class _Walker:
             if self.progress is not None and pos >= next_report:
                 self.progress(pos - reported)
                 reported = pos
-                next_report = pos + PROGRESS_EVERY
+                next_report = pos + every
             # ---- compiled fast path: a run of v2 batches on which on_v2 would report nothing
             if self.fast is not None:
                 npos = self._fast_run(pos, next_report if self.progress is not None else n)
@@ -529,14 +532,22 @@ def _segment_base(path: str) -> int | None:
 def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
                    indexes: bool = True, max_problems: int = DEFAULT_MAX_PROBLEMS,
                    progress: Callable[[int], None] | None = None,
-                   extra_observers: list[Any] | None = None) -> SegmentReport:
+                   extra_observers: list[Any] | None = None,
+                   started: Callable[[SegmentReport], None] | None = None,
+                   progress_every: int = PROGRESS_EVERY) -> SegmentReport:
     """Verify one ``.log`` segment (and, with ``indexes``, its ``.index``/``.timeindex`` against it).
 
     Never raises for corrupt content; an unreadable file gives a report with ``unreadable=True`` and one problem.
     The walk is read-only (mmap ACCESS_READ) and its memory does not grow with the segment size.
+    ``started`` gets the report before anything is checked: problems are appended to it as they are found (corrupt
+    regions in walk order), so another thread can follow the walk (the scan's row walk runs beside this pass,
+    ``scan.verify_pass.Background``). What the disk did to the mapping is merged in only at the end. ``progress``
+    is called about every ``progress_every`` bytes of the walk.
     """
     t0 = time.perf_counter()
     report = SegmentReport(path=path, kind="log", base_offset=_segment_base(path))
+    if started is not None:
+        started(report)
     if report.base_offset is None:
         report.add(Problem(path, 0, 0, "file-name", "segment file name does not start with a 20-digit base offset",
                            WARNING))
@@ -578,7 +589,8 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                 opened.append(imf)
                 observers.append(cls(ipath, imf.buf, report.base_offset, mf.size, report, max_problems))
         walker = _Walker(mf.buf, report, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
-                         observers=observers, progress=progress, extents=mf.data_extents)
+                         observers=observers, progress=progress, extents=mf.data_extents,
+                         progress_every=progress_every)
         walker.run()
         report.magics = sorted(walker.magics)
         for obs in observers:

@@ -14,12 +14,12 @@ import struct
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.layouts import V2_ATTRIBUTES_OFFSET
 from kafkalog_cli.format.text import increment_sequence
+from kafkalog_cli.scan.lazy_compute import pc
 from kafkalog_cli.scan.schema import BATCHES, TIMESTAMP, WIRE
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

@@ -36,6 +36,8 @@ from kafkalog_cli.storage.segment import read_entry
 MAX_BATCH_SIZE = verify_pass.MAX_BATCH_SIZE
 RECORDS_CHUNK = 1 << 16  # records rows per chunk
 RECORDS_BYTES = 256 << 20  # or this much of key and header bytes (a binary column's offsets are int32)
+Window = bytes | bytearray | memoryview  # a window's bytes (read_window hands out views of a reused buffer)
+OVERLAP_ABOVE = verify_pass.OVERLAP_ABOVE  # from this size on, walked beside the verify pass (tests lower it here)
 
 
 def _accel_walk() -> Any:
@@ -96,16 +98,31 @@ class _SegmentScan:
         self.shrunk = False
         self.checked = -1  # the size verify's pass checked every CRC of (verify_pass.verify), or -1
         self.crc_all = True  # compute every CRC in the walk (False: verify's pass did, for this very file size)
+        self.n_open = -1  # the file size at the walk's open
+        self.scratch = bytearray(0)  # the window buffer (_scratch)
 
     def problem(self, position: int, end: int, kind: str, message: str, offset: int | None = None) -> None:
         self.problems.append(verify_pass.problem(self.path, position, end, kind, message, offset=offset))
 
     # ------------------------------------------------------------------------------------------------ main loop
     def run(self) -> Iterator[tuple[str, pa.Table]]:
-        found, regions, unreadable, self.checked = verify_pass.verify(self.path)
-        self.problems.extend(found)
-        self.seen = {(p["kind"], p["position"], p["end"]) for p in found if p["kind"] == UNREADABLE}
-        self.seen_verify = set(self.seen)
+        background = None
+        if not self.collect and _file_size(self.path) >= OVERLAP_ABOVE:
+            background = verify_pass.background(self.path)  # the walk starts now, beside the pass
+            try:
+                fd, n = open_segment(self.path)
+            except OSError:  # the file's troubles are the pass's to word: the sequence below, once it has finished
+                pass
+            else:
+                try:
+                    yield from self._walk(fd, n, background=background)
+                finally:
+                    os.close(fd)
+                yield from self._tail()
+                return
+        found, regions, unreadable, self.checked = (background.result() if background is not None
+                                                    else verify_pass.verify(self.path))
+        self._take(found)
         if not unreadable and not any(p["kind"] == "vanished" and p["end"] == 0 for p in found):
             try:
                 fd, n = open_segment(self.path)
@@ -118,6 +135,26 @@ class _SegmentScan:
                     yield from self._walk(fd, n, regions)
                 finally:
                     os.close(fd)
+        yield from self._tail()
+
+    def _take(self, found: list[dict[str, Any]]) -> None:
+        """The pass's problem rows (first, as when the pass ran before the walk); the read findings among them are
+        not reported again by the walk."""
+        self.problems[:0] = found
+        self.seen = {(p["kind"], p["position"], p["end"]) for p in found if p["kind"] == UNREADABLE}
+        self.seen_verify = set(self.seen)
+
+    def _finished(self, background: verify_pass.Background) -> dict[int, tuple[int, str]] | None:
+        """Take the finished pass into the walk (problems, checked size, CRC rule); its regions, or None when the
+        pass could not read the file at all (no rows past what was walked, as when the pass ran first)."""
+        found, regions, unreadable, self.checked = background.result()
+        self._take(found)
+        self.crc_all = self.crc_all or self.n_open != self.checked
+        if unreadable or any(p["kind"] == "vanished" and p["end"] == 0 for p in found):
+            return None
+        return regions
+
+    def _tail(self) -> Iterator[tuple[str, pa.Table]]:
         if self.collect:
             return
         if self._rec_rows():
@@ -144,8 +181,14 @@ class _SegmentScan:
         self.problems.append(verify_pass.problem(f.file, f.start, f.end, f.kind, f.message,
                                                  verify_pass.INFO if f.is_note else "error"))
 
-    def _read(self, fd: int, pos: int, length: int, n: int) -> bytearray:
-        w, findings = read_window(fd, self.path, pos, length, n)
+    def _scratch(self, length: int) -> bytearray:
+        """The window buffer, reused from window to window (``read_window``'s ``into``)."""
+        if len(self.scratch) < length:
+            self.scratch = bytearray(max(length, self.window))
+        return self.scratch
+
+    def _read(self, fd: int, pos: int, length: int, n: int, reuse: bool = False) -> Window:
+        w, findings = read_window(fd, self.path, pos, length, n, self._scratch(length) if reuse else None)
         for f in findings:
             self.finding(f)
         if len(w) < length and not self.shrunk:
@@ -153,17 +196,50 @@ class _SegmentScan:
             self.finding(shrink_finding(self.path, pos + len(w), n))
         return w
 
-    def _walk(self, fd: int, n: int, regions: dict[int, tuple[int, str]]) -> Iterator[tuple[str, pa.Table]]:
-        self.crc_all = n != self.checked
-        starts = sorted(regions)
+    def _walk(self, fd: int, n: int, regions: dict[int, tuple[int, str]] | None = None, *,
+              background: verify_pass.Background | None = None) -> Iterator[tuple[str, pa.Table]]:
+        """Rows of the segment's windows, stepping around the pass's corrupt regions. With ``background`` (the pass
+        still running, ``regions`` None) the walk goes ahead of the finished pass as long as the pass vouches for
+        each window (``Background.clean_until``); from the first window it does not, the walk takes the finished
+        pass (its problems, regions and checked size) and goes on by its rules, so the rows are the same either
+        way."""
+        live = background is not None
+        w: Window
+        self.n_open = n
+        self.crc_all = not live and n != self.checked  # while live, every CRC so far is one the pass verified
+        starts = sorted(regions) if regions is not None else []
         ri = 0
         pos = 0
         want = self.window
         while pos < n:
+            if live:
+                assert background is not None
+                stop = min(n, pos + max(want, self.window))
+                if background.clean_until(stop):
+                    w, findings = read_window(fd, self.path, pos, stop - pos, n, self._scratch(stop - pos))
+                    if not findings and len(w) == stop - pos:
+                        rel, why = self._window_rows(w, pos)
+                        if why == "end" and rel > 0:
+                            pos += rel
+                            yield from self._chunk()
+                            continue
+                        # bytes that are no entry, or an entry larger than the window: the finished pass's rules
+                        # decide from here; rows of the window so far stay (the pass vouched for them)
+                        pos += rel
+                        if rel:
+                            yield from self._chunk()
+                # a region ahead, a problem dropped, the pass done, or the disk or the file changed under the walk
+                # (its findings are worded by the finished pass's rules, which read this window again)
+                live = False
+                regions = self._finished(background)
+                if regions is None:
+                    break
+                starts = sorted(regions)
+                continue
             while ri < len(starts) and starts[ri] < pos:
                 ri += 1
             if ri < len(starts) and starts[ri] == pos:
-                end, kind = regions[pos]
+                end, kind = regions[pos]  # type: ignore[index]  # starts is non-empty only with regions
                 if kind == "crc-mismatch":
                     self._crc_row(fd, pos, n)
                 pos = max(end, pos + 1)
@@ -171,7 +247,7 @@ class _SegmentScan:
             stop = starts[ri] if ri < len(starts) else n
             length = min(stop - pos, max(want, self.window))
             want = self.window
-            w = self._read(fd, pos, length, n)
+            w = self._read(fd, pos, length, n, reuse=True)
             if len(w) < length:  # the file shrank under us: walk what is there, then stop
                 n = stop = pos + len(w)
             rel, why = self._window_rows(w, pos)
@@ -191,9 +267,11 @@ class _SegmentScan:
                 continue
             pos += rel
             yield from self._chunk()
+        if live:  # the whole file walked while the pass vouched for it: its problems still come with the segment
+            assert background is not None
+            self._finished(background)
         yield from self._chunk()
-
-    def _window_rows(self, w: bytes | bytearray, base: int) -> tuple[int, str]:
+    def _window_rows(self, w: Window, base: int) -> tuple[int, str]:
         """Batch rows of one window; returns where the walk stopped (relative to the window) and why: "end" (the
         next entry is not wholly in the window) or the reason it met bytes that are not an entry."""
         rel = 0
@@ -225,7 +303,7 @@ class _SegmentScan:
             else:
                 return rel, why
 
-    def _legacy(self, w: bytes | bytearray, rel: int, base: int) -> int:
+    def _legacy(self, w: Window, rel: int, base: int) -> int:
         """Row (and records) of the v0/v1 entry at ``w[rel:]``; its size, or 0 when it cannot be parsed."""
         try:
             e = LegacyEntry(w, rel)
@@ -256,7 +334,7 @@ class _SegmentScan:
                 pass
 
     # ------------------------------------------------------------------------------------------------ records
-    def _records_run(self, w: bytes | bytearray, base: int, start: int, stop: int, ok_bits: pa.Buffer) -> None:
+    def _records_run(self, w: Window, base: int, start: int, stop: int, ok_bits: pa.Buffer) -> None:
         """Records of the batches one ``scan_table`` call walked in ``w[start:stop]``: runs of uncompressed batches
         in C, each other batch through ``_records_one``, in walk order."""
         assert self.recbuf is not None
@@ -275,7 +353,7 @@ class _SegmentScan:
             pos += step
             k += 1
 
-    def _records_one(self, w: bytes | bytearray, base: int, rel: int) -> None:
+    def _records_one(self, w: Window, base: int, rel: int) -> None:
         """Records of the v2 batch at ``w[rel:]`` (crc_ok) that ``scan_records_run`` left: a compressed one is
         decompressed here (``format.codecs``, as ``Batch.payload`` does) and walked in C; whatever the C walk
         declines, or fails to decompress, goes through the Python walk, which words the problem."""
@@ -295,7 +373,7 @@ class _SegmentScan:
                 pass  # the Python walk below meets the same error and words it
         self._records_of(w, base, [base + rel], [True])
 
-    def _records_of(self, w: bytes | bytearray, base: int, positions: list[int], oks: list[bool]) -> None:
+    def _records_of(self, w: Window, base: int, positions: list[int], oks: list[bool]) -> None:
         """The Python record walk (the reference): into ``rec``'s lists, or into ``recbuf`` with the compiled walk."""
         rec = self.rec
         buf = self.recbuf
@@ -361,3 +439,10 @@ class _SegmentScan:
         schema = DATASETS["problems"]
         rows = [{**self.loc, **p} for p in self.problems]
         return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema)
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

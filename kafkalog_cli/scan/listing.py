@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from kafkalog_cli.scan.paths import display_name, locate
-from kafkalog_cli.scan.schema import WIRE, to_table
 from kafkalog_cli.storage import layout
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PART_FILE = "part-listing.parquet"  # next to the engines' part files in DIR/problems/
 
@@ -66,12 +65,18 @@ class Listing:
         return [out[k] for k in sorted(out)]
 
     def table(self) -> pa.Table:
+        from kafkalog_cli.scan.schema import to_table  # pyarrow: loaded when needed (the CLI lists files first)
+
         return to_table("problems", self.rows())  # broker_id from each row's log dir, as the engines' rows
 
     def write(self, out_dir: str) -> pa.Table:
         """Write the rows as their own part file of ``DIR/problems`` (after the engine, so Spark's overwrite of the
         dataset cannot remove it); returns them for the driver's summary."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         from kafkalog_cli.scan.fleet import partition_path
+        from kafkalog_cli.scan.schema import WIRE
 
         table = self.table()
         if table.num_rows:  # broker_id=<id>/topic=<name>/, as the engines write their part files

@@ -114,6 +114,7 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
     # The scan allocates a few objects per window, never cycles of interest; without this the collector's full
     # passes walk every object of pyarrow and the CLI again and again (3.5 % of a 256 MiB scan's CPU under perf).
     gc.freeze()
+    one_crc_thread()
     parts = group_partitions(segments)
     names = ("batches", "problems", "records") if records else ("batches", "problems")
     writers: dict[str, Any] = {name: PartitionedWriter(out_dir, name) for name in names}  # broker_id=<id>/
@@ -172,6 +173,7 @@ class _Tee:
 def _worker(conn: Connection, records: bool) -> None:
     """Worker loop: receive a Task, send ("chunk", tables, runs, done, progress) messages, then ("end",)."""
     os.environ["KAFKALOG_SCAN_WORKER"] = "1"
+    one_crc_thread()
     while True:
         task = conn.recv()
         if task is None:
@@ -344,6 +346,19 @@ class _Pool:
                           "changed under the scan); rows of it before that point are kept; copy the file off the disk "
                           "and scan the copy"}
         self.writers["problems"].write(to_table("problems", [row]))
+
+
+def one_crc_thread() -> None:
+    """The compiled walks compute their CRCs on one thread in a local scan (``accel.parallel_config``): the scan
+    keeps every core busy itself (the walk beside the verify pass and two Parquet encoders, or a worker process per
+    core), and a second CRC thread there only adds hand-offs (BENCHMARKS.md, "Issue 14, session 4"). Results do
+    not depend on it. A no-op without the accelerator."""
+    from kafkalog_cli.storage import accel
+
+    try:
+        accel.parallel_config(threads=1)
+    except RuntimeError:
+        pass
 
 
 def default_jobs() -> int:

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafkalog_cli.format.text import increment_sequence
 from kafkalog_cli.scan.columns import facts_of, lit
+from kafkalog_cli.scan.lazy_compute import pc
 from kafkalog_cli.scan.paths import SEGMENT_RE
 from kafkalog_cli.scan.schema import to_rows
 

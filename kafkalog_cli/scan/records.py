@@ -15,9 +15,9 @@ import struct
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafkalog_cli.scan import columns as C
+from kafkalog_cli.scan.lazy_compute import pc
 from kafkalog_cli.scan.schema import WIRE
 
 _Q = struct.Struct("=q").pack

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafkalog_cli.scan.columns import CODEC_LABELS, facts_of, lit
+from kafkalog_cli.scan.columns import CODEC_LABELS, LOCATION, facts_of, lit
+from kafkalog_cli.scan.lazy_compute import pc
 from kafkalog_cli.scan.paths import locate
 from kafkalog_cli.scan.schema import DATASETS
 
@@ -240,6 +240,9 @@ class Summary:
 def single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
     """The key values when every row of ``t`` has the same ones (cheap to tell for the one-entry dictionaries the
     scan builds), else None."""
+    if t.num_rows and all(k in LOCATION for k in keys) and facts_of(t) is not None:
+        # a window of the compiled walk (columns.accel_table): one segment's location on every row
+        return {k: t.column(k)[0].as_py() for k in keys}
     out: dict[str, Any] = {}
     for k in keys:
         col = t.column(k)
@@ -249,10 +252,12 @@ def single_key(t: pa.Table, keys: list[str]) -> dict[str, Any] | None:
         if col.null_count:
             return None
         if not pa.types.is_dictionary(col.type):
-            mm = pc.min_max(col).as_py()
-            if not pa.types.is_integer(col.type) or mm["min"] != mm["max"]:
+            if not pa.types.is_integer(col.type) or not len(col):
                 return None
-            out[k] = mm["min"]
+            first = col[0]  # one value throughout: equal to the column of that value repeated (no compute kernel,
+            if not col.equals(pa.chunked_array([pa.repeat(first, len(col))])):  # see lazy_compute.py)
+                return None
+            out[k] = first.as_py()
             continue
         values = set()
         for chunk in col.chunks:

@@ -39,11 +39,25 @@ def open_segment(path: str) -> tuple[int, int]:
         raise
 
 
-def read_window(fd: int, path: str, offset: int, length: int, size: int | None = None) -> tuple[bytearray,
-                                                                                             list[ReadFinding]]:
+def read_window(fd: int, path: str, offset: int, length: int, size: int | None = None,
+                into: bytearray | None = None) -> tuple[bytearray | memoryview, list[ReadFinding]]:
     """(bytes, findings) for ``length`` bytes at ``offset``. Unreadable pages are zeros in the bytes and
     ``unreadable`` findings (page-rounded, clipped to ``size``, the file size the caller saw); fewer bytes than asked means the file
-    ends there (the caller, who knows the size it saw at open, tells whether it shrank: ``shrink_finding``)."""
+    ends there (the caller, who knows the size it saw at open, tells whether it shrank: ``shrink_finding``).
+
+    ``into``: a buffer of at least ``length`` bytes to read into, reused from window to window by the caller (the
+    bytes come back as a view of it, valid until the next read into it). A fresh 4 MiB buffer per window cost a
+    zero-fill and a page fault per page, about 5 % of a scan's CPU. The window is read with one ``preadv``; only
+    when that fails or comes back short does the careful path below run (page-by-page probing, the file's end)."""
+    if into is not None and len(into) >= length:
+        view = memoryview(into)[:length]
+        try:
+            got = os.preadv(fd, [view], offset)
+        except OSError:
+            got = -1
+        if got == length:
+            return view, []
+        view.release()
     buf = bytearray(length)
     got, pages = read_into(fd, memoryview(buf), offset)
     end = offset + got if got < length else max(offset + length, size or 0)  # pages are whole up to the file end
