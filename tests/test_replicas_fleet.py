@@ -97,3 +97,19 @@ def test_report_needs_records_and_datasets(fleet, tmp_path):
     assert res.exit_code == 2 and "--records" in res.output
     res = CliRunner().invoke(cli, ["report", "--replicas", datasets[0], "--broker-ids", "nonsense"])
     assert res.exit_code == 2
+
+
+def test_records_of_a_batch_are_in_offset_order_whatever_the_dataset_order():
+    """A scan dataset has no row order: two encoders write row groups into two part files, so the records of a batch
+    cut by a row-group boundary read back as its second part, then its first. The replica rebuilt from the rows
+    holds each batch's records in offset order (``_judge_missing`` takes the first one it meets as the earliest)."""
+    import random
+
+    from kafkalog_cli.ops.replicas_fleet import _replica
+
+    rows = [{"segment": "00000000000000000000.log", "batch_position": 0, "offset": o, "timestamp": None,
+             "value_size": 3, "key": b"k", "header_keys": []} for o in range(50)]
+    shuffled = rows[25:] + rows[:25]
+    random.Random(3).shuffle(shuffled)
+    rep = _replica("b1", "/l", "t-0", [], shuffled)
+    assert [r.offset for r in rep.rows[("00000000000000000000.log", 0)]] == list(range(50))

@@ -52,3 +52,26 @@ def test_scan_runs_on_jemalloc_when_pyarrow_has_it(tmp_path: Path) -> None:
 
 def test_the_users_choice_of_pool_stands(tmp_path: Path) -> None:
     assert _backend(tmp_path, {"ARROW_DEFAULT_MEMORY_POOL": "system"}) == "system"
+
+
+@pytest.mark.parametrize("config, expected", [("#define ARROW_JEMALLOC\n#define ARROW_MIMALLOC\n", True),
+                                              ("/* #undef ARROW_JEMALLOC */\n#define ARROW_MIMALLOC\n", False)])
+def test_jemalloc_is_asked_for_only_where_arrow_has_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str,
+                                                       expected: bool) -> None:
+    """Read from the wheel's Arrow build configuration, without importing pyarrow (ARM wheels lack jemalloc, and
+    Arrow prints a warning on every start when the variable names a pool it does not have)."""
+    import importlib.machinery
+    import importlib.util
+
+    from kafkalog_cli.scan import memory_pool
+
+    (tmp_path / "include" / "arrow" / "util").mkdir(parents=True)
+    (tmp_path / "include" / "arrow" / "util" / "config.h").write_text(config)
+    spec = importlib.machinery.ModuleSpec("pyarrow", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec if name == "pyarrow" else None)
+    assert memory_pool.has_jemalloc() is expected
+    monkeypatch.delenv(memory_pool.ENV, raising=False)
+    monkeypatch.delitem(sys.modules, "pyarrow")  # as before the CLI loads it (restored after the test)
+    memory_pool.prefer_jemalloc()
+    assert os.environ.get(memory_pool.ENV) == ("jemalloc" if expected else None)

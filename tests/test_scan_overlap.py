@@ -300,3 +300,48 @@ def test_a_read_error_in_a_vouched_window_is_worded_as_without_the_overlap(tmp_p
     for calls in (1, 3, NEVER):
         monkeypatch.setattr(verify_pass, "Background", lambda path, calls=calls: _Vouching(path, calls))
         assert _rows(str(seg), 8192) == after, calls
+
+
+def test_an_early_pass_of_a_file_that_changed_since_is_not_taken(segments: list[str], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setattr(verify_pass, "OVERLAP_ABOVE", 0)
+    path = tmp_path / "c-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    shutil.copyfile(next(s for s in segments if "mixed-0" in s), path)
+    verify_pass.start_early(str(path))
+    early = verify_pass._early[str(path)][1]
+    early.result()
+    path.write_bytes(make_segment(5).data)  # rewritten: another inode or size or time
+    assert verify_pass.background(str(path)) is not early
+    verify_pass.start_early(str(path))
+    verify_pass.discard_early()
+    assert verify_pass._early == {}
+
+
+def test_a_local_scan_computes_crcs_on_one_thread_and_restores_the_setting(segments: list[str], tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalog_cli.scan import local_engine
+    from kafkalog_cli.storage import accel
+
+    if accel.module() is None:
+        pytest.skip("the compiled accelerator is not built")
+    seen: list[int] = []
+    real = local_engine._run_local
+
+    def spy(*args: object) -> dict:
+        seen.append(accel.parallel_config().threads)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_engine, "_run_local", spy)
+    monkeypatch.delenv("KAFKALOG_ACCEL_THREADS", raising=False)
+    before = accel.parallel_config(threads=2)
+    try:
+        local_engine.run_local(segments[:1], str(tmp_path / "a"))
+        assert seen == [1] and accel.parallel_config().threads == 2
+        monkeypatch.setenv("KAFKALOG_ACCEL_THREADS", "2")  # the user's choice stands
+        local_engine.run_local(segments[:1], str(tmp_path / "b"))
+        assert seen == [1, 2]
+    finally:
+        accel.parallel_config(threads=before.threads)

@@ -344,3 +344,70 @@ def test_workers_hand_over_runs_of_partitions_so_each_topic_is_one_file(tmp_path
     # runs far ahead of the other (scheduling); before this change: 48 files
     assert len(files) <= 12, (len(files), files)
     assert sum(pq.read_metadata(out / "batches" / f).num_rows for f in files) == 60
+
+
+def test_an_interrupt_while_the_encoders_finish_is_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second Ctrl-C while close() waits for the encoder threads: the KeyboardInterrupt goes on (exit 130 in the
+    CLI); no writer is closed while a thread is still writing into it (that raised "Column N had ... rows" or
+    crashed), and the threads leave pyarrow before it goes on."""
+    import threading
+    import time
+
+    from kafkalog_cli.scan.schema import to_table
+
+    writing = [0]
+    closed_while_writing: list[int] = []
+    real_write, real_close = pq.ParquetWriter.write_table, pq.ParquetWriter.close
+
+    def slow_write(self: pq.ParquetWriter, table: pa.Table, row_group_size: int | None = None) -> None:
+        writing[0] += 1
+        try:
+            time.sleep(0.2)
+            real_write(self, table, row_group_size=row_group_size)
+        finally:
+            writing[0] -= 1
+
+    def close(self: pq.ParquetWriter) -> None:
+        if writing[0]:
+            closed_while_writing.append(writing[0])
+        real_close(self)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", slow_write)
+    monkeypatch.setattr(pq.ParquetWriter, "close", close)
+    monkeypatch.setattr(output, "MIN_ROW_GROUP", 100)
+    w = DatasetWriter(str(tmp_path), "problems", row_group=2000, encoders=2)
+    rows = _problem_rows(2000)
+    for _ in range(4):
+        w.write(to_table("problems", rows))
+    real_join = threading.Thread.join
+    interrupted: list[str] = []
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if self.name.startswith("parquet-writer") and timeout is None and not interrupted:
+            interrupted.append(self.name)
+            raise KeyboardInterrupt
+        real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", join)
+    with pytest.raises(KeyboardInterrupt):
+        w.close()
+    assert interrupted and w._encoders.stop
+    assert not closed_while_writing
+    assert not any(t.is_alive() for t in w._encoders.threads)
+
+
+def test_an_output_that_cannot_be_written_is_a_located_error(logdir: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full or read-only --out: one line naming the directory and the reason, exit 2, not "internal error"."""
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    def full(self: DatasetWriter, k: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(DatasetWriter, "_open", full)
+    res = CliRunner().invoke(cli, ["scan", str(logdir), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    assert res.exit_code == 2, res.output
+    assert f"{tmp_path / 'out'}: cannot write the scan datasets" in res.output and "No space left" in res.output
+    assert "internal error" not in res.output

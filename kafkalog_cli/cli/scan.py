@@ -177,9 +177,15 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         names = ["batches", "problems"] + (["records"] if records else [])
         t0 = time.perf_counter()
         try:
-            summary = _run(engine, segments, staging, records, master, jobs, spark_settings, listing)
-            source = fleet.source_key(segments)
-            fleet.publish(target, scan_id, source, names)
+            try:
+                summary = _run(engine, segments, staging, records, master, jobs, spark_settings, listing)
+                source = fleet.source_key(segments)
+                fleet.publish(target, scan_id, source, names)
+            except OSError as exc:  # the engine turns input errors into problem rows: this is the output side
+                if engine != "local":
+                    raise
+                fail(f"{out_dir or target}: cannot write the scan datasets: {exc}",
+                     "free space on that file system, or give --out a directory on another one")
             if remote_out is not None:  # publish to the bucket: upload, then drop this source's older objects
                 try:
                     for name in names:
@@ -192,6 +198,9 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
             shutil.rmtree(staging, ignore_errors=True)
         seconds = time.perf_counter() - t0
     finally:
+        from kafkalog_cli.scan import verify_pass
+
+        verify_pass.discard_early()
         if tmp is not None:
             tmp.cleanup()
     _report(summary, records, unmatched, out_dir, engine, seconds, fmt)

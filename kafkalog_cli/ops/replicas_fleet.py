@@ -120,6 +120,8 @@ def _replica(name: str, log_dir: str, pdir: str, batch_rows: list[dict], record_
         recs.setdefault((r["segment"], r["batch_position"]), []).append(
             Record(offset=r["offset"], timestamp=_ms(r["timestamp"]), key=r["key"], value=value,
                    headers=[(k.encode(), None) for k in r["header_keys"]]))
+    for rs in recs.values():  # a dataset has no row order (a batch's records may sit in two part files): offsets
+        rs.sort(key=lambda rec: rec.offset)
     batches.sort(key=lambda b: b.base)
     start = int(segs[0][:20]) if segs and segs[0][:20].isdigit() else 0
     return DatasetReplica(os.path.join(log_dir, pdir), name, name, start, leo, cache, "batches", batches, corrupt,

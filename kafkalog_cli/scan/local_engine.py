@@ -114,7 +114,18 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
     # The scan allocates a few objects per window, never cycles of interest; without this the collector's full
     # passes walk every object of pyarrow and the CLI again and again (3.5 % of a 256 MiB scan's CPU under perf).
     gc.freeze()
-    one_crc_thread()
+    before = one_crc_thread()
+    try:
+        return _run_local(segments, out_dir, records, jobs, progress, summary)
+    finally:
+        if before is not None:
+            from kafkalog_cli.storage import accel
+
+            accel.parallel_config(threads=before)
+
+
+def _run_local(segments: list[str], out_dir: str, records: bool, jobs: int,
+               progress: Callable[[str], None] | None, summary: Summary | None) -> dict[str, Any]:
     parts = group_partitions(segments)
     names = ("batches", "problems", "records") if records else ("batches", "problems")
     writers: dict[str, Any] = {name: PartitionedWriter(out_dir, name) for name in names}  # broker_id=<id>/
@@ -348,17 +359,20 @@ class _Pool:
         self.writers["problems"].write(to_table("problems", [row]))
 
 
-def one_crc_thread() -> None:
+def one_crc_thread() -> int | None:
     """The compiled walks compute their CRCs on one thread in a local scan (``accel.parallel_config``): the scan
     keeps every core busy itself (the walk beside the verify pass and two Parquet encoders, or a worker process per
     core), and a second CRC thread there only adds hand-offs (BENCHMARKS.md, "Issue 14, session 4"). Results do
-    not depend on it. A no-op without the accelerator."""
+    not depend on it. Returns the thread count it replaced (None: nothing changed), for ``run_local`` to restore;
+    leaves alone a count the user chose (``KAFKALOG_ACCEL_THREADS``) and a build without the accelerator."""
     from kafkalog_cli.storage import accel
 
+    if os.environ.get("KAFKALOG_ACCEL_THREADS"):
+        return None
     try:
-        accel.parallel_config(threads=1)
+        return accel.parallel_config(threads=1).threads
     except RuntimeError:
-        pass
+        return None
 
 
 def default_jobs() -> int:

@@ -178,6 +178,7 @@ class _Encoders:
         self.threads: list[threading.Thread] = []
         self.writers: list[pq.ParquetWriter] = [open_file(0)]
         self.put_count = 0
+        self.stop = False  # set when close() is interrupted: groups still queued are skipped
         # jemalloc gives freed pages back by itself; other pools keep them until told (scan/memory_pool.py)
         self.release = pa.default_memory_pool().backend_name != "jemalloc"
 
@@ -187,7 +188,7 @@ class _Encoders:
             if item is None:
                 return
             try:
-                if self.error is None:
+                if self.error is None and not self.stop:
                     writer.write_table(item[0], row_group_size=item[1])
                     if self.release:
                         pa.default_memory_pool().release_unused()  # give freed chunks back: keeps the RSS flat
@@ -214,16 +215,25 @@ class _Encoders:
         self.queues[k].put((table, size))
 
     def close(self) -> None:
+        """Let the threads finish the groups they were given, then close the files. Interrupted while waiting
+        (Ctrl-C), the files are left open: a thread may be inside ``write_table`` on its writer, and closing that
+        writer under it failed with "Column N had ... rows" or crashed. The threads are told to skip what is left
+        and given a moment to leave pyarrow before the interrupt goes on (the files are staging files the scan
+        removes)."""
+        for q in self.queues:
+            q.put(None)
         try:
-            for q in self.queues:
-                q.put(None)
             for t in self.threads:
                 t.join()
-        finally:
-            for w in self.writers:
-                w.close()
-        if self.error is not None:
+        except BaseException:
+            self.stop = True
+            for t in self.threads:
+                t.join(timeout=2.0)
+            raise
+        if self.error is not None:  # the writers are in an unknown state: left unclosed, as the error goes on
             raise self.error
+        for w in self.writers:
+            w.close()
 
 
 def read_dataset(out_dir: str, name: str, columns: list[str] | None = None) -> pa.Table:

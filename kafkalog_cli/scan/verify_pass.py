@@ -169,7 +169,7 @@ class Background:
         return self._result
 
 
-_early: dict[str, Background] = {}
+_early: dict[str, tuple[tuple[int, int, int], Background]] = {}  # path -> (its stat when started, the pass)
 
 
 def start_early(path: str) -> None:
@@ -177,12 +177,32 @@ def start_early(path: str) -> None:
     still loading pyarrow and opening its writers (about 0.1 s); ``background(path)`` then hands it to the walk.
     Segments below OVERLAP_ABOVE are left alone (their walk does not run beside a pass)."""
     if path not in _early and _size(path) >= OVERLAP_ABOVE:
-        _early[path] = Background(path)
+        sig = _signature(path)
+        if sig is not None:
+            _early[path] = (sig, Background(path))
 
 
 def background(path: str) -> Background:
-    """The pass of ``path`` running beside its walk: the one ``start_early`` started, else a new one."""
-    return _early.pop(path, None) or Background(path)
+    """The pass of ``path`` running beside its walk: the one ``start_early`` started, if the file is still the one
+    it started on (same inode, size and modification time), else a new one."""
+    early = _early.pop(path, None)
+    if early is not None and early[0] == _signature(path):
+        return early[1]
+    return Background(path)
+
+
+def discard_early() -> None:
+    """Forget passes started early and never taken (the command failed, or the segment went another way): a later
+    scan in the same process starts its own."""
+    _early.clear()
+
+
+def _signature(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _size(path: str) -> int:
