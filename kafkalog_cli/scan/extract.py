@@ -25,7 +25,7 @@ from kafkalog_cli.format.codecs import decompress
 from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan import verify_pass
-from kafkalog_cli.scan.paths import locate
+from kafkalog_cli.scan.paths import file_size, locate
 from kafkalog_cli.scan.records import RecordBuffers
 from kafkalog_cli.scan.schema import DATASETS, RECORDS, WIRE
 from kafkalog_cli.scan.window import WINDOW, open_segment, read_window
@@ -107,7 +107,7 @@ class _SegmentScan:
     # ------------------------------------------------------------------------------------------------ main loop
     def run(self) -> Iterator[tuple[str, pa.Table]]:
         background = None
-        if not self.collect and _file_size(self.path) >= OVERLAP_ABOVE:
+        if not self.collect and file_size(self.path) >= OVERLAP_ABOVE:
             background = verify_pass.background(self.path)  # the walk starts now, beside the pass
             try:
                 fd, n = open_segment(self.path)
@@ -120,10 +120,8 @@ class _SegmentScan:
                     os.close(fd)
                 yield from self._tail()
                 return
-        found, regions, unreadable, self.checked = (background.result() if background is not None
-                                                    else verify_pass.verify(self.path))
-        self._take(found)
-        if not unreadable and not any(p["kind"] == "vanished" and p["end"] == 0 for p in found):
+        regions = self._take_pass(background.result() if background is not None else verify_pass.verify(self.path))
+        if regions is not None:
             try:
                 fd, n = open_segment(self.path)
             except FileNotFoundError:  # deleted between verify's open and ours: a note, as verify gives it
@@ -144,10 +142,10 @@ class _SegmentScan:
         self.seen = {(p["kind"], p["position"], p["end"]) for p in found if p["kind"] == UNREADABLE}
         self.seen_verify = set(self.seen)
 
-    def _finished(self, background: verify_pass.Background) -> dict[int, tuple[int, str]] | None:
+    def _take_pass(self, result: verify_pass.Result) -> dict[int, tuple[int, str]] | None:
         """Take the finished pass into the walk (problems, checked size, CRC rule); its regions, or None when the
-        pass could not read the file at all (no rows past what was walked, as when the pass ran first)."""
-        found, regions, unreadable, self.checked = background.result()
+        pass could not read the file at all (then no rows, or none past what was walked beside it)."""
+        found, regions, unreadable, self.checked = result
         self._take(found)
         self.crc_all = self.crc_all or self.n_open != self.checked
         if unreadable or any(p["kind"] == "vanished" and p["end"] == 0 for p in found):
@@ -231,7 +229,7 @@ class _SegmentScan:
                 # a region ahead, a problem dropped, the pass done, or the disk or the file changed under the walk
                 # (its findings are worded by the finished pass's rules, which read this window again)
                 live = False
-                regions = self._finished(background)
+                regions = self._take_pass(background.result())
                 if regions is None:
                     break
                 starts = sorted(regions)
@@ -269,8 +267,9 @@ class _SegmentScan:
             yield from self._chunk()
         if live:  # the whole file walked while the pass vouched for it: its problems still come with the segment
             assert background is not None
-            self._finished(background)
+            self._take_pass(background.result())
         yield from self._chunk()
+
     def _window_rows(self, w: Window, base: int) -> tuple[int, str]:
         """Batch rows of one window; returns where the walk stopped (relative to the window) and why: "end" (the
         next entry is not wholly in the window) or the reason it met bytes that are not an entry."""
@@ -439,10 +438,3 @@ class _SegmentScan:
         schema = DATASETS["problems"]
         rows = [{**self.loc, **p} for p in self.problems]
         return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], type=f.type) for f in schema], schema=schema)
-
-
-def _file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

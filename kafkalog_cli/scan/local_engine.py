@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from kafkalog_cli.scan.fleet import PartitionedWriter
 from kafkalog_cli.scan.output import DatasetWriter
-from kafkalog_cli.scan.paths import locate
+from kafkalog_cli.scan.paths import file_size, locate
 from kafkalog_cli.scan.schema import to_table
 from kafkalog_cli.scan.summary import Summary
 from kafkalog_cli.scan.work import SmallRows, scan_partition
@@ -74,7 +74,7 @@ def bins(parts: list[list[str]], n: int) -> list[list[int]]:
     all the time (400 files of 125-row groups for 50,000 one-batch partitions, and DuckDB paid per file). Balance
     comes from the bytes (a partition larger than a bin's share is a run of its own) and from the queue of
     several bins per worker."""
-    sizes = [sum(_size(p) + 4096 for p in paths) for paths in parts]
+    sizes = [sum(file_size(p) + 4096 for p in paths) for paths in parts]
     n = max(1, n)
     left = sum(sizes)
     out: list[list[int]] = []
@@ -97,12 +97,6 @@ def bins(parts: list[list[str]], n: int) -> list[list[int]]:
         out.append(run)
     return out
 
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs: int = 1,

@@ -140,3 +140,12 @@ def expand(args: list[str], listing: Listing | None = None) -> tuple[list[str], 
         if hits == 0:
             missing.append(arg)
     return sorted(found, key=segment_sort_key), missing
+
+
+def file_size(path: str) -> int:
+    """The size of a local file, 0 when it cannot be stat'ed (gone, unreadable): for sizing work, never for deciding
+    what a file holds (the walks report a vanished or unreadable file themselves)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kafkalog_cli.scan.paths import display_name
+from kafkalog_cli.scan.paths import display_name, file_size
 
 MAX_BATCH_SIZE = 256 * 1024 * 1024
 MAX_PROBLEMS = 100_000  # per segment; more are counted in one ``problems-dropped`` row
@@ -62,7 +62,7 @@ def verify(path: str, progress: Callable[[int], None] | None = None,
     with them)."""
     from kafkalog_cli.ops.verify import verify_segment
 
-    size = _size(path)
+    size = file_size(path)
     dropper = _page_dropper(path) if size > DROP_ABOVE else None
     if dropper is not None and progress is not None:
         outer = progress
@@ -176,7 +176,7 @@ def start_early(path: str) -> None:
     """Start the pass of ``path`` now, when the command knows it will walk that segment in this process next but is
     still loading pyarrow and opening its writers (about 0.1 s); ``background(path)`` then hands it to the walk.
     Segments below OVERLAP_ABOVE are left alone (their walk does not run beside a pass)."""
-    if path not in _early and _size(path) >= OVERLAP_ABOVE:
+    if path not in _early and file_size(path) >= OVERLAP_ABOVE:
         sig = _signature(path)
         if sig is not None:
             _early[path] = (sig, Background(path))
@@ -204,12 +204,6 @@ def _signature(path: str) -> tuple[int, int, int] | None:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
 
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _page_dropper(path: str) -> Callable[[int], None] | None:

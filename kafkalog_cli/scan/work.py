@@ -23,6 +23,7 @@ import pyarrow as pa
 from kafkalog_cli.scan import columns as C
 from kafkalog_cli.scan.extract import scan_segment_chunks, scan_segment_rows
 from kafkalog_cli.scan.partition import PartitionPass
+from kafkalog_cli.scan.paths import file_size
 from kafkalog_cli.scan.schema import RECORDS, WIRE, to_table
 
 SMALL_SEGMENT = 256 << 10  # segments up to this size are gathered as Python rows
@@ -113,7 +114,7 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
             import signal
 
             os.kill(os.getpid(), signal.SIGKILL)
-        if small is not None and "://" not in path and _size(path) <= SMALL_SEGMENT \
+        if small is not None and "://" not in path and file_size(path) <= SMALL_SEGMENT \
                 and _encoded(path, path) is None:
             from kafkalog_cli.scan.impact import gentle
 
@@ -177,9 +178,3 @@ def _encoded(label: str, local: str) -> tuple[str, pa.Table] | None:
            "kind": "remote-encoded", "severity": "warning", "message": why, "offset": None}
     return "problems", to_table("problems", [row])
 
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
