@@ -51,3 +51,22 @@ def _verify_accel_equality(request, monkeypatch):
     if getattr(request.module, "verify_segment", None) is orig:
         monkeypatch.setattr(request.module, "verify_segment", dual)
     yield
+
+
+@pytest.fixture(scope="session")
+def kafka_real(tmp_path_factory):
+    """Kafka's own storage code (``../shared/kafka-real``, built once into its cache) as an ``Oracle`` with one shared
+    Batch JVM. Skips where it cannot be built; fails under CI=true (see tests/kafka_real.py)."""
+    import kafka_real as kr
+
+    oracle = kr.Oracle(kr.launcher(), tmp_path_factory.mktemp("kafka-real-io"))
+    yield oracle
+    oracle.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_dump_tool():
+    """``kafka_dump_tool(version)`` -> the launcher of that release's own DumpLogSegments (versions/ of kafka-real)."""
+    import kafka_real as kr
+
+    return kr.dump_launcher
