@@ -23,15 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from realdata_path import kafka_real_root
 
-ROOT = Path(__file__).resolve().parent.parent
 #: the dump profiles kafkalog has for the four tags versions/ builds
 VERSION_TAGS = {"2.8": "2.8.2", "3.0": "3.0.2", "3.6": "3.6.2", "3.9": "3.9.0-rc3"}
 
 
 def kafka_real_dir() -> Path:
-    env = os.environ.get("KAFKALOG_KAFKA_REAL")
-    return Path(env) if env else ROOT.parent / "shared" / "kafka-real"
+    return kafka_real_root()
 
 
 class OracleUnavailable(Exception):

@@ -26,3 +26,16 @@ def realdata_root(environ: os._Environ[str] | dict[str, str] | None = None) -> P
 
 
 REALDATA = realdata_root()
+
+KAFKA_REAL_ENV = "KAFKALOG_KAFKA_REAL"
+KAFKA_REAL_DEFAULT = Path("..") / "shared" / "kafka-real"
+
+
+def kafka_real_root(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """Where ../shared/kafka-real (Kafka's own code, the oracle of tests/kafka_real.py) is: ``$KAFKALOG_KAFKA_REAL``,
+    else beside the project root, by the same rule as the real data."""
+    env = os.environ if environ is None else environ
+    path = Path(env.get(KAFKA_REAL_ENV) or str(KAFKA_REAL_DEFAULT)).expanduser()
+    if not path.is_absolute():
+        path = PROJECT_ROOT / path
+    return Path(os.path.normpath(path))
