@@ -174,7 +174,7 @@ class TxnReport:
 def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tuple[Batch, int | None]], int]:
     """Transactional batches (data and markers) of a partition copy with their control types, and the log end
     offset. Damaged bytes stop the walk of that segment with a warning (a forensic read, not a repair)."""
-    from kafkalog_cli.ops import repair_view as ps
+    from kafkalog_cli.broker import repair_view as ps
 
     items: list[tuple[Batch, int | None]] = []
     leo = 0
@@ -207,15 +207,15 @@ def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tu
 def _snapshot(copy: PartitionCopy, log_start: int, leo: int) -> tuple[int, list] | None:
     """The producer snapshot the broker would load: the newest readable one with log start < offset <= log end
     (ProducerStateManager.truncateAndReload deletes the others, ProducerStateManager.java:355-361)."""
-    from kafkalog_cli.ops import repair_view as ps
+    from kafkalog_cli.broker import repair_view as ps
 
     return ps.newest_snapshot(copy.path, at_most=leo, above=log_start)
 
 
 def scan_partition(copy: PartitionCopy) -> PartitionReport:
     """Producer state as the broker loads it, open transactions and the last stable offset of one copy."""
+    from kafkalog_cli.broker import repair_view as ps
     from kafkalog_cli.internal_topics.logdir import checkpoint_offset
-    from kafkalog_cli.ops import repair_view as ps
 
     notes: list[str] = []
     items, leo = _scan_txn_batches(copy, notes)

@@ -26,9 +26,9 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, checkpoint_offset, discover
-from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.ops import seek
 from kafkalog_cli.storage.segment import MappedFile, entries
 

@@ -38,13 +38,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
+from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import repair_plan
-from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
     LOAD_FACTOR,

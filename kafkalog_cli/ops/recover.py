@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 
+from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
-from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage.layout import segment_bases
 

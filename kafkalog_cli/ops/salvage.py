@@ -27,10 +27,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
+from kafkalog_cli.broker import loader as ld
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops import loader as ld
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety, verify
 from kafkalog_cli.storage import companions as comp

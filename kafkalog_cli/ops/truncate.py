@@ -22,14 +22,14 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import loader as ld
+from kafkalog_cli.broker import producer_state_manager as pst
+from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import TIME_INDEX_ENTRY
-from kafkalog_cli.ops import loader as ld
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety
-from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,

@@ -67,7 +67,7 @@ def display_name(name: str) -> str:
 def locate(path: str) -> Location:
     """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike; an
     object-store URI (``s3://bucket/.../orders-0/<offset>.log``) is labelled by its key, log_dir a URI too."""
-    from kafkalog_cli.scan.tiered import classify
+    from kafkalog_cli.storage.tiered import classify
 
     remote = classify(path) if "-" in path.rsplit("/", 1)[-1] else None
     if remote is not None:  # KIP-405 layouts: topic and partition from the remote directory names

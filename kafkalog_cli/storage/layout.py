@@ -88,7 +88,7 @@ def is_segment_name(name: str) -> bool:
 def remote_base_offset(name: str) -> int | None:
     """The start offset of a remote (KIP-405) segment file name ``<20 digits>-<22-char segment id>.<suffix>``
     (RemoteLogSegmentFileset.toFilename, Aiven ObjectKeyFactory.mainPath), None for any other name."""
-    from kafkalog_cli.scan.tiered import REMOTE_FILE_RE
+    from kafkalog_cli.storage.tiered import REMOTE_FILE_RE
 
     m = REMOTE_FILE_RE.match(name)
     return int(m["offset"]) if m else None
@@ -97,7 +97,7 @@ def remote_base_offset(name: str) -> int | None:
 def is_remote_segment_path(path: str) -> bool:
     """A tiered-storage (KIP-405) remote segment, ``<20 digits>-<segment id>.log`` in a Kafka LocalTieredStorage or
     Aiven plugin directory (``scan/tiered.py`` has the layouts and their sources)."""
-    from kafkalog_cli.scan.tiered import is_remote_segment
+    from kafkalog_cli.storage.tiered import is_remote_segment
 
     return is_remote_segment(path)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key, parse_end_txn_marker
-from kafkalog_cli.internal_topics.javahash import int32, scala213_order
+from kafkalog_cli.format.javahash import int32, scala213_order
 from kafkalog_cli.storage.companions import ProducerEntry, encode_producer_snapshot
 
 NUM_BATCHES_TO_RETAIN = 5

@@ -39,10 +39,10 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
