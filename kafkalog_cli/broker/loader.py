@@ -39,6 +39,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import leader_epoch_cache as lec
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
@@ -204,28 +205,6 @@ def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -
         except ValueError:
             return None, f"{name} has a malformed offset for this partition"
     return None, f"no entry for this partition in {name}"
-
-
-def epoch_assign(cache: list[tuple[int, int]], epoch: int, start: int) -> list[tuple[int, int]]:
-    """LeaderEpochFileCache.assign (spec §10.1, errata E7 load semantics)."""
-    if cache and cache[-1][0] == epoch and start >= cache[-1][1]:
-        return cache
-    out = [(e, s) for e, s in cache if e < epoch and s < start]
-    out.append((epoch, start))
-    return out
-
-
-def epoch_truncate_from_end(cache: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:
-    if end >= 0 and cache and cache[-1][1] >= end:
-        return [(e, s) for e, s in cache if s < end]
-    return cache
-
-
-def epoch_truncate_from_start(cache: list[tuple[int, int]], start: int) -> list[tuple[int, int]]:
-    removed = [(e, s) for e, s in cache if s <= start]
-    if not removed:
-        return cache
-    return [(removed[-1][0], start)] + [(e, s) for e, s in cache if s > start]
 
 
 # ------------------------------------------------------------------------------------------------ segments
@@ -508,7 +487,7 @@ def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bo
         return [], True
     cache: list[tuple[int, int]] = []
     for e, s in raw:
-        cache = epoch_assign(cache, e, s)
+        cache = lec.assign(cache, e, s)
     return cache, True
 
 
@@ -678,7 +657,7 @@ class _LoadModel:
             if stop_at is not None and b.position >= stop_at:
                 break
             if b.leader_epoch >= 0 and (not self.cache or b.leader_epoch > self.cache[-1][0]):
-                self.cache = epoch_assign(self.cache, b.leader_epoch, b.base_offset)
+                self.cache = lec.assign(self.cache, b.leader_epoch, b.base_offset)
             if stop_at is None:
                 psm.state.replay([b], aborted)
         if s.stop == "empty":
@@ -766,7 +745,7 @@ class _LoadModel:
         plan, segs, clean, version = self.plan, self.segs, self.plan.clean_shutdown, self.version
         leo = plan.log_end_offset
         changes = plan.changes
-        cache = epoch_truncate_from_start(epoch_truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
+        cache = lec.truncate_from_start(lec.truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
         plan.epochs_after = cache
         if cache != plan.epochs_before:
             text = comp.encode_leader_epoch_checkpoint(cache).encode()

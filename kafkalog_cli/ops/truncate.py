@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
+from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import TIME_INDEX_ENTRY
@@ -43,28 +44,6 @@ from kafkalog_cli.storage.segment import MappedFile, entries
 
 CHECKPOINT = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
-
-
-def end_offset_for(cache: list[tuple[int, int]], requested: int, log_end_offset: int) -> tuple[int, int]:
-    """LeaderEpochFileCache.endOffsetFor (spec §10.1): (epoch, end offset), (-1, -1) when undefined."""
-    if requested < 0 or not cache:
-        return -1, -1
-    if requested == cache[-1][0]:
-        return requested, log_end_offset
-    higher = next(((e, s) for e, s in cache if e > requested), None)
-    if higher is None:
-        return -1, -1
-    floor = [(e, s) for e, s in cache if e <= requested]
-    if not floor:
-        return requested, higher[1]
-    return floor[-1][0], higher[1]
-
-
-def truncate_from_end(cache: list[tuple[int, int]], end_offset: int) -> list[tuple[int, int]]:
-    """LeaderEpochFileCache.truncateFromEnd: drop entries starting at or after ``end_offset``."""
-    if end_offset >= 0 and cache and cache[-1][1] >= end_offset:
-        return [(e, s) for e, s in cache if s < end_offset]
-    return list(cache)
 
 
 @dataclass
