@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.broker import leader_epoch_cache as lec
 from kafkalog_cli.broker import producer_state_manager as pst
+from kafkalog_cli.broker.checkpoints import LOG_START_FILE, RECOVERY_POINT_FILE, read_offset_checkpoint
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
@@ -52,8 +53,6 @@ from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
-LOG_START_FILE = "log-start-offset-checkpoint"
 DEFAULT_VERSION = "3.9"
 
 
@@ -187,24 +186,6 @@ def topic_partition(pdir: str) -> tuple[str, int] | None:
     name = os.path.basename(os.path.abspath(pdir))
     topic, _, p = name.rpartition("-")
     return (topic, int(p)) if topic and p.isascii() and p.isdigit() else None  # '²'.isdigit() is True
-
-
-def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -> tuple[int | None, str]:
-    """(offset or None, how it was found) from a log-dir checkpoint (``topic partition offset`` lines)."""
-    path = os.path.join(logdir, name)
-    if not os.path.isfile(path):
-        return None, f"{name} missing"
-    try:
-        cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
-    except CheckpointError as exc:
-        return None, f"{name} unreadable ({exc.message}): the broker resets every partition to 0"
-    off = comp.checkpoint_entry(cp, tp[0], str(tp[1])) if tp is not None else None
-    if off is not None:  # the last entry for the partition wins, as in the broker's map
-        try:
-            return comp.java_parse_int(off, 64), f"{name}: {off}"
-        except ValueError:
-            return None, f"{name} has a malformed offset for this partition"
-    return None, f"no entry for this partition in {name}"
 
 
 # ------------------------------------------------------------------------------------------------ segments

@@ -12,8 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from kafkalog_cli.broker.checkpoints import partition_offset
 from kafkalog_cli.errors import UnreadableFileError
-from kafkalog_cli.storage.companions import partition_checkpoint_offset
 from kafkalog_cli.storage.layout import segment_bases
 
 # topic-N as the broker names partition directories; "-delete"/"-future"/"-stray" directories are not live logs
@@ -114,4 +114,4 @@ def checkpoint_offset(copy_or_dir: PartitionCopy | str, filename: str) -> tuple[
         real = os.path.realpath(copy_or_dir)
         log_dir, name = os.path.dirname(real), os.path.basename(real)
     topic, _, part = name.rpartition("-")
-    return partition_checkpoint_offset(log_dir, topic, part, filename)
+    return partition_offset(log_dir, topic, part, filename)

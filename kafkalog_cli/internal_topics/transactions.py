@@ -18,6 +18,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from kafkalog_cli.broker.checkpoints import HIGH_WATERMARK_FILE, LOG_START_FILE
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
 from kafkalog_cli.format.batch import Batch
@@ -221,7 +222,7 @@ def scan_partition(copy: PartitionCopy) -> PartitionReport:
     items, leo = _scan_txn_batches(copy, notes)
     bases = segment_logs(copy.path)
     log_start = bases[0][0] if bases else 0
-    ckpt, _why = checkpoint_offset(copy, "log-start-offset-checkpoint")
+    ckpt, _why = checkpoint_offset(copy, LOG_START_FILE)
     if ckpt is not None and ckpt > log_start:
         log_start = ckpt  # LogLoader.java:221: max(checkpoint, first segment base)
     snap = _snapshot(copy, log_start, leo)
@@ -247,7 +248,7 @@ def scan_partition(copy: PartitionCopy) -> PartitionReport:
             rec[2] = b.last_offset
             rec[3] += 1
     first_batch_ts = {(b.producer_id, b.base_offset): b.max_timestamp for b, _ct in items if not b.is_control}
-    hw, hw_why = checkpoint_offset(copy, "replication-offset-checkpoint")
+    hw, hw_why = checkpoint_offset(copy, HIGH_WATERMARK_FILE)
     hw_known = hw is not None
     if hw is None:
         notes.append(f"high watermark unknown ({hw_why}): the log end offset stands in for it")

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
 from kafkalog_cli.broker import repair_view as ps
+from kafkalog_cli.broker.checkpoints import high_watermark
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
@@ -53,7 +54,7 @@ from kafkalog_cli.ops.compact_io import (
     SkimpyOffsetMap,
 )
 from kafkalog_cli.storage import layout
-from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index, partition_checkpoint_offset
+from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
@@ -427,20 +428,6 @@ def _split_parts(seg: ps.Segment, opts: CompactOptions) -> list[Part]:
     return parts
 
 
-def _high_watermark(partition_dir: str) -> tuple[int | None, str]:
-    """The partition's entry in ``replication-offset-checkpoint`` (the cleaner never goes past the HW), or
-    ``(None, why)`` when it is unknown.
-
-    Only a missing/unreadable file (OSError) or one the broker itself would refuse (CheckpointError, non-UTF-8,
-    a non-numeric offset) counts as unknown; any other exception is a bug and must surface, not silently drop the
-    cap. The caller says so in the plan.
-    """
-    from kafkalog_cli.ops import safety
-
-    topic, _, part = os.path.basename(os.path.realpath(partition_dir)).rpartition("-")
-    return partition_checkpoint_offset(safety.log_dir_of(partition_dir), topic, part, "replication-offset-checkpoint")
-
-
 def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int,
                        ranges: list[tuple[int, int]]) -> None:
     """Errata E1: every aborted transaction the log proves must be in the ``.txnindex`` files the cleaner reads,
@@ -635,7 +622,7 @@ def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts
     log_start = segments[0].base
     lso = min(facts.open_txns.values(), default=leo)
     cap = lso
-    hw, hw_unknown = _high_watermark(pdir)
+    hw, hw_unknown = high_watermark(pdir)
     if hw is None:
         notes.append(
             f"WARNING: the high watermark is unknown: {hw_unknown}. The broker never cleans past it; without it the "

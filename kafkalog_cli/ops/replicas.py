@@ -30,6 +30,7 @@ import os
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from kafkalog_cli.broker.checkpoints import high_watermark
 from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, first_of_each_higher_epoch, truncate_from_end
 from kafkalog_cli.errors import CheckpointError, CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, HEADER_SIZE, Batch, Record
@@ -38,7 +39,6 @@ from kafkalog_cli.format.text import increment_sequence
 from kafkalog_cli.ops.truncate import CHECKPOINT
 from kafkalog_cli.storage.companions import (
     parse_leader_epoch_checkpoint,
-    partition_checkpoint_offset,
     read_checkpoint_text,
 )
 from kafkalog_cli.storage.layout import segment_logs
@@ -558,18 +558,6 @@ class LostRecords:
         return dict(self.__dict__)
 
 
-def _high_watermark(pdir: str) -> int | None:
-    """This partition's entry in the log directory's replication-offset-checkpoint, None when absent or unreadable.
-
-    Read by the shared reader (``companions.partition_checkpoint_offset``): the last entry for the partition wins,
-    as in the broker's map."""
-    topic, _, part = os.path.basename(pdir).rpartition("-")
-    if not part.isdigit():
-        return None
-    hw, _why = partition_checkpoint_offset(os.path.dirname(pdir), topic, part, "replication-offset-checkpoint")
-    return hw
-
-
 def leader_epochs(leader: Replica, replicas: list[Replica]) -> tuple[list[tuple[int, int]], str | None]:
     """The leader's epoch cache as it serves fetches. A replica becomes leader with an epoch above every epoch
     before it and assigns (that epoch, its log end offset) first (Partition.makeLeader ->
@@ -601,7 +589,7 @@ def simulate_truncation(follower: Replica, leader: Replica, lcache: list[tuple[i
         if not cache and leo <= follower.log_start_offset:
             return target, steps, notes  # an empty log: whatever the high watermark, nothing is cut
         if not cache:
-            hw = _high_watermark(follower.path)
+            hw, _why = high_watermark(follower.path)
             steps.append(TruncationStep(-1, leo, -1, -1, hw, "no leader epoch on the follower: truncate to the high "
                                         "watermark (AbstractFetcherThread.truncateToHighWatermark)"))
             if hw is None:

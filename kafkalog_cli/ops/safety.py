@@ -70,6 +70,7 @@ from typing import BinaryIO
 from kafkalog_cli.errors import RepairRefused, WriteFailedError, unreadable
 from kafkalog_cli.format import layouts as L
 from kafkalog_cli.storage import lock as locks
+from kafkalog_cli.storage.layout import log_dir_of
 
 BUILD_SUFFIX = ".cleaned"
 PLAIN_SUFFIX = ".tmp"  # staging suffix of files whose names carry no offset (Kafka's checkpoint-write suffix)
@@ -89,15 +90,6 @@ CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata")
 
 
 # ------------------------------------------------------------------------------------------------ lock and paths
-def log_dir_of(partition_dir: str) -> str:
-    """The log directory a broker would lock: the parent of the partition dir's *real* path.
-
-    ``abspath`` would take the parent of a symlink (``/links/t-0`` -> ``/links``), where no ``.lock`` exists, and so
-    let a write through a symlinked partition path bypass the broker-lock check.
-    """
-    return os.path.dirname(os.path.realpath(partition_dir))
-
-
 def _lock_refusal(logdir: str, lock_path: str, state: locks.LockState) -> RepairRefused:
     who = f"pid {state.pid}" if state.pid else "pid unknown"
     return RepairRefused(

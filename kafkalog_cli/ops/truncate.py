@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
+from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
 from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
@@ -261,7 +262,7 @@ def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Seg
 
 def _log_start(pdir: str, first_base: int) -> int:
     """The broker's logStartOffset: ``log-start-offset-checkpoint`` (if it names this partition) or the first base."""
-    cp, _src = ld.read_offset_checkpoint(safety.log_dir_of(pdir), ld.LOG_START_FILE, ld.topic_partition(pdir))
+    cp, _src = read_offset_checkpoint(layout.log_dir_of(pdir), LOG_START_FILE, ld.topic_partition(pdir))
     return max(cp or 0, first_base)
 
 

@@ -152,6 +152,16 @@ def segment_logs(partition_dir: str) -> list[tuple[int, str]]:
     return [(b, os.path.join(partition_dir, segment_name(b))) for b in segment_bases(partition_dir)]
 
 
+def log_dir_of(partition_dir: str) -> str:
+    """The log directory holding a partition directory, the one a broker would lock and keep the checkpoints in:
+    the parent of the partition dir's *real* path.
+
+    ``abspath`` would take the parent of a symlink (``/links/t-0`` -> ``/links``), where no ``.lock`` exists, and so
+    let a write through a symlinked partition path bypass the broker-lock check.
+    """
+    return os.path.dirname(os.path.realpath(partition_dir))
+
+
 def looks_like_partition_dir(path: str) -> bool:
     """``<topic>-<n>`` (optionally with Kafka's ``.<uuid>-delete/-future/-stray`` suffix), or holding a file only a
     partition directory has."""
