@@ -18,6 +18,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker.checkpoints import HIGH_WATERMARK_FILE, LOG_START_FILE
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
@@ -215,7 +216,6 @@ def _snapshot(copy: PartitionCopy, log_start: int, leo: int) -> tuple[int, list]
 
 def scan_partition(copy: PartitionCopy) -> PartitionReport:
     """Producer state as the broker loads it, open transactions and the last stable offset of one copy."""
-    from kafkalog_cli.broker import repair_view as ps
     from kafkalog_cli.internal_topics.logdir import checkpoint_offset
 
     notes: list[str] = []
@@ -226,12 +226,11 @@ def scan_partition(copy: PartitionCopy) -> PartitionReport:
     if ckpt is not None and ckpt > log_start:
         log_start = ckpt  # LogLoader.java:221: max(checkpoint, first segment base)
     snap = _snapshot(copy, log_start, leo)
-    state: dict[int, ps.ProducerState] = {}
+    state: dict[int, pst.ProducerStateEntry] = {}
     snap_off = None
     if snap is not None:
         snap_off, snap_entries = snap
-        state = {e.producer_id: ps.ProducerState(e.producer_id, e.producer_epoch, e.last_offset,
-                                                 e.current_txn_first_offset) for e in snap_entries}
+        state = pst.entries_from_snapshot(snap_entries)
     info: dict[tuple[int, int], list] = {}  # (pid, first offset) -> [first ts, last ts, last offset, batches]
     markers: dict[int, list[tuple[int, int, int]]] = {}
     for b, ct in items:
@@ -239,7 +238,7 @@ def scan_partition(copy: PartitionCopy) -> PartitionReport:
             markers.setdefault(b.producer_id, []).append((b.base_offset, b.producer_epoch, ct))
         if (snap_off is not None and b.base_offset < snap_off) or b.last_offset < log_start:
             continue  # the broker replays from the snapshot, else from the log start offset (LogLoader)
-        ps.replay_batch(state, b, ct)
+        pst.replay_for_repair(state, b, ct)
         if not b.is_control:
             first = state[b.producer_id].current_txn_first_offset
             rec = info.setdefault((b.producer_id, first), [b.max_timestamp if first == b.base_offset else None,

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.broker.checkpoints import high_watermark
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
@@ -737,14 +738,13 @@ def _replace_segments(plan: CompactPlan) -> None:
 
 
 def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int, _SegFacts],
-                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts) -> dict[int, ps.ProducerState]:
+                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts) -> dict[int, pst.ProducerStateEntry]:
     """The newest snapshot at or below the log end, then the batches after it (a header walk of the tail only)."""
     snap = ps.newest_snapshot(pdir, at_most=leo)
     if snap is None:
         return facts.producers
     off, entries = snap
-    state = {e.producer_id: ps.ProducerState(e.producer_id, e.producer_epoch, e.last_offset, e.current_txn_first_offset)
-             for e in entries}
+    state = pst.entries_from_snapshot(entries)
     for seg in segments:
         sf = seg_facts[seg.base]
         if not sf.batches or sf.next_offset <= off:
@@ -752,7 +752,7 @@ def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int
         with SegmentReader(seg.path("log")) as r:
             for b in r.batches():
                 if b.base_offset >= off:
-                    ps.replay_batch(state, b, ctypes.get(b.base_offset))
+                    pst.replay_for_repair(state, b, ctypes.get(b.base_offset))
     return state
 
 
@@ -762,7 +762,7 @@ class _Cleaner:
     execution with the staged file, so both see the same batches, in the same order, with the same decisions."""
 
     def __init__(self, parts: list[Part], segments: list[ps.Segment], ctypes: dict[int, int | None],
-                 producers: dict[int, ps.ProducerState], upper: int, now: int, opts: CompactOptions) -> None:
+                 producers: dict[int, pst.ProducerStateEntry], upper: int, now: int, opts: CompactOptions) -> None:
         self.parts = parts
         self.segments = segments
         self.ctypes = ctypes
@@ -833,7 +833,7 @@ class _Cleaner:
         out.txn_entries = tracker.cleaned_index
 
 
-def _is_producer_last(b: Batch, producers: dict[int, ps.ProducerState]) -> bool:
+def _is_producer_last(b: Batch, producers: dict[int, pst.ProducerStateEntry]) -> bool:
     p = producers.get(b.producer_id)
     if p is None:
         return False
@@ -843,7 +843,7 @@ def _is_producer_last(b: Batch, producers: dict[int, ps.ProducerState]) -> bool:
 
 
 def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTracker, ctype: int | None,
-                  omap: SkimpyOffsetMap, producers: dict[int, ps.ProducerState],
+                  omap: SkimpyOffsetMap, producers: dict[int, pst.ProducerStateEntry],
                   upper: int, now: int, opts: CompactOptions, st: SegmentStats) -> Piece | None:
     """The cleaner's checkBatchRetention + shouldRetainRecord + filterTo for one batch: the output piece or None."""
     st.batches_before += 1

@@ -276,7 +276,7 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     UnifiedLog.java:57-139): ``truncateAndReload`` removes every snapshot above the end or at/below the log start
     (ProducerStateManager.java:355-372) and reloads the newest one left, the kept log after it is replayed (a
     snapshot taken at the base of either of the last two segments passed), and ``takeSnapshot`` writes one at the
-    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``ProducerStateModel`` simulates
+    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``ProducerStateManager`` simulates
     exactly those steps; here it runs with the pre-truncation state. The end is the new log end offset, not the
     requested target: the broker writes at the target (its in-memory end, LocalLog.scala:556), but when the target
     lies inside a batch the log on disk ends lower and the next load would delete a snapshot above it
@@ -297,10 +297,10 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
         if bad is not None:
             raise bad
         kept.append(ld.Scan(s.base, s.path("log"), 0, 0, bs, b"", b"", None, None))  # type: ignore[arg-type]
-    store = ld.SnapshotStore(pdir, os.listdir(pdir))
+    store = pst.SnapshotStore(pdir, os.listdir(pdir))
     before = set(store.offsets())
     java_map = ld.KafkaVersion.parse(ld.DEFAULT_VERSION).java_producer_map
-    psm = ld.ProducerStateModel(store, java_map, None)
+    psm = pst.ProducerStateManager(store, java_map, None)
     # the live state before the truncation; only whether it is empty matters (isEmptyBeforeTruncation), so the
     # replay of the removed part stops at its first unreadable batch or invalid transaction state
     try:
@@ -313,7 +313,7 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
         pass
     psm.state.map_end_offset = plan.old_log_end_offset
     psm.last_snap = max((o for o in before if o <= plan.old_log_end_offset), default=0)
-    ld.rebuild_producer_state(psm, kept, log_start, plan.new_log_end_offset, False)
+    pst.rebuild_producer_state(psm, kept, log_start, plan.new_log_end_offset, False)
     plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(before - set(store.present))]
     for off in sorted(store.written):
         if off in store.present:
