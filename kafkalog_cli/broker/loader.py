@@ -40,6 +40,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.broker import leader_epoch_cache as lec
+from kafkalog_cli.broker import log_segment as ri
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker.checkpoints import LOG_START_FILE, RECOVERY_POINT_FILE, read_offset_checkpoint
 from kafkalog_cli.broker.producer_state_manager import (
@@ -51,7 +52,6 @@ from kafkalog_cli.broker.producer_state_manager import (
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
-from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
