@@ -55,6 +55,7 @@ from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFS
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
+from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
@@ -188,10 +189,10 @@ class LoaderPlan:
 
 # ------------------------------------------------------------------------------------------------ log-dir inputs
 def topic_partition(pdir: str) -> tuple[str, int] | None:
-    """``<topic>-<partition>`` split at the last '-' (spec §7.6)."""
-    name = os.path.basename(os.path.abspath(pdir))
-    topic, _, p = name.rpartition("-")
-    return (topic, int(p)) if topic and p.isascii() and p.isdigit() else None  # '²'.isdigit() is True
+    """(topic, partition) of a live ``<topic>-<partition>`` directory (spec §7.6, ``storage/partition_name.py``),
+    None for any other name (``-delete``/``-future``/``-stray`` ones included)."""
+    tp = parse_topic_partition_name(os.path.basename(os.path.abspath(pdir)))
+    return (tp.topic, tp.partition) if tp is not None and tp.is_live else None
 
 
 # ------------------------------------------------------------------------------------------------ segments

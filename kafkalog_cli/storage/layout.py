@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from kafkalog_cli.errors import UnreadableFileError, unreadable
+from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -165,10 +166,7 @@ def log_dir_of(partition_dir: str) -> str:
 def looks_like_partition_dir(path: str) -> bool:
     """``<topic>-<n>`` (optionally with Kafka's ``.<uuid>-delete/-future/-stray`` suffix), or holding a file only a
     partition directory has."""
-    name = os.path.basename(os.path.abspath(path))
-    stem = name.split(".", 1)[0] if name.endswith(("-delete", "-future", "-stray")) else name
-    topic, dash, num = stem.rpartition("-")
-    if dash and topic and num.isdigit():
+    if parse_topic_partition_name(os.path.basename(os.path.abspath(path))) is not None:
         return True
     return any(os.path.exists(os.path.join(path, n)) for n in ("partition.metadata", "leader-epoch-checkpoint"))
 
