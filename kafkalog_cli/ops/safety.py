@@ -23,7 +23,7 @@ Locks (``locked_log_dir``, held for the whole ``--execute``): kafkalog's own flo
 writing commands never interleave) and the broker's ``.lock``, created when missing and locked as Kafka's
 ``FileLock`` does (a broker starting mid-repair fails its ``tryLock``).
 
-Commit order (each step durable before the next; README "Commit order and crash safety" has the table):
+Commit order (each step durable before the next; docs/safety.md "Commit order and crash safety" has the table):
 
 0. a pointer (state ``staging``, pid and start time of this process) at a location derived from the partition's
    real path alone, never from ``$KAFKALOG_BACKUP_DIR`` (``_pointer_paths``);
@@ -1105,7 +1105,8 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
             expected=f"journal version {JOURNAL_VERSION} with {', '.join(_JOURNAL_KEYS)}",
             found=f"version {j.get('version')!r}, missing " + ", ".join(k for k in _JOURNAL_KEYS if k not in j),
             hint="finish or undo it with the kafkalog version that wrote it, or by hand from the backup directory "
-                 "(its files are the old versions), then remove the pointer named in the README's crash-safety section",
+                 "(its files are the old versions), then remove the pointer named in "
+                 "docs/safety.md (\"Commit order and crash safety\")",
         )
     backup_dir = j["backup_dir"]
     suffix = j["suffix"]
