@@ -207,7 +207,7 @@ def location_columns(loc: dict[str, Any], n: int) -> dict[str, pa.Array]:
     """The location columns of ``n`` rows of one segment (strings as one-entry dictionaries).
 
     Why cached: they are the same for every window of a segment, and building five constant arrays per window cost
-    about a tenth of a 1 GiB scan (profile in BENCHMARKS.md); a slice of the segment's longest ones is free."""
+    about a tenth of a 1 GiB scan (profile in bench/HISTORY.md); a slice of the segment's longest ones is free."""
     key = tuple(loc.get(f.name) for f in BATCHES if f.name in LOCATION)
     cap, cols = _LOC_CACHE.get(key, (-1, {}))
     if n > cap:
