@@ -97,7 +97,7 @@ def remote_base_offset(name: str) -> int | None:
 
 def is_remote_segment_path(path: str) -> bool:
     """A tiered-storage (KIP-405) remote segment, ``<20 digits>-<segment id>.log`` in a Kafka LocalTieredStorage or
-    Aiven plugin directory (``scan/tiered.py`` has the layouts and their sources)."""
+    Aiven plugin directory (``storage/tiered.py`` has the layouts and their sources)."""
     from kafkalog_cli.storage.tiered import is_remote_segment
 
     return is_remote_segment(path)
