@@ -19,8 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kafkalog_cli.broker import loader  # noqa: E402
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch  # noqa: E402
-from kafkalog_cli.ops import loader, salvage  # noqa: E402
+from kafkalog_cli.ops import salvage  # noqa: E402
 from kafkalog_cli.ops.rebuild_index import rebuild_segment  # noqa: E402
 
 

@@ -9,14 +9,7 @@ from __future__ import annotations
 
 import sys
 
-
-def say_interrupted() -> None:
-    """The one line a Ctrl-C leaves on stderr (here and in cli.main's handler); a closed stderr is ignored."""
-    try:
-        sys.stderr.write("\nkafkalog: interrupted\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+from kafkalog_cli.cli import say_interrupted  # the command package's __init__: no click, nothing heavy
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from partition_gen import PartitionBuilder
 from test_compact import decode_dir
 
+from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.cli.main import cli
-from kafkalog_cli.ops import repair_view as ps
 
 NOW = 1_800_000_000_000
 RETENTION = 86_400_000

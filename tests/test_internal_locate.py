@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli.main import cli
-from kafkalog_cli.internal_topics.javahash import java_string_hash, kafka_abs
+from kafkalog_cli.format.javahash import java_string_hash, kafka_abs
 from kafkalog_cli.internal_topics.locate import partition_for
 
 

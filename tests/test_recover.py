@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from partition_gen import PartitionBuilder, verify_crc_clean
 from realdata_path import REALDATA
 
+from kafkalog_cli.broker import loader as ld
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.cli.main import cli
-from kafkalog_cli.ops import loader as ld
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.storage.companions import ProducerEntry, encode_producer_snapshot, parse_producer_snapshot
 
 

@@ -105,7 +105,7 @@ def test_records_of_a_batch_are_in_offset_order_whatever_the_dataset_order():
     holds each batch's records in offset order (``_judge_missing`` takes the first one it meets as the earliest)."""
     import random
 
-    from kafkalog_cli.ops.replicas_fleet import _replica
+    from kafkalog_cli.scan.replicas_fleet import _replica
 
     rows = [{"segment": "00000000000000000000.log", "batch_position": 0, "offset": o, "timestamp": None,
              "value_size": 3, "key": b"k", "header_keys": []} for o in range(50)]

@@ -44,7 +44,7 @@ def test_no_raw_batch_header_offsets_outside_the_layouts() -> None:
     for path in sorted((pkg / "accel").glob("*.c")):
         code = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)
         found += [f"{path.name}: {m.group(0)}" for m in RAW_HEADER_OFFSET_C.finditer(code)]
-    for sub in ("format", "storage", "ops", "scan", "render"):
+    for sub in ("format", "storage", "broker", "ops", "scan", "render"):
         for path in sorted((pkg / sub).glob("*.py")):
             if path.name == "layouts.py":
                 continue

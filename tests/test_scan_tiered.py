@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from scan_data import load_sorted, make_logdir
 
-from kafkalog_cli.scan import tiered
+from kafkalog_cli.storage import tiered
 
 KAFKALOG = [sys.executable, "-m", "kafkalog_cli"]
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -108,7 +108,7 @@ def test_verify_and_dump_use_the_same_discovery(layouts: dict[str, Path]) -> Non
 def test_remote_partition_numbers_beyond_a_java_int_or_not_ascii_are_no_partition():
     """Kafka parses partition numbers with Integer.parseInt: a remote directory whose number does not fit is no
     partition (never an OverflowError later when the row is stored); '²' is a digit to str.isdigit, not to int()."""
-    from kafkalog_cli.scan.tiered import classify
+    from kafkalog_cli.storage.tiered import classify
 
     seg = "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log"
     assert classify(f"/r/t-99999999999999999999-AAAAAAAAAAAAAAAAAAAAAA/{seg}") is None

@@ -15,8 +15,8 @@ from kafka.record.default_records import DefaultRecordBatch
 from partition_gen import random_partition, verify_crc_clean
 from repair_helpers import kill_after_delays, refused_while_locked
 
+from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
 from kafkalog_cli.cli.truncate import truncate_to_epoch as truncate_cmd
-from kafkalog_cli.ops.truncate import end_offset_for, truncate_from_end
 
 
 def run_cli(*args: str) -> tuple[int, str]:

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from partition_gen import PartitionBuilder, random_partition
 
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.cli.main import cli
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import truncate
 from kafkalog_cli.storage.companions import parse_producer_snapshot
 from kafkalog_cli.storage.segment import MappedFile, entries

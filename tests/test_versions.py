@@ -49,7 +49,7 @@ def test_engine_does_not_import_render() -> None:
     import pathlib
 
     root = pathlib.Path(versions.__file__).parent
-    for sub in ("ops", "storage", "format", "internal", "internal_topics", "scan"):
+    for sub in ("ops", "broker", "storage", "format", "internal", "internal_topics", "scan"):
         for path in (root / sub).glob("*.py"):
             assert "kafkalog_cli.render" not in path.read_text(), path
 

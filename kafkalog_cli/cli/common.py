@@ -39,7 +39,7 @@ class StdoutSink:
     buffer written with one ``write`` to the binary stream, and pre-encoded chunks (the compiled formatter's output)
     join the same buffer without a str round trip; nothing is allocated per write. Measured end to end, the per-line
     ``sys.stdout.write`` (a str concatenation, a TextIOWrapper encode, an 8 KiB buffer) cost about a third of a deep
-    dump (BENCHMARKS.md, issue 20).
+    dump (bench/HISTORY.md, issue 20).
 
     ``err`` lines flush the buffer first, so stdout and stderr interleave as with ``line_writers``. ``flush`` must
     be called at the end (the command does it; an interrupt drops the buffer, as main() does with stdout's).

@@ -173,7 +173,7 @@ def _exit_pipe_closed() -> None:
 def _exit_interrupted() -> None:
     """Ctrl-C: exit 130 (128 + SIGINT, the shell convention), never 1 ("problems found"). Output still buffered is
     dropped: flushing it could block forever on a pipe whose reader stopped reading."""
-    from kafkalog_cli.entry import say_interrupted
+    from kafkalog_cli.cli import say_interrupted
 
     _quiet_stdout()
     say_interrupted()

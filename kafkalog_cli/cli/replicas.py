@@ -114,7 +114,7 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
     import pyarrow.parquet as pq
 
     from kafkalog_cli.errors import KafkalogError
-    from kafkalog_cli.ops.replicas_fleet import divergence
+    from kafkalog_cli.scan.replicas_fleet import divergence
 
     out, _err = line_writers()
     mapping: dict[str, str] = {}

@@ -31,7 +31,7 @@ Examples:
 
 \b
 Datasets: DIR/batches, DIR/problems and (with --records) DIR/records, Parquet,
-columns documented in the README ("kafkalog scan").
+columns documented in docs/scan.md ("Datasets").
 
 Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 )

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.format.javahash import java_string_hash, scala213_order
 from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal_topics import coordinator as co
 from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics import schemas_group as sg
-from kafkalog_cli.internal_topics.javahash import java_string_hash, scala213_order
 from kafkalog_cli.internal_topics.releases import release_for
 
 Version = tuple[int, int, int]

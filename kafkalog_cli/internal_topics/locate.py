@@ -8,7 +8,7 @@ broker default of ``offsets.topic.num.partitions`` and ``transaction.state.log.n
 
 from __future__ import annotations
 
-from kafkalog_cli.internal_topics.javahash import java_string_hash, kafka_abs
+from kafkalog_cli.format.javahash import java_string_hash, kafka_abs
 
 DEFAULT_PARTITIONS = 50
 TOPICS = {"group": "__consumer_offsets", "txn": "__transaction_state"}

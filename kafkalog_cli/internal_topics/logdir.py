@@ -9,16 +9,12 @@ the same two checkpoint files the broker keeps per log dir (``log-start-offset-c
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
+from kafkalog_cli.broker.checkpoints import partition_offset
 from kafkalog_cli.errors import UnreadableFileError
-from kafkalog_cli.storage.companions import partition_checkpoint_offset
 from kafkalog_cli.storage.layout import segment_bases
-
-# topic-N as the broker names partition directories; "-delete"/"-future"/"-stray" directories are not live logs
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-NOT_LIVE = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
+from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 
 
 @dataclass
@@ -41,11 +37,12 @@ class PartitionCopy:
 
 
 def split_name(dirname: str) -> tuple[str, int]:
-    """(topic, partition) from a partition directory name; (name, -1) when it does not look like ``topic-N``."""
-    m = PARTITION_DIR.match(dirname)
-    if m is None:
+    """(topic, partition) from a live partition directory name (``topic-N``, ``storage/partition_name.py``);
+    (name, -1) for any other name, ``-delete``/``-future``/``-stray`` directories included (not live logs)."""
+    tp = parse_topic_partition_name(dirname)
+    if tp is None or not tp.is_live:
         return dirname, -1
-    return m.group("topic"), int(m.group("partition"))
+    return tp.topic, tp.partition
 
 
 def broker_id(log_dir: str) -> str | None:
@@ -92,7 +89,8 @@ def discover(paths: list[str]) -> tuple[list[PartitionCopy], list[str]]:
         before = len(found)
         for name in sorted(os.listdir(path)):
             sub = os.path.join(path, name)
-            if NOT_LIVE.search(name) or PARTITION_DIR.match(name) is None or not is_partition_dir(sub):
+            tp = parse_topic_partition_name(name)
+            if tp is None or not tp.is_live or not is_partition_dir(sub):
                 continue
             topic, part = split_name(name)
             found.append(PartitionCopy(topic, part, sub, path, broker))
@@ -114,4 +112,4 @@ def checkpoint_offset(copy_or_dir: PartitionCopy | str, filename: str) -> tuple[
         real = os.path.realpath(copy_or_dir)
         log_dir, name = os.path.dirname(real), os.path.basename(real)
     topic, _, part = name.rpartition("-")
-    return partition_checkpoint_offset(log_dir, topic, part, filename)
+    return partition_offset(log_dir, topic, part, filename)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.format.javahash import scala213_order, topic_partition_hash
 from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal_topics import coordinator as co
 from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics import schemas_txn_share as st
-from kafkalog_cli.internal_topics.javahash import scala213_order, topic_partition_hash
 from kafkalog_cli.internal_topics.releases import release_for
 
 Version = tuple[int, int, int]

@@ -18,6 +18,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from kafkalog_cli.broker import producer_state_manager as pst
+from kafkalog_cli.broker.checkpoints import HIGH_WATERMARK_FILE, LOG_START_FILE
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
 from kafkalog_cli.format.batch import Batch
@@ -174,7 +176,7 @@ class TxnReport:
 def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tuple[Batch, int | None]], int]:
     """Transactional batches (data and markers) of a partition copy with their control types, and the log end
     offset. Damaged bytes stop the walk of that segment with a warning (a forensic read, not a repair)."""
-    from kafkalog_cli.ops import repair_view as ps
+    from kafkalog_cli.broker import repair_view as ps
 
     items: list[tuple[Batch, int | None]] = []
     leo = 0
@@ -207,7 +209,7 @@ def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tu
 def _snapshot(copy: PartitionCopy, log_start: int, leo: int) -> tuple[int, list] | None:
     """The producer snapshot the broker would load: the newest readable one with log start < offset <= log end
     (ProducerStateManager.truncateAndReload deletes the others, ProducerStateManager.java:355-361)."""
-    from kafkalog_cli.ops import repair_view as ps
+    from kafkalog_cli.broker import repair_view as ps
 
     return ps.newest_snapshot(copy.path, at_most=leo, above=log_start)
 
@@ -215,22 +217,20 @@ def _snapshot(copy: PartitionCopy, log_start: int, leo: int) -> tuple[int, list]
 def scan_partition(copy: PartitionCopy) -> PartitionReport:
     """Producer state as the broker loads it, open transactions and the last stable offset of one copy."""
     from kafkalog_cli.internal_topics.logdir import checkpoint_offset
-    from kafkalog_cli.ops import repair_view as ps
 
     notes: list[str] = []
     items, leo = _scan_txn_batches(copy, notes)
     bases = segment_logs(copy.path)
     log_start = bases[0][0] if bases else 0
-    ckpt, _why = checkpoint_offset(copy, "log-start-offset-checkpoint")
+    ckpt, _why = checkpoint_offset(copy, LOG_START_FILE)
     if ckpt is not None and ckpt > log_start:
         log_start = ckpt  # LogLoader.java:221: max(checkpoint, first segment base)
     snap = _snapshot(copy, log_start, leo)
-    state: dict[int, ps.ProducerState] = {}
+    state: dict[int, pst.ProducerStateEntry] = {}
     snap_off = None
     if snap is not None:
         snap_off, snap_entries = snap
-        state = {e.producer_id: ps.ProducerState(e.producer_id, e.producer_epoch, e.last_offset,
-                                                 e.current_txn_first_offset) for e in snap_entries}
+        state = pst.entries_from_snapshot(snap_entries)
     info: dict[tuple[int, int], list] = {}  # (pid, first offset) -> [first ts, last ts, last offset, batches]
     markers: dict[int, list[tuple[int, int, int]]] = {}
     for b, ct in items:
@@ -238,7 +238,7 @@ def scan_partition(copy: PartitionCopy) -> PartitionReport:
             markers.setdefault(b.producer_id, []).append((b.base_offset, b.producer_epoch, ct))
         if (snap_off is not None and b.base_offset < snap_off) or b.last_offset < log_start:
             continue  # the broker replays from the snapshot, else from the log start offset (LogLoader)
-        ps.replay_batch(state, b, ct)
+        pst.replay_for_repair(state, b, ct)
         if not b.is_control:
             first = state[b.producer_id].current_txn_first_offset
             rec = info.setdefault((b.producer_id, first), [b.max_timestamp if first == b.base_offset else None,
@@ -247,7 +247,7 @@ def scan_partition(copy: PartitionCopy) -> PartitionReport:
             rec[2] = b.last_offset
             rec[3] += 1
     first_batch_ts = {(b.producer_id, b.base_offset): b.max_timestamp for b, _ct in items if not b.is_control}
-    hw, hw_why = checkpoint_offset(copy, "replication-offset-checkpoint")
+    hw, hw_why = checkpoint_offset(copy, HIGH_WATERMARK_FILE)
     hw_known = hw is not None
     if hw is None:
         notes.append(f"high watermark unknown ({hw_why}): the log end offset stands in for it")

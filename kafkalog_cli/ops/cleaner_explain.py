@@ -26,9 +26,10 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import repair_view as ps
+from kafkalog_cli.broker.checkpoints import CLEANER_OFFSET_FILE
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, checkpoint_offset, discover
-from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.ops import seek
 from kafkalog_cli.storage.segment import MappedFile, entries
 
@@ -249,7 +250,7 @@ def explain(copy: PartitionCopy, cfg: CleanerConfig, *, estimate: bool = True) -
     log_start, leo, hw, lso = txn.log_start_offset, txn.log_end_offset, txn.high_watermark, txn.last_stable_offset
     notes += txn.notes
     active = segs[-1].base_offset
-    ck, why = checkpoint_offset(copy, "cleaner-offset-checkpoint")
+    ck, why = checkpoint_offset(copy, CLEANER_OFFSET_FILE)
     if ck is None:
         first_dirty, ck_note = log_start, f"no checkpoint ({why}): the log start offset {log_start}"
     elif ck < log_start:

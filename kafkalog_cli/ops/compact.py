@@ -38,13 +38,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
+from kafkalog_cli.broker import producer_state_manager as pst
+from kafkalog_cli.broker import repair_view as ps
+from kafkalog_cli.broker.checkpoints import high_watermark
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import repair_plan
-from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
     LOAD_FACTOR,
@@ -53,7 +55,7 @@ from kafkalog_cli.ops.compact_io import (
     SkimpyOffsetMap,
 )
 from kafkalog_cli.storage import layout
-from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index, partition_checkpoint_offset
+from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
@@ -427,20 +429,6 @@ def _split_parts(seg: ps.Segment, opts: CompactOptions) -> list[Part]:
     return parts
 
 
-def _high_watermark(partition_dir: str) -> tuple[int | None, str]:
-    """The partition's entry in ``replication-offset-checkpoint`` (the cleaner never goes past the HW), or
-    ``(None, why)`` when it is unknown.
-
-    Only a missing/unreadable file (OSError) or one the broker itself would refuse (CheckpointError, non-UTF-8,
-    a non-numeric offset) counts as unknown; any other exception is a bug and must surface, not silently drop the
-    cap. The caller says so in the plan.
-    """
-    from kafkalog_cli.ops import safety
-
-    topic, _, part = os.path.basename(os.path.realpath(partition_dir)).rpartition("-")
-    return partition_checkpoint_offset(safety.log_dir_of(partition_dir), topic, part, "replication-offset-checkpoint")
-
-
 def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int,
                        ranges: list[tuple[int, int]]) -> None:
     """Errata E1: every aborted transaction the log proves must be in the ``.txnindex`` files the cleaner reads,
@@ -635,7 +623,7 @@ def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts
     log_start = segments[0].base
     lso = min(facts.open_txns.values(), default=leo)
     cap = lso
-    hw, hw_unknown = _high_watermark(pdir)
+    hw, hw_unknown = high_watermark(pdir)
     if hw is None:
         notes.append(
             f"WARNING: the high watermark is unknown: {hw_unknown}. The broker never cleans past it; without it the "
@@ -750,14 +738,13 @@ def _replace_segments(plan: CompactPlan) -> None:
 
 
 def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int, _SegFacts],
-                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts) -> dict[int, ps.ProducerState]:
+                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts) -> dict[int, pst.ProducerStateEntry]:
     """The newest snapshot at or below the log end, then the batches after it (a header walk of the tail only)."""
     snap = ps.newest_snapshot(pdir, at_most=leo)
     if snap is None:
         return facts.producers
     off, entries = snap
-    state = {e.producer_id: ps.ProducerState(e.producer_id, e.producer_epoch, e.last_offset, e.current_txn_first_offset)
-             for e in entries}
+    state = pst.entries_from_snapshot(entries)
     for seg in segments:
         sf = seg_facts[seg.base]
         if not sf.batches or sf.next_offset <= off:
@@ -765,7 +752,7 @@ def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int
         with SegmentReader(seg.path("log")) as r:
             for b in r.batches():
                 if b.base_offset >= off:
-                    ps.replay_batch(state, b, ctypes.get(b.base_offset))
+                    pst.replay_for_repair(state, b, ctypes.get(b.base_offset))
     return state
 
 
@@ -775,7 +762,7 @@ class _Cleaner:
     execution with the staged file, so both see the same batches, in the same order, with the same decisions."""
 
     def __init__(self, parts: list[Part], segments: list[ps.Segment], ctypes: dict[int, int | None],
-                 producers: dict[int, ps.ProducerState], upper: int, now: int, opts: CompactOptions) -> None:
+                 producers: dict[int, pst.ProducerStateEntry], upper: int, now: int, opts: CompactOptions) -> None:
         self.parts = parts
         self.segments = segments
         self.ctypes = ctypes
@@ -846,7 +833,7 @@ class _Cleaner:
         out.txn_entries = tracker.cleaned_index
 
 
-def _is_producer_last(b: Batch, producers: dict[int, ps.ProducerState]) -> bool:
+def _is_producer_last(b: Batch, producers: dict[int, pst.ProducerStateEntry]) -> bool:
     p = producers.get(b.producer_id)
     if p is None:
         return False
@@ -856,7 +843,7 @@ def _is_producer_last(b: Batch, producers: dict[int, ps.ProducerState]) -> bool:
 
 
 def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTracker, ctype: int | None,
-                  omap: SkimpyOffsetMap, producers: dict[int, ps.ProducerState],
+                  omap: SkimpyOffsetMap, producers: dict[int, pst.ProducerStateEntry],
                   upper: int, now: int, opts: CompactOptions, st: SegmentStats) -> Piece | None:
     """The cleaner's checkBatchRetention + shouldRetainRecord + filterTo for one batch: the output piece or None."""
     st.batches_before += 1

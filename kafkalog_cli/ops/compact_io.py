@@ -21,9 +21,9 @@ import mmap
 import struct
 from collections.abc import Iterator
 
+from kafkalog_cli.broker.repair_view import DAMAGE_HINT, LEGACY_HINT, TORN_TAIL_HINT
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops.repair_view import DAMAGE_HINT, LEGACY_HINT, TORN_TAIL_HINT
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.layout import segment_logs

@@ -1,4 +1,4 @@
-"""``recover``: do offline, now, exactly what the broker's loader would do at its next start (``ops/loader.py``).
+"""``recover``: do offline, now, exactly what the broker's loader would do at its next start (``broker/loader.py``).
 
 Why offline: the broker's recovery deletes every segment after the first bad batch, and it does so silently while
 the partition is offline for everyone. Running the same plan here shows it first (dry run), keeps a backup of
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 
+from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
-from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage.layout import segment_bases
 

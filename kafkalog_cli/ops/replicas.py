@@ -15,7 +15,7 @@ Why it is built this way:
   transaction marker present on one replica only, a record dropped from a batch the other replica holds),
   ``missing-range`` when a replica simply lacks offsets.
 * Truncation is simulated with the broker's own rules, using ``end_offset_for`` (LeaderEpochFileCache.endOffsetFor)
-  and ``truncate_from_end`` from ``ops.truncate``: the leader's fetch validation (Partition.readRecords,
+  and ``truncate_from_end`` from ``broker.leader_epoch_cache``: the leader's fetch validation (Partition.readRecords,
   core/.../cluster/Partition.scala:1533-1565) and the follower's AbstractFetcherThread.getOffsetTruncationState
   (core/.../server/AbstractFetcherThread.scala:583-631), repeated until the leader accepts the fetch (KIP-279).
 * A lagging follower is not divergence; a replica holding offsets the leader will make it truncate is (the leader is
@@ -30,14 +30,15 @@ import os
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from kafkalog_cli.broker.checkpoints import high_watermark
+from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, first_of_each_higher_epoch, truncate_from_end
 from kafkalog_cli.errors import CheckpointError, CorruptRecordError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, HEADER_SIZE, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key
 from kafkalog_cli.format.text import increment_sequence
-from kafkalog_cli.ops.truncate import CHECKPOINT, end_offset_for, truncate_from_end
+from kafkalog_cli.ops.truncate import CHECKPOINT
 from kafkalog_cli.storage.companions import (
     parse_leader_epoch_checkpoint,
-    partition_checkpoint_offset,
     read_checkpoint_text,
 )
 from kafkalog_cli.storage.layout import segment_logs
@@ -215,10 +216,8 @@ def _read_epochs(pdir: str, batches: list[BatchRef], notes: list[str]) -> tuple[
     path = os.path.join(pdir, CHECKPOINT)
     if os.path.isfile(path):
         return parse_leader_epoch_checkpoint(read_checkpoint_text(path), path), "checkpoint"
-    cache: list[tuple[int, int]] = []
-    for b in batches:  # LogSegment.recover assigns each batch's epoch (LogSegment.java:498-501)
-        if b.valid and b.magic >= 2 and b.epoch >= 0 and (not cache or b.epoch > cache[-1][0]):
-            cache.append((b.epoch, b.base))
+    # LogSegment.recover assigns each batch's epoch (LogSegment.java:497-501)
+    cache = first_of_each_higher_epoch((b.epoch, b.base) for b in batches if b.valid and b.magic >= 2)
     notes.append(f"no {CHECKPOINT}: leader epochs rebuilt from the batches' partition leader epochs, as the "
                  "broker's log recovery assigns them (LogSegment.recover)")
     return cache, "batches"
@@ -559,18 +558,6 @@ class LostRecords:
         return dict(self.__dict__)
 
 
-def _high_watermark(pdir: str) -> int | None:
-    """This partition's entry in the log directory's replication-offset-checkpoint, None when absent or unreadable.
-
-    Read by the shared reader (``companions.partition_checkpoint_offset``): the last entry for the partition wins,
-    as in the broker's map."""
-    topic, _, part = os.path.basename(pdir).rpartition("-")
-    if not part.isdigit():
-        return None
-    hw, _why = partition_checkpoint_offset(os.path.dirname(pdir), topic, part, "replication-offset-checkpoint")
-    return hw
-
-
 def leader_epochs(leader: Replica, replicas: list[Replica]) -> tuple[list[tuple[int, int]], str | None]:
     """The leader's epoch cache as it serves fetches. A replica becomes leader with an epoch above every epoch
     before it and assigns (that epoch, its log end offset) first (Partition.makeLeader ->
@@ -602,7 +589,7 @@ def simulate_truncation(follower: Replica, leader: Replica, lcache: list[tuple[i
         if not cache and leo <= follower.log_start_offset:
             return target, steps, notes  # an empty log: whatever the high watermark, nothing is cut
         if not cache:
-            hw = _high_watermark(follower.path)
+            hw, _why = high_watermark(follower.path)
             steps.append(TruncationStep(-1, leo, -1, -1, hw, "no leader epoch on the follower: truncate to the high "
                                         "watermark (AbstractFetcherThread.truncateToHighWatermark)"))
             if hw is None:

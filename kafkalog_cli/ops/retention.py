@@ -28,6 +28,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker.checkpoints import HIGH_WATERMARK_FILE, LOG_START_FILE
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, checkpoint_offset, discover
 from kafkalog_cli.ops import seek
@@ -165,12 +166,12 @@ def explain(copy: PartitionCopy, cfg: RetentionConfig) -> PartitionRetention:
             notes.append(f"--log-start-offset {cfg.log_start_offset} is below the first segment's base: the broker's "
                          f"log start offset is never below it, {lso} is used")
     else:
-        ck, _why = checkpoint_offset(copy, "log-start-offset-checkpoint")
+        ck, _why = checkpoint_offset(copy, LOG_START_FILE)
         lso = max(ck if ck is not None else 0, segs[0].base_offset)  # LogLoader.java:221
     if cfg.high_watermark is not None:
         hw = cfg.high_watermark
     else:
-        hw_ck, why = checkpoint_offset(copy, "replication-offset-checkpoint")
+        hw_ck, why = checkpoint_offset(copy, HIGH_WATERMARK_FILE)
         if hw_ck is None:
             notes.append(f"high watermark unknown ({why}): assumed to be the log end offset {leo}; pass "
                          "--high-watermark to change it (the broker deletes nothing at or above it)")

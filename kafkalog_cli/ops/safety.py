@@ -23,7 +23,7 @@ Locks (``locked_log_dir``, held for the whole ``--execute``): kafkalog's own flo
 writing commands never interleave) and the broker's ``.lock``, created when missing and locked as Kafka's
 ``FileLock`` does (a broker starting mid-repair fails its ``tryLock``).
 
-Commit order (each step durable before the next; README "Commit order and crash safety" has the table):
+Commit order (each step durable before the next; docs/safety.md "Commit order and crash safety" has the table):
 
 0. a pointer (state ``staging``, pid and start time of this process) at a location derived from the partition's
    real path alone, never from ``$KAFKALOG_BACKUP_DIR`` (``_pointer_paths``);
@@ -70,6 +70,7 @@ from typing import BinaryIO
 from kafkalog_cli.errors import RepairRefused, WriteFailedError, unreadable
 from kafkalog_cli.format import layouts as L
 from kafkalog_cli.storage import lock as locks
+from kafkalog_cli.storage.layout import log_dir_of
 
 BUILD_SUFFIX = ".cleaned"
 PLAIN_SUFFIX = ".tmp"  # staging suffix of files whose names carry no offset (Kafka's checkpoint-write suffix)
@@ -89,15 +90,6 @@ CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata")
 
 
 # ------------------------------------------------------------------------------------------------ lock and paths
-def log_dir_of(partition_dir: str) -> str:
-    """The log directory a broker would lock: the parent of the partition dir's *real* path.
-
-    ``abspath`` would take the parent of a symlink (``/links/t-0`` -> ``/links``), where no ``.lock`` exists, and so
-    let a write through a symlinked partition path bypass the broker-lock check.
-    """
-    return os.path.dirname(os.path.realpath(partition_dir))
-
-
 def _lock_refusal(logdir: str, lock_path: str, state: locks.LockState) -> RepairRefused:
     who = f"pid {state.pid}" if state.pid else "pid unknown"
     return RepairRefused(
@@ -1113,7 +1105,8 @@ def _recover_with_journal(pdir: str, j: dict) -> list[str]:
             expected=f"journal version {JOURNAL_VERSION} with {', '.join(_JOURNAL_KEYS)}",
             found=f"version {j.get('version')!r}, missing " + ", ".join(k for k in _JOURNAL_KEYS if k not in j),
             hint="finish or undo it with the kafkalog version that wrote it, or by hand from the backup directory "
-                 "(its files are the old versions), then remove the pointer named in the README's crash-safety section",
+                 "(its files are the old versions), then remove the pointer named in "
+                 "docs/safety.md (\"Commit order and crash safety\")",
         )
     backup_dir = j["backup_dir"]
     suffix = j["suffix"]

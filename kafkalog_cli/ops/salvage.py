@@ -27,10 +27,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
+from kafkalog_cli.broker import leader_epoch_cache as lec
+from kafkalog_cli.broker import loader as ld
+from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops import loader as ld
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety, verify
 from kafkalog_cli.storage import companions as comp
@@ -256,16 +257,13 @@ def _epoch_checkpoint(plan: SalvagePlan, broker: ld.LoaderPlan, batches: list[ps
     """The leader-epoch checkpoint: kept when it describes the kept batches (errata E7: its history stays), else
     regenerated from them (the first batch of each higher epoch), in both cases cut to the log's range."""
     plan.epochs_before = list(broker.epochs_before)
-    kept_file = ld.epoch_truncate_from_start(ld.epoch_truncate_from_end(plan.epochs_before, plan.log_end_offset),
-                                             broker.log_start_checkpoint)
+    kept_file = lec.truncate_from_start(lec.truncate_from_end(plan.epochs_before, plan.log_end_offset),
+                                        broker.log_start_checkpoint)
     if _epochs_consistent(kept_file, batches):
         cache = kept_file  # the checkpoint already describes the kept batches: keep its history (E7)
     else:
-        cache = []
-        for b in batches:
-            if b.leader_epoch >= 0 and (not cache or b.leader_epoch > cache[-1][0]):
-                cache.append((b.leader_epoch, b.base_offset))
-        cache = ld.epoch_truncate_from_start(cache, broker.log_start_checkpoint)
+        cache = lec.first_of_each_higher_epoch((b.leader_epoch, b.base_offset) for b in batches)
+        cache = lec.truncate_from_start(cache, broker.log_start_checkpoint)
     plan.epochs_after = cache
     if cache != plan.epochs_before:
         text = comp.encode_leader_epoch_checkpoint(cache).encode()

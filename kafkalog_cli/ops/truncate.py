@@ -22,14 +22,16 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import loader as ld
+from kafkalog_cli.broker import producer_state_manager as pst
+from kafkalog_cli.broker import repair_view as ps
+from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
+from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import TIME_INDEX_ENTRY
-from kafkalog_cli.ops import loader as ld
-from kafkalog_cli.ops import producer_state as pst
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety
-from kafkalog_cli.ops import repair_view as ps
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -43,28 +45,6 @@ from kafkalog_cli.storage.segment import MappedFile, entries
 
 CHECKPOINT = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
-
-
-def end_offset_for(cache: list[tuple[int, int]], requested: int, log_end_offset: int) -> tuple[int, int]:
-    """LeaderEpochFileCache.endOffsetFor (spec §10.1): (epoch, end offset), (-1, -1) when undefined."""
-    if requested < 0 or not cache:
-        return -1, -1
-    if requested == cache[-1][0]:
-        return requested, log_end_offset
-    higher = next(((e, s) for e, s in cache if e > requested), None)
-    if higher is None:
-        return -1, -1
-    floor = [(e, s) for e, s in cache if e <= requested]
-    if not floor:
-        return requested, higher[1]
-    return floor[-1][0], higher[1]
-
-
-def truncate_from_end(cache: list[tuple[int, int]], end_offset: int) -> list[tuple[int, int]]:
-    """LeaderEpochFileCache.truncateFromEnd: drop entries starting at or after ``end_offset``."""
-    if end_offset >= 0 and cache and cache[-1][1] >= end_offset:
-        return [(e, s) for e, s in cache if s < end_offset]
-    return list(cache)
 
 
 @dataclass
@@ -282,7 +262,7 @@ def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Seg
 
 def _log_start(pdir: str, first_base: int) -> int:
     """The broker's logStartOffset: ``log-start-offset-checkpoint`` (if it names this partition) or the first base."""
-    cp, _src = ld.read_offset_checkpoint(safety.log_dir_of(pdir), ld.LOG_START_FILE, ld.topic_partition(pdir))
+    cp, _src = read_offset_checkpoint(layout.log_dir_of(pdir), LOG_START_FILE, ld.topic_partition(pdir))
     return max(cp or 0, first_base)
 
 
@@ -296,7 +276,7 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     UnifiedLog.java:57-139): ``truncateAndReload`` removes every snapshot above the end or at/below the log start
     (ProducerStateManager.java:355-372) and reloads the newest one left, the kept log after it is replayed (a
     snapshot taken at the base of either of the last two segments passed), and ``takeSnapshot`` writes one at the
-    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``ProducerStateModel`` simulates
+    end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``ProducerStateManager`` simulates
     exactly those steps; here it runs with the pre-truncation state. The end is the new log end offset, not the
     requested target: the broker writes at the target (its in-memory end, LocalLog.scala:556), but when the target
     lies inside a batch the log on disk ends lower and the next load would delete a snapshot above it
@@ -317,10 +297,10 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
         if bad is not None:
             raise bad
         kept.append(ld.Scan(s.base, s.path("log"), 0, 0, bs, b"", b"", None, None))  # type: ignore[arg-type]
-    store = ld.SnapshotStore(pdir, os.listdir(pdir))
+    store = pst.SnapshotStore(pdir, os.listdir(pdir))
     before = set(store.offsets())
     java_map = ld.KafkaVersion.parse(ld.DEFAULT_VERSION).java_producer_map
-    psm = ld.ProducerStateModel(store, java_map, None)
+    psm = pst.ProducerStateManager(store, java_map, None)
     # the live state before the truncation; only whether it is empty matters (isEmptyBeforeTruncation), so the
     # replay of the removed part stops at its first unreadable batch or invalid transaction state
     try:
@@ -333,7 +313,7 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
         pass
     psm.state.map_end_offset = plan.old_log_end_offset
     psm.last_snap = max((o for o in before if o <= plan.old_log_end_offset), default=0)
-    ld.rebuild_producer_state(psm, kept, log_start, plan.new_log_end_offset, False)
+    pst.rebuild_producer_state(psm, kept, log_start, plan.new_log_end_offset, False)
     plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(before - set(store.present))]
     for off in sorted(store.written):
         if off in store.present:

@@ -551,7 +551,7 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
     if report.base_offset is None:
         report.add(Problem(path, 0, 0, "file-name", "segment file name does not start with a 20-digit base offset",
                            WARNING))
-    from kafkalog_cli.scan.tiered import encoding_problem
+    from kafkalog_cli.storage.tiered import encoding_problem
 
     encoded = encoding_problem(path)  # a tiered-storage object of compressed/encrypted chunks: not a segment's bytes
     if encoded is not None:

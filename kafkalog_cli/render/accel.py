@@ -101,7 +101,7 @@ def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_h
     ``pos`` is not one of them; ``full``: it stopped at ``RUN_MAX_OUT`` bytes, call again at ``next_pos``). ``json``
     selects the JSON objects of ``JsonRenderer`` (then ``file_json`` gives the current file's JSON string) instead
     of DumpLogSegments' lines. Why: the per-batch Python around ``make_formatter``'s callable was ~15-20 % of a
-    dump of small records (BENCHMARKS.md, issue 20)."""
+    dump of small records (bench/HISTORY.md, issue 20)."""
     if not available() or not hasattr(_accel, "dump_run"):
         return None
     from kafkalog_cli.format import codecs

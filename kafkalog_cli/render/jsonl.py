@@ -1,4 +1,4 @@
-"""``--format json`` for dump: one JSON object per line, a stable schema documented in README ("JSON lines").
+"""``--format json`` for dump: one JSON object per line, a stable schema documented in docs/output.md ("JSON").
 
 Every object has ``"type"``: file, header, batch, record, index_entry, timeindex_entry, snapshot_entry,
 txn_entry, checkpoint, trailing_bytes, notice, error, ignored, summary. Bytes that are not text (keys, values,

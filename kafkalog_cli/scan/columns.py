@@ -10,14 +10,13 @@ entries, same stop rules, same values, finished by ``batch_table`` on whole arra
 from __future__ import annotations
 
 import json
-import struct
 from typing import Any
 
 import pyarrow as pa
 
 from kafkalog_cli.format.codecs import CODEC_NAMES
 from kafkalog_cli.format.crc import crc32c
-from kafkalog_cli.format.layouts import V2_ATTRIBUTES_OFFSET
+from kafkalog_cli.format.layouts import BATCH_V2, ENTRY_PREFIX, V2_ATTRIBUTES_OFFSET
 from kafkalog_cli.format.text import increment_sequence
 from kafkalog_cli.scan.lazy_compute import pc
 from kafkalog_cli.scan.schema import BATCHES, TIMESTAMP, WIRE
@@ -48,9 +47,9 @@ def lit(value: Any, typ: pa.DataType) -> pa.Scalar:
     if s is None:
         s = _LITERALS[key] = pa.scalar(value, typ)
     return s
-_PREFIX = struct.Struct(">qiib")
-_V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
-V2_HEADER = 61
+_PREFIX = ENTRY_PREFIX.struct
+_V2 = BATCH_V2.struct  # the 61-byte v2 header
+V2_HEADER = BATCH_V2.size
 
 def py_walk(w: Any, pos: int, end: int, origin: int = 0, crc: bool = True) -> tuple[list[tuple], int, str]:
     """The reference of ``_accel.scan_table``: v2 batch rows of ``w[pos:end]`` in walk order
@@ -207,7 +206,7 @@ def location_columns(loc: dict[str, Any], n: int) -> dict[str, pa.Array]:
     """The location columns of ``n`` rows of one segment (strings as one-entry dictionaries).
 
     Why cached: they are the same for every window of a segment, and building five constant arrays per window cost
-    about a tenth of a 1 GiB scan (profile in BENCHMARKS.md); a slice of the segment's longest ones is free."""
+    about a tenth of a 1 GiB scan (profile in bench/HISTORY.md); a slice of the segment's longest ones is free."""
     key = tuple(loc.get(f.name) for f in BATCHES if f.name in LOCATION)
     cap, cols = _LOC_CACHE.get(key, (-1, {}))
     if n > cap:

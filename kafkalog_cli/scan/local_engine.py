@@ -356,7 +356,7 @@ class _Pool:
 def one_crc_thread() -> int | None:
     """The compiled walks compute their CRCs on one thread in a local scan (``accel.parallel_config``): the scan
     keeps every core busy itself (the walk beside the verify pass and two Parquet encoders, or a worker process per
-    core), and a second CRC thread there only adds hand-offs (BENCHMARKS.md, "Issue 14, session 4"). Results do
+    core), and a second CRC thread there only adds hand-offs (bench/HISTORY.md, "Issue 14, session 4"). Results do
     not depend on it. Returns the thread count it replaced (None: nothing changed), for ``run_local`` to restore;
     leaves alone a count the user chose (``KAFKALOG_ACCEL_THREADS``) and a build without the accelerator."""
     from kafkalog_cli.storage import accel

@@ -3,7 +3,7 @@
 Why: the scan's Parquet encoders allocate and free a row group's buffers again and again. Arrow's default pool in
 the Linux wheels (mimalloc) keeps freed pages until told to release them; told after every row group, to keep the
 RSS flat, it zeroes and faults them in again, which cost more CPU than the encoding saved. jemalloc gives pages back
-by itself. Measured on 1 GiB of 100-byte batches in interleaved rounds (BENCHMARKS.md, "Issue 14, session 4"):
+by itself. Measured on 1 GiB of 100-byte batches in interleaved rounds (bench/HISTORY.md, "Issue 14, session 4"):
 mimalloc releasing after every group 1.44-1.60 s and 2.4-2.7 s of CPU, 180 MiB peak RSS; mimalloc not releasing
 1.43 s at 193 MiB; jemalloc 1.27-1.46 s, 2.1-2.45 s of CPU, 157 MiB.
 

@@ -56,7 +56,7 @@ ENCODERS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity
 # columns whose values repeat (besides strings): dictionary-encoded in Parquet
 # (not the small int32 ones, partition, count, magic, producer_epoch, partition_leader_epoch: hashing every value
 # into a dictionary cost twice PLAIN + snappy, 6 % of a scan's CPU on 1 GiB of 100-byte batches, for a few more
-# bytes of output; BENCHMARKS.md, "Issue 14, session 4")
+# bytes of output; bench/HISTORY.md, "Issue 14, session 4")
 REPEATING = {"size", "producer_id", "transactional", "control", "crc_ok", "key_size", "value_size", "severity", "kind"}
 
 
@@ -103,7 +103,7 @@ class DatasetWriter:
         dictionary = [f.name for f in self.schema if f.name in REPEATING or _stringish(f.type)]
         # columns that grow row by row (positions, offsets, times): DELTA_BINARY_PACKED stores the small steps, so
         # they need no dictionary attempt and compress to almost nothing; 30 % less encoding CPU than PLAIN + snappy
-        # on the batches dataset (BENCHMARKS.md, "Issue 14, session 3"). Every Parquet reader we target reads it
+        # on the batches dataset (bench/HISTORY.md, "Issue 14, session 3"). Every Parquet reader we target reads it
         # (pyarrow, DuckDB, Spark >= 3.3); the values and the schema are the same.
         delta = {f.name: "DELTA_BINARY_PACKED" for f in self.schema if f.name in ASCENDING}
         writer = pq.ParquetWriter(path, self.schema, compression="snappy", write_statistics=stats,
@@ -162,7 +162,7 @@ class _Encoders:
     dataset with no rows is one empty file); thread ``k`` and its file start with the ``k+1``-th group.
 
     Why several files: encoding is the scan's critical path on a big segment of small batches (about 1 s of CPU for
-    10.7 M rows of 24 columns; none of the writer's settings saves more than a few percent, BENCHMARKS.md), and a
+    10.7 M rows of 24 columns; none of the writer's settings saves more than a few percent, bench/HISTORY.md), and a
     Parquet file is written one column chunk after another by one thread, so the only way to use a second core is a
     second file. Groups go to the threads in turn (group k to thread k mod n: the same input makes the same files,
     and no file is left empty), so rows of one stream are spread over the files by groups, in order within each;

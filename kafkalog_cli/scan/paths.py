@@ -9,11 +9,11 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkalog_cli.storage.layout import SEGMENT_RE, is_scannable_segment
+from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 
 if TYPE_CHECKING:
     from kafkalog_cli.scan.listing import Listing
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["SEGMENT_RE"]  # re-exported: scan.partition labels rows with it
 
 # <topic>-<partition>[.<32 hex>-(delete|future|stray)]
-MAX_PARTITION = 2**31 - 1  # Java's Int.MaxValue
-_SUFFIXED = re.compile(r"^(?P<tp>.+)\.[0-9a-fA-F]{32}-(?:delete|future|stray)$")
 
 
 @dataclass(frozen=True)
@@ -47,15 +45,11 @@ class Location:
 
 
 def parse_partition_dir(name: str) -> tuple[str, int | None]:
-    """(topic, partition) of a partition directory name; the partition is None when the name has no ``-<n>``."""
-    m = _SUFFIXED.match(name)
-    tp = m.group("tp") if m else name
-    topic, dash, num = tp.rpartition("-")
-    # Kafka parses the number with ``toInt`` (core/src/main/scala/kafka/log/LocalLog.scala:667): a number that does
-    # not fit a signed 32-bit int makes the name no partition directory (and never an OverflowError here)
-    if dash and num.isdecimal() and topic and int(num) <= MAX_PARTITION:  # Unicode Nd digits too, as parseInt
-        return topic, int(num)
-    return name, None
+    """(topic, partition) of a partition directory name, ``-delete``/``-future``/``-stray`` ones too; the partition
+    is None (and the topic the whole name) when the broker would not take the name (``storage/partition_name.py``,
+    LocalLog.parseTopicPartitionName)."""
+    tp = parse_topic_partition_name(name)
+    return (tp.topic, tp.partition) if tp is not None else (name, None)
 
 
 def display_name(name: str) -> str:
@@ -67,7 +61,7 @@ def display_name(name: str) -> str:
 def locate(path: str) -> Location:
     """Label a segment path. The path is made absolute (not resolved) so every engine labels it alike; an
     object-store URI (``s3://bucket/.../orders-0/<offset>.log``) is labelled by its key, log_dir a URI too."""
-    from kafkalog_cli.scan.tiered import classify
+    from kafkalog_cli.storage.tiered import classify
 
     remote = classify(path) if "-" in path.rsplit("/", 1)[-1] else None
     if remote is not None:  # KIP-405 layouts: topic and partition from the remote directory names

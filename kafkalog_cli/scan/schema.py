@@ -5,7 +5,7 @@ from them (``spark_engine.spark_schema``), and the row extractors fill dicts key
 cannot drift apart. Timestamps are Parquet ``timestamp(ms, UTC)`` (Kafka's unit, an instant, so no engine applies a
 local time zone) and null where Kafka writes -1 (NO_TIMESTAMP), so a query never reads 1969-12-31 for "none".
 Every schema carries ``SCHEMA_VERSION`` in its metadata (key ``kafkalog.schema_version``); bump it whenever a
-column changes. The README ("kafkalog scan", Datasets) documents every column.
+column changes. docs/scan.md ("Datasets") documents every column.
 """
 
 from __future__ import annotations

@@ -166,9 +166,9 @@ def _segment_chunks(path: str, records: bool) -> Iterator[tuple[str, pa.Table]]:
 
 def _encoded(label: str, local: str) -> tuple[str, pa.Table] | None:
     """A problems chunk for a tiered-storage object whose bytes are not a segment (compressed or encrypted chunks,
-    scan.tiered), so it is reported instead of misparsed; None for everything else."""
+    storage.tiered), so it is reported instead of misparsed; None for everything else."""
     from kafkalog_cli.scan.paths import locate
-    from kafkalog_cli.scan.tiered import encoding_problem
+    from kafkalog_cli.storage.tiered import encoding_problem
 
     why = encoding_problem(label, local)
     if why is None:

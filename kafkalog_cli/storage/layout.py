@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from kafkalog_cli.errors import UnreadableFileError, unreadable
+from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -88,7 +89,7 @@ def is_segment_name(name: str) -> bool:
 def remote_base_offset(name: str) -> int | None:
     """The start offset of a remote (KIP-405) segment file name ``<20 digits>-<22-char segment id>.<suffix>``
     (RemoteLogSegmentFileset.toFilename, Aiven ObjectKeyFactory.mainPath), None for any other name."""
-    from kafkalog_cli.scan.tiered import REMOTE_FILE_RE
+    from kafkalog_cli.storage.tiered import REMOTE_FILE_RE
 
     m = REMOTE_FILE_RE.match(name)
     return int(m["offset"]) if m else None
@@ -96,8 +97,8 @@ def remote_base_offset(name: str) -> int | None:
 
 def is_remote_segment_path(path: str) -> bool:
     """A tiered-storage (KIP-405) remote segment, ``<20 digits>-<segment id>.log`` in a Kafka LocalTieredStorage or
-    Aiven plugin directory (``scan/tiered.py`` has the layouts and their sources)."""
-    from kafkalog_cli.scan.tiered import is_remote_segment
+    Aiven plugin directory (``storage/tiered.py`` has the layouts and their sources)."""
+    from kafkalog_cli.storage.tiered import is_remote_segment
 
     return is_remote_segment(path)
 
@@ -152,13 +153,20 @@ def segment_logs(partition_dir: str) -> list[tuple[int, str]]:
     return [(b, os.path.join(partition_dir, segment_name(b))) for b in segment_bases(partition_dir)]
 
 
+def log_dir_of(partition_dir: str) -> str:
+    """The log directory holding a partition directory, the one a broker would lock and keep the checkpoints in:
+    the parent of the partition dir's *real* path.
+
+    ``abspath`` would take the parent of a symlink (``/links/t-0`` -> ``/links``), where no ``.lock`` exists, and so
+    let a write through a symlinked partition path bypass the broker-lock check.
+    """
+    return os.path.dirname(os.path.realpath(partition_dir))
+
+
 def looks_like_partition_dir(path: str) -> bool:
     """``<topic>-<n>`` (optionally with Kafka's ``.<uuid>-delete/-future/-stray`` suffix), or holding a file only a
     partition directory has."""
-    name = os.path.basename(os.path.abspath(path))
-    stem = name.split(".", 1)[0] if name.endswith(("-delete", "-future", "-stray")) else name
-    topic, dash, num = stem.rpartition("-")
-    if dash and topic and num.isdigit():
+    if parse_topic_partition_name(os.path.basename(os.path.abspath(path))) is not None:
         return True
     return any(os.path.exists(os.path.join(path, n)) for n in ("partition.metadata", "leader-epoch-checkpoint"))
 

@@ -123,7 +123,7 @@ class MappedFile:
     def advise_sequential(self) -> None:
         """Readahead hints for a front-to-back walk of the whole file (verify-crc, rebuild-index, dump): the file's
         readahead window doubled (POSIX_FADV_SEQUENTIAL) and aggressive readahead on the map's page faults
-        (MADV_SEQUENTIAL). Off a cold disk this halved verify-crc's time here (BENCHMARKS.md, issue 20); explicit
+        (MADV_SEQUENTIAL). Off a cold disk this halved verify-crc's time here (bench/HISTORY.md, issue 20); explicit
         WILLNEED was slower. Not for random access (index lookups): hence a call, not the default.
         ``KAFKALOG_NO_READAHEAD=1`` turns it off (for before/after measurements)."""
         if self._fd is None or not self.size or os.environ.get("KAFKALOG_NO_READAHEAD"):

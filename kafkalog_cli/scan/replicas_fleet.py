@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafkalog_cli.broker.leader_epoch_cache import first_of_each_higher_epoch
 from kafkalog_cli.errors import UnreadableFileError
 from kafkalog_cli.format.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, Record
 from kafkalog_cli.ops.replicas import BatchRef, Comparison, Corruption, Replica, _compare_loaded
@@ -110,10 +111,8 @@ def _replica(name: str, log_dir: str, pdir: str, batch_rows: list[dict], record_
             seg_last = r["last_offset"] if seg_last is None else max(seg_last, r["last_offset"])
         base = int(seg[:20]) if seg[:20].isdigit() else 0
         leo = max(leo, base) if seg_last is None else max(leo, seg_last + 1)
-    cache: list[tuple[int, int]] = []
-    for b in batches:  # as LogSegment.recover assigns them: no checkpoint file is in the datasets
-        if b.valid and b.magic >= 2 and b.epoch >= 0 and (not cache or b.epoch > cache[-1][0]):
-            cache.append((b.epoch, b.base))
+    # as LogSegment.recover assigns them: no checkpoint file is in the datasets
+    cache = first_of_each_higher_epoch((b.epoch, b.base) for b in batches if b.valid and b.magic >= 2)
     recs: dict[tuple[str, int], list[Record]] = {}
     for r in record_rows:
         value = None if r["value_size"] < 0 else b"<%d bytes>" % r["value_size"]

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafkalog_cli.broker.producer_state_manager import ProducerStateEntry, replay_for_repair
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key
@@ -138,35 +139,6 @@ def control_type(batch: Batch, buf: bytes | memoryview) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------ producer state
-@dataclass
-class ProducerState:
-    """The part of the broker's ProducerStateEntry the repairs need (spec §7.2, §9.4)."""
-
-    producer_id: int
-    epoch: int
-    last_data_offset: int = -1  # last offset of the producer's last data batch, -1 if none
-    current_txn_first_offset: int = -1
-
-
-def replay_batch(state: dict[int, ProducerState], b: Batch, ctype: int | None) -> None:
-    """Apply one batch to the producer map the way ProducerAppendInfo does (epoch bump clears batch metadata)."""
-    if b.producer_id < 0:
-        return
-    e = state.get(b.producer_id)
-    if e is None:
-        e = state[b.producer_id] = ProducerState(b.producer_id, b.producer_epoch)
-    if e.epoch != b.producer_epoch:
-        e.epoch = b.producer_epoch
-        e.last_data_offset = -1
-    if b.is_control:
-        if ctype in (ABORT, COMMIT):
-            e.current_txn_first_offset = -1
-        return
-    e.last_data_offset = b.last_offset
-    if b.is_transactional and e.current_txn_first_offset < 0:
-        e.current_txn_first_offset = b.base_offset
-
-
 def newest_snapshot(partition_dir: str, at_most: int | None = None,
                     above: int | None = None) -> tuple[int, list[ProducerEntry]] | None:
     """(offset, entries) of the newest readable ``.snapshot`` with ``above < offset <= at_most`` (either bound
@@ -204,7 +176,7 @@ class LogTxn:
 class LogFacts:
     """What one full replay of the log establishes (producer map, finished and open transactions)."""
 
-    producers: dict[int, ProducerState] = field(default_factory=dict)
+    producers: dict[int, ProducerStateEntry] = field(default_factory=dict)
     txns: list[LogTxn] = field(default_factory=list)
     markers: dict[int, tuple[int, int | None]] = field(default_factory=dict)  # marker offset -> (pid, type)
     open_txns: dict[int, int] = field(default_factory=dict)  # pid -> first offset
@@ -224,7 +196,7 @@ def replay_log(items: Iterable[tuple[Batch, int | None]], log_end_offset: int) -
                                          txn_records.pop(b.producer_id, 0)))
         elif b.is_transactional and b.producer_id >= 0:
             txn_records[b.producer_id] = txn_records.get(b.producer_id, 0) + max(b.records_count, 0)
-        replay_batch(facts.producers, b, ctype)
+        replay_for_repair(facts.producers, b, ctype)
     facts.open_txns = {p.producer_id: p.current_txn_first_offset for p in facts.producers.values()
                        if p.current_txn_first_offset >= 0}
     return facts

@@ -24,7 +24,7 @@ The steps, with their sources (apache/kafka 1eb7644 ``storage/.../log/LogLoader.
 5. leader-epoch cache ``truncateFromEnd(LEO)`` / ``truncateFromStart(log start checkpoint)``; producer snapshots:
    ``removeStraySnapshots`` then ``rebuildProducerState`` (UnifiedLog.java 43-130; ProducerStateManager.java).
    Every temporary ProducerStateManager of step 2/3 runs ``truncateAndReload``, which deletes the snapshots above
-   the segment's base, and takes snapshots; that is simulated exactly (``ProducerStateModel``).
+   the segment's base, and takes snapshots; that is simulated exactly (``ProducerStateManager``).
 
 Version differences modelled by ``--kafka-version``: the swap handling of <= 2.8; ``removeStraySnapshots`` only
 from 2.8 (2.7.x leaves stray snapshots in place); the producer map's iteration
@@ -39,20 +39,27 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli.broker import leader_epoch_cache as lec
+from kafkalog_cli.broker import log_segment as ri
+from kafkalog_cli.broker import producer_state_manager as pst
+from kafkalog_cli.broker.checkpoints import LOG_START_FILE, RECOVERY_POINT_FILE, read_offset_checkpoint
+from kafkalog_cli.broker.producer_state_manager import (
+    ProducerStateManager,
+    SnapshotStore,
+    rebuild_producer_state,
+    remove_stray_snapshots,
+)
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
-from kafkalog_cli.ops import producer_state as pst
-from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
+from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
-LOG_START_FILE = "log-start-offset-checkpoint"
 DEFAULT_VERSION = "3.9"
 
 
@@ -182,50 +189,10 @@ class LoaderPlan:
 
 # ------------------------------------------------------------------------------------------------ log-dir inputs
 def topic_partition(pdir: str) -> tuple[str, int] | None:
-    """``<topic>-<partition>`` split at the last '-' (spec §7.6)."""
-    name = os.path.basename(os.path.abspath(pdir))
-    topic, _, p = name.rpartition("-")
-    return (topic, int(p)) if topic and p.isascii() and p.isdigit() else None  # '²'.isdigit() is True
-
-
-def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -> tuple[int | None, str]:
-    """(offset or None, how it was found) from a log-dir checkpoint (``topic partition offset`` lines)."""
-    path = os.path.join(logdir, name)
-    if not os.path.isfile(path):
-        return None, f"{name} missing"
-    try:
-        cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
-    except CheckpointError as exc:
-        return None, f"{name} unreadable ({exc.message}): the broker resets every partition to 0"
-    off = comp.checkpoint_entry(cp, tp[0], str(tp[1])) if tp is not None else None
-    if off is not None:  # the last entry for the partition wins, as in the broker's map
-        try:
-            return comp.java_parse_int(off, 64), f"{name}: {off}"
-        except ValueError:
-            return None, f"{name} has a malformed offset for this partition"
-    return None, f"no entry for this partition in {name}"
-
-
-def epoch_assign(cache: list[tuple[int, int]], epoch: int, start: int) -> list[tuple[int, int]]:
-    """LeaderEpochFileCache.assign (spec §10.1, errata E7 load semantics)."""
-    if cache and cache[-1][0] == epoch and start >= cache[-1][1]:
-        return cache
-    out = [(e, s) for e, s in cache if e < epoch and s < start]
-    out.append((epoch, start))
-    return out
-
-
-def epoch_truncate_from_end(cache: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:
-    if end >= 0 and cache and cache[-1][1] >= end:
-        return [(e, s) for e, s in cache if s < end]
-    return cache
-
-
-def epoch_truncate_from_start(cache: list[tuple[int, int]], start: int) -> list[tuple[int, int]]:
-    removed = [(e, s) for e, s in cache if s <= start]
-    if not removed:
-        return cache
-    return [(removed[-1][0], start)] + [(e, s) for e, s in cache if s > start]
+    """(topic, partition) of a live ``<topic>-<partition>`` directory (spec §7.6, ``storage/partition_name.py``),
+    None for any other name (``-delete``/``-future``/``-stray`` ones included)."""
+    tp = parse_topic_partition_name(os.path.basename(os.path.abspath(pdir)))
+    return (tp.topic, tp.partition) if tp is not None and tp.is_live else None
 
 
 # ------------------------------------------------------------------------------------------------ segments
@@ -357,144 +324,6 @@ def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | N
     return Lost(base, first, last, len(ents), _count_records(path, ents), size - cut, whole, corrupt)
 
 
-# ------------------------------------------------------------------------------------------------ snapshots
-class SnapshotStore:
-    """The partition's ``.snapshot`` files as the simulation changes them (content read lazily from disk)."""
-
-    def __init__(self, pdir: str, names: list[str]) -> None:
-        self.pdir = pdir
-        self.present: dict[int, bytes | None] = {}
-        for n in names:
-            if layout.loader_file_kind(n) == "snapshot":
-                off = layout.loader_offset(n)
-                if off is not None and n == f"{off:020d}.snapshot":
-                    self.present[off] = None
-        self.written: dict[int, bytes] = {}
-
-    def offsets(self) -> list[int]:
-        return sorted(self.present)
-
-    def read(self, off: int) -> list[comp.ProducerEntry]:
-        data = self.present[off]
-        path = os.path.join(self.pdir, f"{off:020d}.snapshot")
-        if data is None:
-            with open(path, "rb") as f:
-                data = f.read()
-        return comp.parse_producer_snapshot(data, path).entries
-
-    def delete(self, off: int) -> None:
-        self.present.pop(off, None)
-        self.written.pop(off, None)
-
-    def write(self, off: int, data: bytes) -> None:
-        self.present[off] = data
-        self.written[off] = data
-
-
-class ProducerStateModel:
-    """One ProducerStateManager: its own view of the snapshot files, the producer map, map/snapshot end offsets."""
-
-    def __init__(self, store: SnapshotStore, java_map: bool, now_ms: int | None) -> None:
-        self.store = store
-        self.view = set(store.offsets())
-        self.state = pst.ProducerState(0)
-        self.last_snap = 0
-        self.java_map = java_map
-        self.now_ms = now_ms
-
-    def remove(self, off: int) -> None:
-        self.view.discard(off)
-        self.store.delete(off)
-
-    def take_snapshot(self) -> None:
-        if self.state.map_end_offset > self.last_snap:
-            off = self.state.map_end_offset
-            self.store.write(off, self.state.snapshot_bytes(self.java_map))
-            self.view.add(off)
-            self.last_snap = off
-
-    def load_from_snapshot(self, log_start: int) -> None:
-        while True:
-            live = sorted(o for o in self.view if o in self.store.present)
-            if not live:
-                self.last_snap = self.state.map_end_offset = log_start
-                return
-            off = live[-1]
-            try:
-                entries = self.store.read(off)
-            except KafkalogError:
-                self.remove(off)  # CorruptSnapshotException: deleted, the next older one tried
-                continue
-            loaded = pst.load_snapshot_state(entries, off, self.now_ms)
-            self.state.producers, self.state.ongoing = loaded.producers, loaded.ongoing
-            self.state.inserted = loaded.inserted
-            self.state.max_size = max(self.state.max_size, loaded.max_size)
-            self.last_snap = self.state.map_end_offset = off
-            return
-
-    def truncate_and_reload(self, log_start: int, log_end: int) -> None:
-        for off in sorted(self.view):
-            if off > log_end or off <= log_start:
-                self.remove(off)
-        if log_end != self.state.map_end_offset:
-            self.state.clear()
-            self.load_from_snapshot(log_start)
-
-    def is_empty(self) -> bool:
-        return not self.state.producers
-
-
-def rebuild_producer_state(psm: ProducerStateModel, segs: list[Scan], log_start: int, last_offset: int, clean: bool) -> None:
-    """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order)."""
-    to_snap: list[int] = []
-    if segs:
-        if len(segs) > 1:
-            to_snap.append(segs[-2].base)
-        to_snap.append(segs[-1].base)
-    to_snap.append(last_offset)
-    if not psm.view.intersection(psm.store.present) and clean:
-        for off in to_snap:
-            psm.state.map_end_offset = off
-            psm.take_snapshot()
-        return
-    empty_before = psm.is_empty() and psm.state.map_end_offset >= last_offset
-    psm.truncate_and_reload(log_start, last_offset)
-    if last_offset > psm.state.map_end_offset and not empty_before:
-        floor = [s for s in segs if s.base <= last_offset]
-        floor_seg = floor[-1] if floor else None
-        start_from = psm.state.map_end_offset
-        chosen = [s for s in segs if s.base < last_offset]
-        lower = [s for s in chosen if s.base <= start_from]
-        if lower:
-            chosen = [s for s in chosen if s.base >= lower[-1].base]
-        for s in chosen:
-            start = max(s.base, psm.state.map_end_offset, log_start)
-            psm.state.map_end_offset = start
-            if s.base in to_snap:
-                psm.take_snapshot()
-            batches = [b for b in s.infos if b.last_offset >= start]
-            if s is floor_seg:
-                batches = [b for b in batches if b.last_offset < last_offset]
-            end_keep = psm.state.map_end_offset
-            psm.state.replay(batches)
-            psm.state.map_end_offset = end_keep  # loadProducersFromRecords does not move the map end offset
-    psm.state.map_end_offset = last_offset
-    psm.take_snapshot()
-
-
-def remove_stray_snapshots(store: SnapshotStore, bases: list[int]) -> None:
-    """ProducerStateManager.removeStraySnapshots."""
-    base_set = set(bases)
-    stray: int | None = None
-    for off in store.offsets():
-        if off not in base_set:
-            if stray is not None:
-                store.delete(stray)
-            stray = off
-    if stray is not None and bases and stray < max(bases):
-        store.delete(stray)
-
-
 # ------------------------------------------------------------------------------------------------ the loader
 def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bool]:
     path = os.path.join(pdir, EPOCH_CHECKPOINT)
@@ -508,7 +337,7 @@ def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bo
         return [], True
     cache: list[tuple[int, int]] = []
     for e, s in raw:
-        cache = epoch_assign(cache, e, s)
+        cache = lec.assign(cache, e, s)
     return cache, True
 
 
@@ -655,7 +484,7 @@ class _LoadModel:
         """``recoverSegment`` (LogLoader.java:399-421): producer state rebuilt up to the segment, then
         ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
         plan, store = self.plan, self.store
-        psm = ProducerStateModel(store, self.version.java_producer_map, self.now)
+        psm = ProducerStateManager(store, self.version.java_producer_map, self.now)
         rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
         again = s.base in self.recovered_bases
@@ -678,7 +507,7 @@ class _LoadModel:
             if stop_at is not None and b.position >= stop_at:
                 break
             if b.leader_epoch >= 0 and (not self.cache or b.leader_epoch > self.cache[-1][0]):
-                self.cache = epoch_assign(self.cache, b.leader_epoch, b.base_offset)
+                self.cache = lec.assign(self.cache, b.leader_epoch, b.base_offset)
             if stop_at is None:
                 psm.state.replay([b], aborted)
         if s.stop == "empty":
@@ -766,7 +595,7 @@ class _LoadModel:
         plan, segs, clean, version = self.plan, self.segs, self.plan.clean_shutdown, self.version
         leo = plan.log_end_offset
         changes = plan.changes
-        cache = epoch_truncate_from_start(epoch_truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
+        cache = lec.truncate_from_start(lec.truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
         plan.epochs_after = cache
         if cache != plan.epochs_before:
             text = comp.encode_leader_epoch_checkpoint(cache).encode()
@@ -776,7 +605,7 @@ class _LoadModel:
             changes.append(FileChange("create-empty", EPOCH_CHECKPOINT, "missing: the broker creates it empty"))
         if version.removes_stray_snapshots:
             remove_stray_snapshots(self.store, [s.base for s in segs])
-        main = ProducerStateModel(self.store, version.java_producer_map, self.now)
+        main = ProducerStateManager(self.store, version.java_producer_map, self.now)
         rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
         _snapshot_changes(plan, self.store, self.before_snaps)
         written = {c.name for c in plan.changes if c.kind == "write"}

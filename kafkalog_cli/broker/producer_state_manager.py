@@ -15,18 +15,29 @@ ProducerAppendInfo.java, ProducerStateEntry.java at apache/kafka 1eb7644):
   ``java.util.HashMap<Long, _>`` since 3.5 (ProducerStateManager moved to Java), a Scala 2.13 ``mutable.HashMap``
   before. Byte compatibility needs that order, so it is reproduced here.
 
+The pieces, named after Kafka's: ``ProducerStateEntry`` (one producer), ``ProducerState`` (the producer map and
+ongoing transactions of one manager: replay, last stable offset, snapshot content), ``ProducerStateManager``
+(its view of the snapshot files: take, load with expiry, ``truncateAndReload``) over a ``SnapshotStore`` (the
+partition's ``.snapshot`` files as a simulation changes them), ``rebuild_producer_state``
+(``UnifiedLog.rebuildProducerState``) and ``remove_stray_snapshots``. The repairs' lighter replay over parsed
+headers (``replay_for_repair``) uses the same entries; its three differences are named in its docstring.
+
 Reading and encoding the file format lives in ``storage/companions.py``; this module only decides the content.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key, parse_end_txn_marker
-from kafkalog_cli.internal_topics.javahash import int32, scala213_order
+from kafkalog_cli.format.javahash import int32, scala213_order
+from kafkalog_cli.storage import companions as comp
+from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import ProducerEntry, encode_producer_snapshot
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -83,7 +94,7 @@ def batch_info(b: Batch, buf: bytes | memoryview) -> BatchInfo:
 
 # ------------------------------------------------------------------------------------------------ entries
 @dataclass
-class StateEntry:
+class ProducerStateEntry:
     """ProducerStateEntry: the broker's per-producer state (batch metadata: (lastSeq, lastOffset, delta, ts))."""
 
     producer_id: int
@@ -92,6 +103,11 @@ class StateEntry:
     last_timestamp: int = -1
     current_txn_first_offset: int = -1
     batches: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    @property
+    def last_data_offset(self) -> int:
+        """``lastDataOffset``: the last offset of the producer's last data batch, -1 when no batch is kept."""
+        return self.batches[-1][1] if self.batches else -1
 
     def snapshot_entry(self) -> ProducerEntry:
         """The 46-byte entry ``writeSnapshot`` writes: the last batch's metadata, or -1/-1/0 when there is none."""
@@ -103,7 +119,7 @@ class StateEntry:
                              self.coordinator_epoch, self.current_txn_first_offset)
 
     @classmethod
-    def from_snapshot(cls, e: ProducerEntry) -> StateEntry:
+    def from_snapshot(cls, e: ProducerEntry) -> ProducerStateEntry:
         """``readSnapshot``: batch metadata only when lastOffset >= 0."""
         batches = [(e.last_sequence, e.last_offset, e.offset_delta, e.timestamp)] if e.last_offset >= 0 else []
         return cls(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
@@ -126,14 +142,14 @@ class ProducerState:
     """
 
     def __init__(self, map_end_offset: int = 0) -> None:
-        self.producers: dict[int, StateEntry] = {}
+        self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}  # first offset -> producer id
         self.map_end_offset = map_end_offset
         self.inserted: list[int] = []
         self.max_size = 0
 
     # ---------------------------------------------------------------------------------------- map bookkeeping
-    def _add(self, e: StateEntry) -> None:
+    def _add(self, e: ProducerStateEntry) -> None:
         if e.producer_id not in self.producers:
             self.inserted.append(e.producer_id)
         self.producers[e.producer_id] = e
@@ -145,7 +161,7 @@ class ProducerState:
         self.ongoing.clear()
         self.inserted = []
 
-    def load_entry(self, e: StateEntry) -> None:
+    def load_entry(self, e: ProducerStateEntry) -> None:
         """loadProducerEntry: an entry read from a snapshot (its open transaction becomes ongoing)."""
         self._add(e)
         if e.current_txn_first_offset >= 0:
@@ -158,7 +174,7 @@ class ProducerState:
             return None
         cur = self.producers.get(b.producer_id)
         if cur is None:
-            cur = StateEntry(b.producer_id)
+            cur = ProducerStateEntry(b.producer_id)
             self._add(cur)
         if b.control:
             if b.control_type is None:
@@ -222,6 +238,40 @@ class ProducerState:
         return encode_producer_snapshot(self.snapshot_entries(java_map))
 
 
+def replay_for_repair(state: dict[int, ProducerStateEntry], b: Batch, ctype: int | None) -> None:
+    """The repairs' and explanations' replay of one batch over parsed headers (``compact``'s last-batch rule,
+    ``explain transactions``): the epoch, the last data batch and the open transaction, as ``ProducerAppendInfo``
+    sets them, without reading the marker's value.
+
+    It differs from ``ProducerState.apply`` (the loader's, exact) in three places, kept as the commands had them:
+    an empty control batch (``ctype`` None) still takes the batch's producer epoch (and so drops the batch
+    metadata when it changes; the broker leaves the entry alone, ProducerAppendInfo.java ``append``); a control
+    batch of another type than ABORT/COMMIT closes no transaction; a non-transactional batch in an open
+    transaction is applied instead of raising ``InvalidTxnStateError``."""
+    if b.producer_id < 0:
+        return
+    e = state.get(b.producer_id)
+    if e is None:
+        e = state[b.producer_id] = ProducerStateEntry(b.producer_id, b.producer_epoch)
+    if e.epoch != b.producer_epoch:
+        e.epoch = b.producer_epoch
+        e.batches.clear()
+    if b.is_control:
+        if ctype in (ABORT, COMMIT):
+            e.current_txn_first_offset = -1
+        return
+    if len(e.batches) == NUM_BATCHES_TO_RETAIN:
+        e.batches.pop(0)
+    e.batches.append((b.last_sequence, b.last_offset, int32(b.last_offset - b.base_offset), b.max_timestamp))
+    if b.is_transactional and e.current_txn_first_offset < 0:
+        e.current_txn_first_offset = b.base_offset
+
+
+def entries_from_snapshot(entries: Iterable[ProducerEntry]) -> dict[int, ProducerStateEntry]:
+    """The producer map of a ``.snapshot``'s entries, every one kept (``readSnapshot``; no expiry)."""
+    return {e.producer_id: ProducerStateEntry.from_snapshot(e) for e in entries}
+
+
 def long_hash(v: int) -> int:
     """``Long.hashCode``: (int)(v ^ (v >>> 32)). Scala's ``##`` of a Long agrees with it for every int-range value
     and for all others too (it falls back to the same formula)."""
@@ -257,7 +307,7 @@ def load_snapshot_state(entries: list[ProducerEntry], offset: int, now_ms: int |
     for e in entries:
         if now_ms is not None and e.current_txn_first_offset < 0 and now_ms - e.timestamp >= expiration_ms:
             continue
-        st.load_entry(StateEntry.from_snapshot(e))
+        st.load_entry(ProducerStateEntry.from_snapshot(e))
     return st
 
 
@@ -267,3 +317,150 @@ def safe_batch_info(b: Batch, buf: bytes | memoryview) -> BatchInfo | KafkalogEr
         return batch_info(b, buf)
     except KafkalogError as exc:
         return exc
+
+
+class LoadedSegment(Protocol):
+    """What producer-state rebuilding needs of a loaded segment (``broker/loader.Scan``)."""
+
+    base: int
+    infos: list[BatchInfo]
+
+
+# ------------------------------------------------------------------------------------------------ snapshots
+class SnapshotStore:
+    """The partition's ``.snapshot`` files as the simulation changes them (content read lazily from disk)."""
+
+    def __init__(self, pdir: str, names: list[str]) -> None:
+        self.pdir = pdir
+        self.present: dict[int, bytes | None] = {}
+        for n in names:
+            if layout.loader_file_kind(n) == "snapshot":
+                off = layout.loader_offset(n)
+                if off is not None and n == f"{off:020d}.snapshot":
+                    self.present[off] = None
+        self.written: dict[int, bytes] = {}
+
+    def offsets(self) -> list[int]:
+        return sorted(self.present)
+
+    def read(self, off: int) -> list[comp.ProducerEntry]:
+        data = self.present[off]
+        path = os.path.join(self.pdir, f"{off:020d}.snapshot")
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+        return comp.parse_producer_snapshot(data, path).entries
+
+    def delete(self, off: int) -> None:
+        self.present.pop(off, None)
+        self.written.pop(off, None)
+
+    def write(self, off: int, data: bytes) -> None:
+        self.present[off] = data
+        self.written[off] = data
+
+
+class ProducerStateManager:
+    """One ``ProducerStateManager`` (ProducerStateManager.java): its own view of the snapshot files, the producer
+    map (``ProducerState``), the map end offset and the last snapshot offset. The loader runs several (one per
+    segment it recovers, then the log's own), all over one ``SnapshotStore``."""
+
+    def __init__(self, store: SnapshotStore, java_map: bool, now_ms: int | None) -> None:
+        self.store = store
+        self.view = set(store.offsets())
+        self.state = ProducerState(0)
+        self.last_snap = 0
+        self.java_map = java_map
+        self.now_ms = now_ms
+
+    def remove(self, off: int) -> None:
+        self.view.discard(off)
+        self.store.delete(off)
+
+    def take_snapshot(self) -> None:
+        if self.state.map_end_offset > self.last_snap:
+            off = self.state.map_end_offset
+            self.store.write(off, self.state.snapshot_bytes(self.java_map))
+            self.view.add(off)
+            self.last_snap = off
+
+    def load_from_snapshot(self, log_start: int) -> None:
+        while True:
+            live = sorted(o for o in self.view if o in self.store.present)
+            if not live:
+                self.last_snap = self.state.map_end_offset = log_start
+                return
+            off = live[-1]
+            try:
+                entries = self.store.read(off)
+            except KafkalogError:
+                self.remove(off)  # CorruptSnapshotException: deleted, the next older one tried
+                continue
+            loaded = load_snapshot_state(entries, off, self.now_ms)
+            self.state.producers, self.state.ongoing = loaded.producers, loaded.ongoing
+            self.state.inserted = loaded.inserted
+            self.state.max_size = max(self.state.max_size, loaded.max_size)
+            self.last_snap = self.state.map_end_offset = off
+            return
+
+    def truncate_and_reload(self, log_start: int, log_end: int) -> None:
+        for off in sorted(self.view):
+            if off > log_end or off <= log_start:
+                self.remove(off)
+        if log_end != self.state.map_end_offset:
+            self.state.clear()
+            self.load_from_snapshot(log_start)
+
+    def is_empty(self) -> bool:
+        return not self.state.producers
+
+
+def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegment], log_start: int, last_offset: int, clean: bool) -> None:
+    """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order)."""
+    to_snap: list[int] = []
+    if segs:
+        if len(segs) > 1:
+            to_snap.append(segs[-2].base)
+        to_snap.append(segs[-1].base)
+    to_snap.append(last_offset)
+    if not psm.view.intersection(psm.store.present) and clean:
+        for off in to_snap:
+            psm.state.map_end_offset = off
+            psm.take_snapshot()
+        return
+    empty_before = psm.is_empty() and psm.state.map_end_offset >= last_offset
+    psm.truncate_and_reload(log_start, last_offset)
+    if last_offset > psm.state.map_end_offset and not empty_before:
+        floor = [s for s in segs if s.base <= last_offset]
+        floor_seg = floor[-1] if floor else None
+        start_from = psm.state.map_end_offset
+        chosen = [s for s in segs if s.base < last_offset]
+        lower = [s for s in chosen if s.base <= start_from]
+        if lower:
+            chosen = [s for s in chosen if s.base >= lower[-1].base]
+        for s in chosen:
+            start = max(s.base, psm.state.map_end_offset, log_start)
+            psm.state.map_end_offset = start
+            if s.base in to_snap:
+                psm.take_snapshot()
+            batches = [b for b in s.infos if b.last_offset >= start]
+            if s is floor_seg:
+                batches = [b for b in batches if b.last_offset < last_offset]
+            end_keep = psm.state.map_end_offset
+            psm.state.replay(batches)
+            psm.state.map_end_offset = end_keep  # loadProducersFromRecords does not move the map end offset
+    psm.state.map_end_offset = last_offset
+    psm.take_snapshot()
+
+
+def remove_stray_snapshots(store: SnapshotStore, bases: list[int]) -> None:
+    """ProducerStateManager.removeStraySnapshots."""
+    base_set = set(bases)
+    stray: int | None = None
+    for off in store.offsets():
+        if off not in base_set:
+            if stray is not None:
+                store.delete(stray)
+            stray = off
+    if stray is not None and bases and stray < max(bases):
+        store.delete(stray)
