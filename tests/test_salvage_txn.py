@@ -221,3 +221,20 @@ def test_oracle_lost_marker_txnindex_is_kafkas(tmp_path, kafka_real):
     assert _producers(after) == [(4242, None, 2)]
     snap = json.dumps(after["log"])
     assert '"logEndOffset": 5' in snap
+
+
+def test_a_torn_marker_at_the_tail_is_a_note(tmp_path):
+    """The COMMIT itself is the torn last batch: the broker's own recovery cuts it and loads with the transaction
+    open, so salvage does the same and says so (a trailing cut is at most a note)."""
+    pdir = os.path.join(str(tmp_path), "logs", "t-0")
+    os.makedirs(pdir)
+    pb = PartitionBuilder(pdir)
+    pb.batch([(b"a", b"x" * 20)], pid=4242, txn=True)
+    pb.marker(4242, abort=False)
+    pb.write()
+    path = os.path.join(pdir, f"{0:020d}.log")
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: _positions(data)[1] + 70])
+    code, out = run("salvage", pdir)
+    assert code == 1, out
+    assert "the tail held a control batch of that producer at offset 1" in out and "--start-offset 0" in out, out

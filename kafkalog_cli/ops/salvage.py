@@ -293,10 +293,12 @@ def _transaction_rules(plan: SalvagePlan, at_cut: list[tuple[Cut, dict[int, int]
             for pid, first in sorted(open_at.items(), key=lambda t: t[1]):
                 if (pid, first) in closed:
                     continue
+                lost = [bo for bo, _lo, p, ctl in c.batches if ctl and p == pid] if c.evidence == "headers" else []
+                held = f"; the tail held a control batch of that producer at offset {lost[0]}" if lost else ""
                 plan.notes.append(
                     f"producer {pid}'s transaction from offset {first} is open at the log end (the cut at {where} is "
-                    "the log's tail, as the broker's own recovery cuts it after a crash): the transaction coordinator "
-                    f"completes it; if it hangs, end it with: {abort_command(pdir, first)}")
+                    f"the log's tail, as the broker's own recovery cuts it after a crash{held}): the transaction "
+                    f"coordinator completes it; if it hangs, end it with: {abort_command(pdir, first)}")
             continue
         if c.evidence == "headers":
             lost = [(bo, pid) for bo, _lo, pid, ctl in c.batches if ctl and pid in open_at]
