@@ -885,17 +885,19 @@ def _log_next_offset(path: str, base: int) -> int:
     """The next offset of a segment file as ``LogSegment.readNextOffset`` finds it in a valid log: the last batch's
     last offset + 1 (the base offset for an empty one)."""
     nxt, pos = base, 0
+    head_size = L.V2_LAST_OFFSET_DELTA_OFFSET + 4
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        while pos + 27 <= size:
+        while pos + head_size <= size:
             f.seek(pos)
-            head = f.read(27)
-            first, length = int.from_bytes(head[0:8], "big", signed=True), int.from_bytes(head[8:12], "big", signed=True)
-            if length < 14 or pos + 12 + length > size:
+            head = f.read(head_size)
+            first, length = L.LOG_ENTRY.read(head)
+            if length < L.LEGACY_V0_RECORD_OVERHEAD or pos + L.LOG_OVERHEAD + length > size:
                 break
-            delta = int.from_bytes(head[23:27], "big", signed=True) if head[16] >= 2 else 0
+            v2 = head[L.MAGIC_OFFSET] >= 2
+            delta = int.from_bytes(head[L.V2_LAST_OFFSET_DELTA_OFFSET:head_size], "big", signed=True) if v2 else 0
             nxt = max(nxt, first + delta + 1)
-            pos += 12 + length
+            pos += L.LOG_OVERHEAD + length
     return nxt
 
 

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
+from kafkalog_cli.format import layouts as L
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.ops import producer_state as pst
@@ -46,6 +47,7 @@ from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.segment import MappedFile
 
 INT32_MAX = 2147483647
+CONTROL_FLAG = 0x20  # RecordBatch attributes: control batch (bit 5)
 
 
 @dataclass
@@ -293,8 +295,8 @@ def _transaction_rules(plan: SalvagePlan, at_cut: list[tuple[Cut, dict[int, int]
             for pid, first in sorted(open_at.items(), key=lambda t: t[1]):
                 if (pid, first) in closed:
                     continue
-                lost = [bo for bo, _lo, p, ctl in c.batches if ctl and p == pid] if c.evidence == "headers" else []
-                held = f"; the tail held a control batch of that producer at offset {lost[0]}" if lost else ""
+                torn = [bo for bo, _lo, p, ctl in c.batches if ctl and p == pid] if c.evidence == "headers" else []
+                held = f"; the tail held a control batch of that producer at offset {torn[0]}" if torn else ""
                 plan.notes.append(
                     f"producer {pid}'s transaction from offset {first} is open at the log end (the cut at {where} is "
                     f"the log's tail, as the broker's own recovery cuts it after a crash{held}): the transaction "
@@ -329,16 +331,11 @@ def _transaction_rules(plan: SalvagePlan, at_cut: list[tuple[Cut, dict[int, int]
             plan.notes.append("WARNING: " + text)
 
 
-MIN_HEADER = 61  # a v2 batch header (RecordBatch.RECORD_BATCH_OVERHEAD)
-
-
 def _read_cut(path: str, start: int, end: int, last_good: int | None,
               first_good: int | None) -> tuple[str, list[tuple[int, int, int, bool]]]:
     """What the bytes of a cut range show: ("headers", [(base, last, producer id, control), ...]) when the v2 batch
     framing walks from ``start`` exactly to ``end`` (or into the end of the file: a torn last batch) through headers
     whose offsets lie in the cut's offset gap; else ("unknown", [])."""
-    import struct
-
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
@@ -346,18 +343,17 @@ def _read_cut(path: str, start: int, end: int, last_good: int | None,
     out: list[tuple[int, int, int, bool]] = []
     pos, low = 0, (last_good + 1 if last_good is not None else None)
     while pos < len(data):
-        if pos + MIN_HEADER > len(data):
+        if pos + L.V2_HEADER_SIZE > len(data):
             return "unknown", []
-        base, length = struct.unpack_from(">qi", data, pos)
-        magic = data[pos + 16]
-        attrs, delta = struct.unpack_from(">hi", data, pos + 21)
-        pid = struct.unpack_from(">q", data, pos + 43)[0]
+        h = L.BATCH_V2.read(data, pos)
+        base, length, magic, attrs = h.base_offset, h.batch_length, h.magic, h.attributes
+        delta, pid = h.last_offset_delta, h.producer_id
         last = base + delta
-        if (magic != 2 or length < MIN_HEADER - 12 or delta < 0 or (low is not None and base < low)
+        if (magic != 2 or length < L.V2_MIN_BATCH_LENGTH or delta < 0 or (low is not None and base < low)
                 or (first_good is not None and last >= first_good) or (out and base <= out[-1][1])):
             return "unknown", []
-        out.append((base, last, pid, bool(attrs & 0x20)))
-        nxt = pos + 12 + length
+        out.append((base, last, pid, bool(attrs & CONTROL_FLAG)))
+        nxt = pos + L.LOG_OVERHEAD + length
         if nxt > len(data) and start + nxt > size and end == size:
             break  # a torn last batch: its header is all there is
         if nxt > len(data):
