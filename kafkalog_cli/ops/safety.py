@@ -28,7 +28,10 @@ Commit order (each step durable before the next; README "Commit order and crash 
 0. a pointer (state ``staging``, pid and start time of this process) at a location derived from the partition's
    real path alone, never from ``$KAFKALOG_BACKUP_DIR`` (``_pointer_paths``);
 1. staged files are written as ``<final>.cleaned`` (``<final>.tmp`` for names without an offset) and fsync'd
-   (``stage``); a failed write removes the half-written file and names it;
+   (``stage``); a failed write removes the half-written file and names it; every kept offset-named file inside the
+   offset range of a new ``.log`` (a producer snapshot, an unchanged ``.txnindex``) is staged too, with its own
+   bytes, because the broker's loader deletes the non-``.swap`` files of that range while a ``.log.swap`` exists
+   (``_stage_covered``);
 2. the journal (state ``backing-up``) is written to the backup dir and the pointer updated;
 3. every file to be replaced or deleted is hard-linked (same filesystem) or copied into the backup dir, fsync'd;
 4. the journal moves to state ``committing``;
@@ -715,9 +718,11 @@ class Transaction:
                     or name.endswith((BUILD_SUFFIX, ".swap", PLAIN_SUFFIX)) or not os.path.isfile(path)
                     or os.path.islink(path)):
                 continue
-            with open(path, "rb") as f:
-                data = f.read()
-            self.stage(name, data, mtime=os.stat(path).st_mtime)
+            def copy(out: BinaryIO, src: str = path) -> None:
+                with open(src, "rb") as fin:
+                    shutil.copyfileobj(fin, out, 1 << 20)
+
+            self.stage(name, copy, mtime=os.stat(path).st_mtime)
 
     def _uncovered_deletes(self) -> list[str]:
         """Segment files to delete that lie outside every new segment's offset range [base, next offset).
