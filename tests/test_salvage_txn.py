@@ -238,3 +238,18 @@ def test_a_torn_marker_at_the_tail_is_a_note(tmp_path):
     code, out = run("salvage", pdir)
     assert code == 1, out
     assert "the tail held a control batch of that producer at offset 1" in out and "--start-offset 0" in out, out
+
+
+def test_a_control_batch_of_another_producer_in_a_transaction_is_a_risk(tmp_path):
+    """The cut's header says control batch, but of producer 99, which has no open transaction: its producer id may
+    be the damaged field (the CRC failed), so 4242's open transaction is at risk: refused unless allowed."""
+    pdir = _partition(tmp_path, "lost-commit")
+    path = os.path.join(pdir, f"{0:020d}.log")
+    data = bytearray(open(path, "rb").read())
+    pos = _positions(bytes(data))[1]
+    struct.pack_into(">q", data, pos + 43, 99)  # the COMMIT's producer id field
+    open(path, "wb").write(bytes(data))
+    code, out = run("salvage", pdir)
+    assert code == 2 and "spans a damaged control batch" in out and "of producer 99" in out, out
+    assert "--allow-unknown-in-transaction" in out
+    assert run("salvage", "--allow-unknown-in-transaction", pdir)[0] == 1

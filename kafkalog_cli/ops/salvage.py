@@ -316,12 +316,22 @@ def _transaction_rules(plan: SalvagePlan, at_cut: list[tuple[Cut, dict[int, int]
                                   expected="no lost marker of an open transaction",
                                   found=f"control batch of producer {pid} at offset {bo} in the cut")
                 plan.notes.append("WARNING: " + text)
-            continue
+            stray = [(bo, pid) for bo, _lo, pid, ctl in c.batches if ctl and pid not in open_at]
+            if not stray:
+                continue
+            # a control batch of a producer with no open transaction here: a stray marker, or a marker whose
+            # producer id field is the damaged part (the CRC failed): the open transactions are as at risk as
+            # with unreadable bytes
+            what = "a damaged control batch"
+            why = (f"it is at offset {stray[0][0]}, of producer {stray[0][1]}, which has no open transaction: if its "
+                   "producer id is what was damaged, it was this transaction's COMMIT/ABORT marker")
+            open_at = {p: f for p, f in open_at.items() if p not in {q for _b, q in lost}}
+        else:
+            what, why = "unreadable bytes", "they may have held its COMMIT/ABORT marker"
         for pid, first in sorted(open_at.items(), key=lambda t: t[1]):
-            text = (f"producer {pid}'s transaction from offset {first} spans unreadable bytes ({where}, offsets "
-                    f"{lo}..{c.first_good_offset - 1 if c.first_good_offset is not None else '?'} lost): they may have "
-                    "held its COMMIT/ABORT marker; if they did, " + outcome(pid, first)
-                    + ", which its read_committed consumers would then get wrong")
+            text = (f"producer {pid}'s transaction from offset {first} spans {what} ({where}, offsets "
+                    f"{lo}..{c.first_good_offset - 1 if c.first_good_offset is not None else '?'} lost): {why}; if "
+                    "so, " + outcome(pid, first) + ", which its read_committed consumers would then get wrong")
             if not allow_unknown_in_transaction:
                 raise _refuse(text + ". Refused: re-run with --allow-unknown-in-transaction to salvage anyway, or "
                               f"cut the partition before offset {first} (truncate-to-epoch --to-offset {first})", pdir,
