@@ -264,7 +264,9 @@ def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: i
         if oracle is not None:
             # ... and Kafka's own LogLoader
             got = kafka_view(kafka_load(oracle, pdir, work))
-            if got == kafka_old:
+            if got == kafka_old == kafka_new:
+                seen["kafka"].add("old = new")  # e.g. recover: Kafka's Load of the old state is the new state
+            elif got == kafka_old:
                 seen["kafka"].add("old")
             elif got == kafka_new:
                 seen["kafka"].add("new")
