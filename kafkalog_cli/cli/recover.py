@@ -139,8 +139,9 @@ verify-crc's resync map finds (offset gaps are legal), then rebuilds indexes,
 .txnindex, producer snapshots and leader-epoch-checkpoint so that the broker
 loads the partition without truncating. The plan compares what salvage loses
 with what the broker's own recovery would lose. Refuses (nothing written) when
-the result would be inconsistent, e.g. a transaction whose marker may sit in a
-cut range.
+the result would be inconsistent, e.g. a cut range whose readable header is the
+COMMIT/ABORT marker of an open transaction (--allow-lost-marker), or unreadable
+bytes inside an open transaction (--allow-unknown-in-transaction).
 """ + _COMMON_EXIT,
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
