@@ -1,8 +1,9 @@
 """A SIGKILL after *every* file-changing step of every writing command, replayed by both recoverers.
 
-``KAFKALOG_TEST_KILL_AT_STEP=k`` makes the command SIGKILL itself right after its k-th file-changing step
-(``safety._slow``); an uninterrupted run with ``KAFKALOG_TEST_STEP_LOG`` tells how many steps there are. For each k
-the partition directory left behind is loaded
+``crash_driver`` SIGKILLs the command right before its k-th file-changing system call (open for writing, linkat,
+renameat, renameat2, unlinkat, mkdir, rmdir, ...; an audit hook in the forked child); an uninterrupted run counts
+them. A sample of kill points by default, every one under ``-m oracle_long``; Kafka's real LogLoader replays them in
+test_crash_kafka_load.py. For each k the partition directory left behind is loaded
 
 * by an independent model of the broker's loader (``broker_loader``, from Kafka's LogLoader), which must serve the
   old or the new data (for ``truncate-to-epoch`` also: the old log minus some of its last segments, the states
@@ -55,10 +56,23 @@ def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
     return pdir, ["truncate-to-epoch", "--execute", "--to-offset", "50", pdir]
 
 
+KINDS = ["rebuild-index", "compact", "compact-uncovered", "truncate-to-epoch", "truncate-in-place"]
+SAMPLE = 30  # kill points per scenario by default (crash_driver._sample); all of them under -m oracle_long
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["rebuild-index", "compact", "compact-uncovered", "truncate-to-epoch",
-                                  "truncate-in-place"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_kill_at_every_step_loads_old_or_new(tmp_path, kind, monkeypatch):
+    _kill_test(tmp_path, kind, monkeypatch, SAMPLE)
+
+
+@pytest.mark.oracle_long
+@pytest.mark.parametrize("kind", KINDS)
+def test_kill_at_every_syscall_loads_old_or_new(tmp_path, kind, monkeypatch):
+    _kill_test(tmp_path, kind, monkeypatch, None)
+
+
+def _kill_test(tmp_path, kind, monkeypatch, sample):
     """``truncate-in-place``: without RENAME_EXCHANGE (KAFKALOG_NO_EXCHANGE) truncation falls back to deleting the
     later segments, highest first, before the cut segment becomes visible: a broker starting then loads the old log
     minus some of its last segments (as mid-way through Kafka's own LocalLog.truncateTo), never the cut segment
@@ -71,7 +85,8 @@ def test_kill_at_every_step_loads_old_or_new(tmp_path, kind, monkeypatch):
         ok = kind == "truncate-in-place" and broker_loader.prefix_of(view, old_view)
         return "old minus its last segments" if ok else None
 
-    seen = kill_at_every_step(str(tmp_path), src, args, min_steps=8, other_broker_view=minus_last_segments)
+    seen = kill_at_every_step(str(tmp_path), src, args, min_steps=8, other_broker_view=minus_last_segments,
+                              sample=sample)
     assert {"old", "new"} <= seen["broker"], seen
-    if kind == "truncate-in-place":
+    if kind == "truncate-in-place" and sample is None:
         assert "old minus its last segments" in seen["broker"], seen

@@ -39,4 +39,11 @@ def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
 @pytest.mark.parametrize("kind", ["salvage", "recover"])
 def test_kill_at_every_step_of_salvage_and_recover(tmp_path, kind):
     src, args = _scenario(kind, str(tmp_path / "src"))
+    kill_at_every_step(str(tmp_path), src, args, min_steps=4, sample=30)
+
+
+@pytest.mark.oracle_long
+@pytest.mark.parametrize("kind", ["salvage", "recover"])
+def test_kill_at_every_syscall_of_salvage_and_recover(tmp_path, kind):
+    src, args = _scenario(kind, str(tmp_path / "src"))
     kill_at_every_step(str(tmp_path), src, args, min_steps=4)

@@ -107,11 +107,15 @@ def _snapshot(d: Path) -> dict[str, bytes]:
 
 
 def test_salvage_execute_of_a_log_dir_writes_nothing_when_a_later_partition_is_refused(tmp_path):
-    """'Refuse (exit 2, nothing written)': a-0 (salvageable) sorts before b-0 (an open transaction whose marker may
-    sit in the cut bytes: refused); a-0 must not be rewritten before b-0's refusal."""
+    """'Refuse (exit 2, nothing written)': a-0 (salvageable) sorts before b-0 (an open transaction whose marker is
+    in the cut bytes, its header readable: refused); a-0 must not be rewritten before b-0's refusal."""
+    from kafkalog_cli.format.control import COMMIT, encode_control_key, encode_end_txn_marker
+
+    commit = encode_batch([RecordSpec(key=encode_control_key(COMMIT), value=encode_end_txn_marker(0), timestamp=TS)],
+                          base_offset=6, producer_id=7, producer_epoch=0, transactional=True, control=True)
     logdir = tmp_path / "logs"
     partition(logdir, [(0, [batch(0), corrupt(batch(3)), batch(6)])], topic="a", rp=0)
-    partition(logdir, [(0, [batch(0), txn_batch(3, 7), corrupt(batch(6)), batch(9)])], topic="b")
+    partition(logdir, [(0, [batch(0), txn_batch(3, 7), corrupt(commit), batch(7)])], topic="b")
     before = _snapshot(logdir)
     code, out = run("salvage", str(logdir), "--execute", "--backup-dir", str(tmp_path / "bk"))
     assert code == 2

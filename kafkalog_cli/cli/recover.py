@@ -139,8 +139,9 @@ verify-crc's resync map finds (offset gaps are legal), then rebuilds indexes,
 .txnindex, producer snapshots and leader-epoch-checkpoint so that the broker
 loads the partition without truncating. The plan compares what salvage loses
 with what the broker's own recovery would lose. Refuses (nothing written) when
-the result would be inconsistent, e.g. a transaction whose marker may sit in a
-cut range.
+the result would be inconsistent, e.g. a cut range whose readable header is the
+COMMIT/ABORT marker of an open transaction (--allow-lost-marker), or unreadable
+bytes inside an open transaction (--allow-unknown-in-transaction).
 """ + _COMMON_EXIT,
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
@@ -150,14 +151,21 @@ cut range.
               help="Where replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--now-ms", type=int, default=None, help="Clock for producer-id expiry when snapshots are loaded.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--allow-lost-marker", is_flag=True,
+              help="Salvage even when a cut holds the COMMIT/ABORT marker of an open transaction (its header is "
+                   "readable); the plan names the transaction and the abort command.")
+@click.option("--allow-unknown-in-transaction", is_flag=True,
+              help="Salvage even when unreadable bytes lie inside an open transaction (they may have held its "
+                   "marker); the plan warns which transaction and its consumers are at risk.")
 def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_dir: str | None, now_ms: int | None,
-            fmt: str) -> None:
+            fmt: str, allow_lost_marker: bool, allow_unknown_in_transaction: bool) -> None:
     """Keep every intact batch; cut out only the corrupt ranges; rebuild what the loader needs."""
     from kafkalog_cli.ops import salvage as sv
 
     out, err = line_writers()
     results = _errors(lambda: sv.run(list(paths), kafka_version=kafka_version, execute=execute,
-                                     backup_dir=backup_dir, now_ms=now_ms))
+                                     backup_dir=backup_dir, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
+                                     allow_unknown_in_transaction=allow_unknown_in_transaction))
     changed = False
     docs = []
     for plan, recovered, written in results:
@@ -172,8 +180,11 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
         out(f"Salvage of {plan.partition_dir}:")
         for cut in plan.cuts:
             what = "zero-filled tail" if cut.zero_tail else "corrupt range"
-            out(f"  cut {what} bytes {cut.start}..{cut.end} of segment {cut.segment} (last good offset "
-                f"{cut.last_good_offset}, next good offset {cut.first_good_offset})")
+            before = ("no intact batch before it in the segment" if cut.last_good_offset is None
+                      else f"last good offset {cut.last_good_offset}")
+            after = ("nothing intact after it in the segment" if cut.first_good_offset is None
+                     else f"next good offset {cut.first_good_offset}")
+            out(f"  cut {what} bytes {cut.start}..{cut.end} of segment {cut.segment} ({before}, {after})")
         for c in plan.changes:
             size = f" ({c.size} bytes)" if c.kind == "write" else ""
             out(f"  {c.kind:<7} {os.path.basename(c.name)}{size}: {c.detail}")

@@ -28,7 +28,10 @@ Commit order (each step durable before the next; docs/safety.md "Commit order an
 0. a pointer (state ``staging``, pid and start time of this process) at a location derived from the partition's
    real path alone, never from ``$KAFKALOG_BACKUP_DIR`` (``_pointer_paths``);
 1. staged files are written as ``<final>.cleaned`` (``<final>.tmp`` for names without an offset) and fsync'd
-   (``stage``); a failed write removes the half-written file and names it;
+   (``stage``); a failed write removes the half-written file and names it; every kept offset-named file inside the
+   offset range of a new ``.log`` (a producer snapshot, an unchanged ``.txnindex``) is staged too, with its own
+   bytes, because the broker's loader deletes the non-``.swap`` files of that range while a ``.log.swap`` exists
+   (``_stage_covered``);
 2. the journal (state ``backing-up``) is written to the backup dir and the pointer updated;
 3. every file to be replaced or deleted is hard-linked (same filesystem) or copied into the backup dir, fsync'd;
 4. the journal moves to state ``committing``;
@@ -41,7 +44,8 @@ then either the in-place commit:
 7. ``.swap -> final`` per segment ``.log`` first (``_install_key``), then ``.tmp -> final``, directory fsync'd;
 or, when a deleted segment file lies outside every new segment's offset range (truncation; a merged segment whose
 records were all cleaned away), the exchange commit (``_commit_by_exchange``): the new directory is built beside the
-old one as ``<name>.<uuid>-delete`` from hard links, then swapped in with ``renameat2(RENAME_EXCHANGE)``;
+old one as ``<name>.<uuid>-delete/<name>`` from hard links (nested, so that a broker's loader never opens a file
+sharing an inode with a live one), then swapped in with ``renameat2(RENAME_EXCHANGE)``;
 8. journal state ``done``, pointer removed (and the backup removed when ``keep_backup`` is false).
 
 The backup is complete before the commit point (step 3 before step 5), so rolling forward never has to copy.
@@ -612,6 +616,7 @@ class Transaction:
     def commit(self) -> None:
         if self.committed:
             raise RuntimeError("transaction already committed")
+        self._stage_covered()
         taken = [n for n in self._backup_names() if os.path.lexists(os.path.join(self.backup_dir, n))]
         if taken:
             raise RepairRefused(
@@ -648,8 +653,8 @@ class Transaction:
             raise _write_failed(exc, "cannot back up the files to be replaced (nothing was changed)", current) from None
         if (self.early_deletes or self._uncovered_deletes()) and not os.environ.get(NO_EXCHANGE_ENV):
             real = os.path.realpath(self.partition_dir)
-            self.exchange_dir = os.path.join(os.path.dirname(real),
-                                             f"{os.path.basename(real)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            holder = os.path.join(os.path.dirname(real), f"{os.path.basename(real)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            self.exchange_dir = os.path.join(holder, os.path.basename(real))  # nested: see ``_commit_by_exchange``
             self.old_ino = os.stat(real).st_ino
         self._set_state("committing")
         self._past_backup = True
@@ -681,6 +686,35 @@ class Transaction:
         if not self.keep_backup:
             _drop_backup(self.backup_dir, self.log_dir_deletes)
         self.committed = True
+
+    def _stage_covered(self) -> None:
+        """Re-stage every kept offset-named file inside the offset range of the new ``.log.swap`` files.
+
+        While a ``.log.swap`` exists, the broker's loader deletes every file whose name's offset lies in [min swap
+        base, max swap next offset) except ``.swap`` files (LogLoader.java:158-178, second pass), then renames every
+        ``.swap`` file, whatever its kind (third pass, :180-192). A file this change keeps in that range (a producer
+        snapshot at a merged segment's base, e.g. the latest one when there is none at the log end) would be deleted
+        by a broker starting in the window; with ``.kafka_cleanshutdown`` present and no snapshot left,
+        ``rebuildProducerState`` then writes empty snapshots (0 producers). Staged with its own bytes, it is a
+        ``.swap`` in that window: the loader keeps and installs it, as it does the new segment.
+        """
+        logs = [n for n in self.staged if offset_named(n) and n.endswith(".log")]
+        if not logs:
+            return
+        low = min(_name_key(n)[0] for n in logs)
+        high = max(_log_next_offset(os.path.join(self.partition_dir, staging_name(n)), _name_key(n)[0]) for n in logs)
+        gone = set(self.deletes) | set(self.early_deletes) | set(self.staged)
+        for name in sorted(os.listdir(self.partition_dir)):
+            path = os.path.join(self.partition_dir, name)
+            if (name in gone or not offset_named(name) or not low <= _name_key(name)[0] < high
+                    or name.endswith((BUILD_SUFFIX, ".swap", PLAIN_SUFFIX)) or not os.path.isfile(path)
+                    or os.path.islink(path)):
+                continue
+            def copy(out: BinaryIO, src: str = path) -> None:
+                with open(src, "rb") as fin:
+                    shutil.copyfileobj(fin, out, 1 << 20)
+
+            self.stage(name, copy, mtime=os.stat(path).st_mtime)
 
     def _uncovered_deletes(self) -> list[str]:
         """Segment files to delete that lie outside every new segment's offset range [base, next offset).
@@ -844,6 +878,26 @@ def _discarded_by_someone_else(pdir: str, j: dict, staged: list[str], suffix: st
 _EXT_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3}
 
 
+def _log_next_offset(path: str, base: int) -> int:
+    """The next offset of a segment file as ``LogSegment.readNextOffset`` finds it in a valid log: the last batch's
+    last offset + 1 (the base offset for an empty one)."""
+    nxt, pos = base, 0
+    head_size = L.V2_LAST_OFFSET_DELTA_OFFSET + 4
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        while pos + head_size <= size:
+            f.seek(pos)
+            head = f.read(head_size)
+            first, length = L.LOG_ENTRY.read(head)
+            if length < L.LEGACY_V0_RECORD_OVERHEAD or pos + L.LOG_OVERHEAD + length > size:
+                break
+            v2 = head[L.MAGIC_OFFSET] >= 2
+            delta = int.from_bytes(head[L.V2_LAST_OFFSET_DELTA_OFFSET:head_size], "big", signed=True) if v2 else 0
+            nxt = max(nxt, first + delta + 1)
+            pos += L.LOG_OVERHEAD + length
+    return nxt
+
+
 def _install_key(name: str) -> tuple[int, int, str]:
     """Per segment, ``.log`` first, then its indexes, in ascending base offset order (Kafka's own
     ``LogSegment.changeFileSuffixes`` order).
@@ -950,15 +1004,25 @@ def _commit_by_exchange(partition_dir: str, j: dict) -> bool:
     Deleting several files can never be atomic inside the partition directory, and no ordering of deletes and
     ``.swap`` renames makes every intermediate state load as the old or the new log under the broker's loader (a
     ``.log.swap`` only removes files inside its own offset range, which the later segments are not). So the new
-    partition directory is built beside the real one as ``<name>.<uuid>-delete`` (Kafka's own name for a partition
-    directory scheduled for deletion: a broker starting meanwhile loads nothing from it and deletes it;
-    ``LogManager.loadLog``), hard-linking every unchanged file and linking each staged file under its final name,
-    fsync'd; then the two directories are swapped with ``renameat2(RENAME_EXCHANGE)``, the commit point for both
-    recoverers, and the old contents (now under the ``-delete`` name, every replaced or deleted file backed up) are
-    removed. Returns False (nothing done) when the file system cannot exchange directories.
+    partition directory is built beside the real one, hard-linking every unchanged file and linking each staged file
+    under its final name, fsync'd; then the two directories are swapped with ``renameat2(RENAME_EXCHANGE)``, the
+    commit point for both recoverers, and the old contents (every replaced or deleted file backed up) are removed.
+    Returns False (nothing done) when the file system cannot exchange directories.
+
+    The side is ``<name>.<uuid>-delete/<name>``: one level *inside* a directory with Kafka's name for a partition
+    scheduled for deletion. A broker starting before the side is gone loads every sub-directory of the log dir, the
+    ``-delete`` one too (LogManager.loadLogs, then loadLog queues it with addLogToBeDeleted and deletes it
+    recursively later), and LogLoader of that directory writes there: its leader-epoch checkpoint through
+    ``leader-epoch-checkpoint.tmp`` (LogLoader.java:218 ``truncateFromEndAsyncFlush``; CheckpointFile opens the
+    ``.tmp`` for writing), rebuilt indexes of a segment whose ``.index`` is gone, the active segment's preallocated
+    indexes. Files there that are hard links of live files (the unchanged files before the exchange, the staged
+    ``.tmp``/``.cleaned`` after it) would be written through. LogLoader only ever reads the regular files directly
+    in its directory (LogLoader.java:161-164, 181-184, 265-268, 359-361 filter ``File::isFile``), so the nested side
+    is never opened by Kafka: it sees an empty ``-delete`` directory, creates its own new files there and deletes it.
     """
     real = os.path.realpath(partition_dir)
     side = j["exchange_dir"]
+    holder = _holder_of(side)
     log_dir = j["log_dir"]
     backup_dir = j["backup_dir"]
     for name in j["log_dir_delete"]:
@@ -971,18 +1035,19 @@ def _commit_by_exchange(partition_dir: str, j: dict) -> bool:
     gone = set(j["delete"]) | set(j["early_delete"]) | set(staged)
     ours = {staging_name(n) for n in staged}
     st = os.stat(real)
-    os.mkdir(side, stat.S_IMODE(st.st_mode))
-    try:
-        os.chown(side, st.st_uid, st.st_gid)
-    except PermissionError:
-        pass
-    _slow()
+    for d in ([holder] if holder else []) + [side]:
+        os.mkdir(d, stat.S_IMODE(st.st_mode))
+        try:
+            os.chown(d, st.st_uid, st.st_gid)
+        except PermissionError:
+            pass
+        _slow()
     for name in sorted(os.listdir(real)):
         if name in gone or name in ours:
             continue
         src = os.path.join(real, name)
         if os.path.isdir(src) and not os.path.islink(src):
-            shutil.rmtree(side)
+            _discard_side(side)
             return False  # a sub-directory cannot be hard-linked: keep the in-place order
         os.link(src, os.path.join(side, name), follow_symlinks=False)
         _slow()
@@ -990,25 +1055,49 @@ def _commit_by_exchange(partition_dir: str, j: dict) -> bool:
         os.link(os.path.join(real, staging_name(name)), os.path.join(side, name))
         _slow()
     _fsync_dir(side)
+    if holder:
+        _fsync_dir(holder)
     if not _rename_exchange(real, side):
-        shutil.rmtree(side)
+        _discard_side(side)
         return False
     _fsync_dir(os.path.dirname(real))
+    if holder:
+        _fsync_dir(holder)
     _slow()
     _remove_side(side)
     return True
 
 
+def _holder_of(side: str) -> str | None:
+    """The ``<name>.<uuid>-delete`` directory holding the exchanged side ``side`` (None: a side of an older
+    kafkalog, which was the ``-delete`` directory itself)."""
+    holder = os.path.dirname(side)
+    return holder if os.path.basename(holder).endswith(DELETE_DIR_SUFFIX) else None
+
+
+def _discard_side(side: str) -> None:
+    """Remove a side that was never exchanged (it holds only links and the holder only what a broker created)."""
+    holder = _holder_of(side)
+    if os.path.isdir(side):
+        shutil.rmtree(side)
+    if holder and os.path.isdir(holder):
+        shutil.rmtree(holder)
+
+
 def _remove_side(side: str) -> None:
-    """Remove the ``-delete`` directory holding the old contents (every replaced or deleted file is backed up)."""
-    if not os.path.isdir(side):
-        return
-    for name in sorted(os.listdir(side)):
-        os.unlink(os.path.join(side, name))
+    """Remove the side holding the old contents (every replaced or deleted file is backed up), then its holder
+    (which holds nothing else but what a broker that loaded it meanwhile created there)."""
+    holder = _holder_of(side)
+    if os.path.isdir(side):
+        for name in sorted(os.listdir(side)):
+            os.unlink(os.path.join(side, name))
+            _slow()
+        os.rmdir(side)
         _slow()
-    os.rmdir(side)
-    _fsync_dir(os.path.dirname(side))
-    _slow()
+    if holder and os.path.isdir(holder):
+        shutil.rmtree(holder)
+        _slow()
+    _fsync_dir(os.path.dirname(holder or side))
 
 
 def _recover_exchange(pdir: str, j: dict) -> list[str] | None:
@@ -1025,8 +1114,7 @@ def _recover_exchange(pdir: str, j: dict) -> list[str] | None:
             _drop_backup(j["backup_dir"], list(j["log_dir_delete"]))
         return [f"finished the interrupted change (the new partition directory was already in place; rolled "
                 f"forward); old versions are in {j['backup_dir']}"]
-    if os.path.isdir(side):
-        shutil.rmtree(side)
+    _discard_side(side)
     return []  # not exchanged: the caller rolls back as for any change before its commit point
 
 

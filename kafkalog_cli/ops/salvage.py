@@ -12,9 +12,17 @@ What makes the result consistent (checked before anything is written; otherwise 
   relative range (the fields outside the CRC, errata E3);
 * producer-state replay of the kept batches succeeds the way the broker's replay does (a non-transactional batch
   of a producer with an open transaction is fatal for the broker: InvalidTxnStateException);
-* no transaction is left open with a cut range after its first batch: its COMMIT/ABORT marker may have been in the
-  cut bytes, and only the operator can decide (abort it with kafka-transactions.sh after the load, or truncate the
-  partition before it).
+* transactions and cut bytes (the evidence rule, docs/recover-and-salvage.md): a cut range whose batch framing and
+  headers are readable shows whether it held a marker. A control batch of a producer whose transaction is open at
+  the cut is a lost COMMIT/ABORT marker: without it the broker's replay runs that transaction into the producer's
+  next one (its ``.txnindex`` entry, or its commit, would span both) or leaves it hanging, so salvage refuses unless
+  ``allow_lost_marker``, and then names the transaction, what consumers will read and the exact
+  ``kafka-transactions.sh`` abort command. Readable headers without such a marker: nothing of a transaction's
+  outcome was lost, salvage proceeds (the broker's own recovery leaves the same open transaction after a crash).
+  Unknown bytes (no readable framing) inside an open transaction's span may have held its marker: refused unless
+  ``allow_unknown_in_transaction`` (then a warning names the transaction and its consumers' risk). A cut that
+  loses no offset, or that nothing kept follows (a trailing cut, as the broker's own recovery cuts it), is at most
+  a note.
 
 Snapshots: one at every segment base but the first, and one at the log end offset, with the replayed state: the
 set the broker's recovery itself leaves (``loader.py``), so a later recovery finds nothing to change.
@@ -31,6 +39,7 @@ from kafkalog_cli.broker import leader_epoch_cache as lec
 from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
+from kafkalog_cli.format import layouts as L
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety, verify
@@ -39,6 +48,7 @@ from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.segment import MappedFile
 
 INT32_MAX = 2147483647
+CONTROL_FLAG = 0x20  # RecordBatch attributes: control batch (bit 5)
 
 
 @dataclass
@@ -49,6 +59,10 @@ class Cut:
     last_good_offset: int | None
     first_good_offset: int | None
     zero_tail: bool = False
+    # what the cut bytes show (``_read_cut``): "headers" (framing and headers readable, listed in ``batches``) or
+    # "unknown"; ``batches``: (base offset, last offset, producer id, control) of each readable header
+    evidence: str = "unknown"
+    batches: list[tuple[int, int, int, bool]] = field(default_factory=list)
 
 
 @dataclass
@@ -85,7 +99,8 @@ def _refuse(message: str, pdir: str, **kw: object) -> RepairRefused:
 
 def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION, now_ms: int | None = None,
                  index_interval_bytes: int = ri.DEFAULT_INTERVAL,
-                 segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES) -> SalvagePlan:
+                 segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES, allow_lost_marker: bool = False,
+                 allow_unknown_in_transaction: bool = False) -> SalvagePlan:
     """Everything ``salvage`` would write (see the module docstring), in its steps: the broker's loss for
     comparison, the resync map, the replay, then the segment files, snapshots and leader-epoch checkpoint."""
     pdir = os.path.abspath(partition_dir)
@@ -106,7 +121,8 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     broker = _broker_loss(plan, kafka_version, now_ms)
     kept, infos, prev_last = _resync_map(plan, bases)
     err_cuts = _salvage_loss(plan, bases)
-    aborted, snaps = _replay(plan, bases, infos, prev_last, err_cuts, version, broker.log_start_checkpoint)
+    aborted, snaps = _replay(plan, bases, infos, prev_last, err_cuts, version, broker.log_start_checkpoint,
+                             allow_lost_marker, allow_unknown_in_transaction)
     seg_changes(plan, pdir, bases, kept, infos, aborted, index_interval_bytes, segment_index_bytes)
     _snapshot_files(plan, names, snaps)
     _epoch_checkpoint(plan, broker, [b for v in infos.values() for b in v])
@@ -153,7 +169,10 @@ def _resync_map(plan: SalvagePlan, bases: list[int]) -> tuple[dict[int, list[tup
         for start, end, err in m.regions:
             last_good = max((e[3] for e in m.entries if e[0] < start), default=None)
             first_good = min((e[2] for e in m.entries if e[0] >= end), default=None)
-            plan.cuts.append(Cut(base, start, end, last_good, first_good, not err))
+            cut = Cut(base, start, end, last_good, first_good, not err)
+            if err:
+                cut.evidence, cut.batches = _read_cut(path, start, end, last_good, first_good)
+            plan.cuts.append(cut)
         kept[base] = m.entries
         seg_infos = []
         with MappedFile(path) as mf:
@@ -194,20 +213,28 @@ def _salvage_loss(plan: SalvagePlan, bases: list[int]) -> list[Cut]:
 
 
 def _replay(plan: SalvagePlan, bases: list[int], infos: dict[int, list[pst.BatchInfo]], prev_last: int | None,
-            err_cuts: list[Cut], version: ld.KafkaVersion,
-            log_start_checkpoint: int) -> tuple[list[tuple[int, int, int, int]], dict[int, bytes]]:
-    """Producer-state replay of the kept batches as the broker's (refused where its replay would fail, or where an
-    open transaction's marker may lie in a cut): the aborted transactions (``.txnindex`` entries) and the snapshots
-    at every segment base but the first and at the log end offset (the ones the loader keeps)."""
+            err_cuts: list[Cut], version: ld.KafkaVersion, log_start_checkpoint: int, allow_lost_marker: bool = False,
+            allow_unknown_in_transaction: bool = False) -> tuple[list[tuple[int, int, int, int]], dict[int, bytes]]:
+    """Producer-state replay of the kept batches as the broker's (refused where its replay would fail, or where the
+    evidence rule of the module docstring says a transaction's outcome may be lost in a cut): the aborted
+    transactions (``.txnindex`` entries) and the snapshots at every segment base but the first and at the log end
+    offset (the ones the loader keeps)."""
     pdir = plan.partition_dir
     state = pst.ProducerState(bases[0])
     aborted: list[tuple[int, int, int, int]] = []
     snaps: dict[int, bytes] = {}
+    # the cuts in log order between the kept batches: what was open at each, and what closed those later
+    at_cut: list[tuple[Cut, dict[int, int], int | None]] = []  # (cut, {pid: txn first offset}, last kept offset)
+    closed: dict[tuple[int, int], tuple[int, bool]] = {}  # (pid, first offset) -> (marker offset, aborted)
+    last_kept: int | None = None
     for base in bases:
         if base != bases[0]:
             state.map_end_offset = base
             snaps[base] = state.snapshot_bytes(version.java_producer_map)
+        cuts = sorted((c for c in err_cuts if c.segment == base), key=lambda c: c.start)
         for b in infos[base]:
+            while cuts and cuts[0].start < b.position:
+                at_cut.append((cuts.pop(0), {p: f for f, p in state.ongoing.items()}, last_kept))
             e = state.producers.get(b.producer_id)
             if (b.producer_id >= 0 and not b.control and not b.transactional and e is not None
                     and e.current_txn_first_offset >= 0):
@@ -215,24 +242,135 @@ def _replay(plan: SalvagePlan, bases: list[int], infos: dict[int, list[pst.Batch
                               f"while its transaction from offset {e.current_txn_first_offset} is open (its marker is "
                               "missing): the broker's replay would fail (InvalidTxnStateException)", pdir,
                               position=b.position)
-            state.replay([b], aborted)
+            done = state.apply(b)  # ProducerState.replay, one batch at a time
+            if done is not None:
+                if done.aborted:
+                    aborted.append((done.producer_id, done.first_offset, done.last_offset,
+                                    state.last_stable_offset(done)))
+                closed[(done.producer_id, done.first_offset)] = (done.last_offset, done.aborted)
+                state.complete(done)
+            state.map_end_offset = b.last_offset + 1
+            last_kept = b.last_offset
+        at_cut += [(c, {p: f for f, p in state.ongoing.items()}, last_kept) for c in cuts]
     leo = max(prev_last + 1 if prev_last is not None else bases[-1], bases[-1])
     state.map_end_offset = leo
     snaps[leo] = state.snapshot_bytes(version.java_producer_map)
     plan.log_end_offset = leo
-    for pid, first in sorted(((p, f) for f, p in state.ongoing.items()), key=lambda t: t[1]):
-        after = [c for c in err_cuts if _cut_after(c, first)]
-        if after:
-            c = after[0]
-            raise _refuse(
-                f"producer {pid}'s transaction from offset {first} has no COMMIT/ABORT marker in the kept data, and "
-                f"the corrupt range at byte {c.start}..{c.end} of segment {c.segment} follows it: its marker may be "
-                "in the cut bytes. Decide first: abort it after the load (kafka-transactions.sh abort), or cut the "
-                f"partition before offset {first} (truncate-to-epoch --to-offset {first})", pdir,
-                expected="every transaction decided or still open before any cut", found=f"open transaction {pid}@{first}")
+    _transaction_rules(plan, at_cut, closed, prev_last, allow_lost_marker, allow_unknown_in_transaction)
     plan.kept_batches = sum(len(v) for v in infos.values())
     plan.kept_records = sum(b.records for v in infos.values() for b in v)
     return aborted, {o: d for o, d in snaps.items() if o > log_start_checkpoint}  # the loader deletes the others
+
+
+def abort_command(partition_dir: str, first_offset: int) -> str:
+    """The ``kafka-transactions.sh`` command that ends a hanging transaction of this partition (KIP-664)."""
+    topic, _, part = os.path.basename(os.path.abspath(partition_dir)).rpartition("-")
+    return (f"kafka-transactions.sh --bootstrap-server BROKER:9092 abort --topic {topic or '?'} "
+            f"--partition {part} --start-offset {first_offset}")
+
+
+def _transaction_rules(plan: SalvagePlan, at_cut: list[tuple[Cut, dict[int, int], int | None]],
+                       closed: dict[tuple[int, int], tuple[int, bool]], final_kept: int | None,
+                       allow_lost_marker: bool, allow_unknown_in_transaction: bool) -> None:
+    """The evidence rule of the module docstring, cut by cut (refusals raise; the rest become notes/warnings)."""
+    pdir = plan.partition_dir
+    for c, open_at, last_kept in at_cut:
+        where = f"bytes {c.start}..{c.end} of segment {c.segment}"
+        trailing = last_kept == final_kept  # nothing kept follows it: the log's tail, as the broker cuts it
+        lo = last_kept + 1 if last_kept is not None else c.segment
+        no_offset_lost = c.first_good_offset is not None and c.first_good_offset == lo
+        if not open_at or no_offset_lost:
+            continue
+
+        def outcome(pid: int, first: int) -> str:
+            end = closed.get((pid, first))
+            if end is None:
+                return (f"it stays open: it hangs (the last stable offset stops at {first}, read_committed consumers "
+                        f"stall there) until it is ended: {abort_command(pdir, first)}")
+            kind = "ABORT" if end[1] else "COMMIT"
+            return (f"the broker's replay runs it into the producer's next transaction, which ends with {kind} at "
+                    f"offset {end[0]}: read_committed consumers read offsets {first}..{end[0]} of producer {pid} as "
+                    f"{'aborted' if end[1] else 'committed'}")
+
+        if trailing:
+            for pid, first in sorted(open_at.items(), key=lambda t: t[1]):
+                if (pid, first) in closed:
+                    continue
+                torn = [bo for bo, _lo, p, ctl in c.batches if ctl and p == pid] if c.evidence == "headers" else []
+                held = f"; the tail held a control batch of that producer at offset {torn[0]}" if torn else ""
+                plan.notes.append(
+                    f"producer {pid}'s transaction from offset {first} is open at the log end (the cut at {where} is "
+                    f"the log's tail, as the broker's own recovery cuts it after a crash{held}): the transaction "
+                    f"coordinator completes it; if it hangs, end it with: {abort_command(pdir, first)}")
+            continue
+        if c.evidence == "headers":
+            lost = [(bo, pid) for bo, _lo, pid, ctl in c.batches if ctl and pid in open_at]
+            for bo, pid in lost:
+                first = open_at[pid]
+                text = (f"producer {pid}'s transaction from offset {first} lost its COMMIT/ABORT marker: the cut at "
+                        f"{where} holds a control batch of that producer at offset {bo} (header readable, CRC "
+                        "failed); which marker it was cannot be known. Without it " + outcome(pid, first))
+                if not allow_lost_marker:
+                    raise _refuse(text + ". Refused: re-run with --allow-lost-marker to salvage anyway, or cut the "
+                                  f"partition before offset {first} (truncate-to-epoch --to-offset {first})", pdir,
+                                  file=os.path.join(pdir, layout.segment_name(c.segment)), position=c.start,
+                                  expected="no lost marker of an open transaction",
+                                  found=f"control batch of producer {pid} at offset {bo} in the cut")
+                plan.notes.append("WARNING: " + text)
+            stray = [(bo, pid) for bo, _lo, pid, ctl in c.batches if ctl and pid not in open_at]
+            if not stray:
+                continue
+            # a control batch of a producer with no open transaction here: a stray marker, or a marker whose
+            # producer id field is the damaged part (the CRC failed): the open transactions are as at risk as
+            # with unreadable bytes
+            what = "a damaged control batch"
+            why = (f"it is at offset {stray[0][0]}, of producer {stray[0][1]}, which has no open transaction: if its "
+                   "producer id is what was damaged, it was this transaction's COMMIT/ABORT marker")
+            open_at = {p: f for p, f in open_at.items() if p not in {q for _b, q in lost}}
+        else:
+            what, why = "unreadable bytes", "they may have held its COMMIT/ABORT marker"
+        for pid, first in sorted(open_at.items(), key=lambda t: t[1]):
+            text = (f"producer {pid}'s transaction from offset {first} spans {what} ({where}, offsets "
+                    f"{lo}..{c.first_good_offset - 1 if c.first_good_offset is not None else '?'} lost): {why}; if "
+                    "so, " + outcome(pid, first) + ", which its read_committed consumers would then get wrong")
+            if not allow_unknown_in_transaction:
+                raise _refuse(text + ". Refused: re-run with --allow-unknown-in-transaction to salvage anyway, or "
+                              f"cut the partition before offset {first} (truncate-to-epoch --to-offset {first})", pdir,
+                              file=os.path.join(pdir, layout.segment_name(c.segment)), position=c.start,
+                              expected="every transaction decided or still open before any unreadable cut",
+                              found=f"open transaction {pid}@{first}")
+            plan.notes.append("WARNING: " + text)
+
+
+def _read_cut(path: str, start: int, end: int, last_good: int | None,
+              first_good: int | None) -> tuple[str, list[tuple[int, int, int, bool]]]:
+    """What the bytes of a cut range show: ("headers", [(base, last, producer id, control), ...]) when the v2 batch
+    framing walks from ``start`` exactly to ``end`` (or into the end of the file: a torn last batch) through headers
+    whose offsets lie in the cut's offset gap; else ("unknown", [])."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+        size = os.fstat(f.fileno()).st_size
+    out: list[tuple[int, int, int, bool]] = []
+    pos, low = 0, (last_good + 1 if last_good is not None else None)
+    while pos < len(data):
+        if pos + L.V2_HEADER_SIZE > len(data):
+            return "unknown", []
+        h = L.BATCH_V2.read(data, pos)
+        base, length, magic, attrs = h.base_offset, h.batch_length, h.magic, h.attributes
+        delta, pid = h.last_offset_delta, h.producer_id
+        last = base + delta
+        if (magic != 2 or length < L.V2_MIN_BATCH_LENGTH or delta < 0 or (low is not None and base < low)
+                or (first_good is not None and last >= first_good) or (out and base <= out[-1][1])):
+            return "unknown", []
+        out.append((base, last, pid, bool(attrs & CONTROL_FLAG)))
+        nxt = pos + L.LOG_OVERHEAD + length
+        if nxt > len(data) and start + nxt > size and end == size:
+            break  # a torn last batch: its header is all there is
+        if nxt > len(data):
+            return "unknown", []
+        pos = nxt
+    return "headers", out
 
 
 def _snapshot_files(plan: SalvagePlan, names: list[str], snaps: dict[int, bytes]) -> None:
@@ -289,13 +427,6 @@ def _epochs_consistent(cache: list[tuple[int, int]], batches: list[pst.BatchInfo
         if i < 0 or cache[i][0] != b.leader_epoch:
             return False
     return True
-
-
-def _cut_after(c: Cut, first: int) -> bool:
-    """True when the cut range lies after offset ``first`` (its offsets, or its segment, are above it)."""
-    if c.last_good_offset is not None:
-        return c.last_good_offset >= first
-    return c.first_good_offset is None or c.first_good_offset > first
 
 
 def _writer(src: str, entries: list[tuple[int, int, int, int]]) -> Callable[[BinaryIO], None]:
@@ -378,18 +509,20 @@ def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
 
 def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True,
-        now_ms: int | None = None) -> list[tuple[SalvagePlan, list[str], str | None]]:
+        now_ms: int | None = None, allow_lost_marker: bool = False,
+        allow_unknown_in_transaction: bool = False) -> list[tuple[SalvagePlan, list[str], str | None]]:
     from kafkalog_cli.ops.recover import partition_dirs
 
     out: list[tuple[SalvagePlan, list[str], str | None]] = []
     explicit = {os.path.abspath(p) for p in paths}
     pdirs = partition_dirs(paths)
+    allow = {"allow_lost_marker": allow_lost_marker, "allow_unknown_in_transaction": allow_unknown_in_transaction}
     if execute and len(pdirs) > 1:
         # refuse before writing anything: a refusal in the 3rd partition of a log dir must not leave the first two
         # already rewritten ("exit 2, nothing written"); the plans are recomputed under the lock below
         for pdir in pdirs:
             if pdir in explicit or layout.segment_bases(pdir):
-                plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
+                plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow)
     for pdir in pdirs:
         if pdir not in explicit and not layout.segment_bases(pdir):
             # one partition of a log dir without any segment (nothing to salvage there) must not stop the others;
@@ -398,13 +531,13 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
                                                  "empty segment at load, see 'kafkalog recover')"]), [], None))
             continue
         if not execute:
-            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
+            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow)
             plan.notes += safety.log_dir_warnings(pdir)
             out.append((plan, [], None))
             continue
         with safety.locked_log_dir(pdir):
             recovered = safety.recover_interrupted(pdir)
-            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms)
+            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow)
             plan.notes += safety.log_dir_warnings(pdir)
             used = repair_plan.execute_steps(pdir, salvage_steps(plan), backup_dir, keep_backup=keep_backup) \
                 if plan.has_changes else []
