@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 from partition_gen import PartitionBuilder
 
+from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.cli.main import cli
-from kafkalog_cli.ops import loader as ld
 from kafkalog_cli.storage import companions as comp
 
 NOW = 1_700_000_100_000
