@@ -45,18 +45,19 @@ def _load_changes(oracle: Oracle, part: Path, work: Path, clean: str, now_ms: in
     return before, changed
 
 
-def assert_load_keeps(oracle: Oracle, original: Path, written: Path, work: Path, now_ms: int,
+def assert_load_keeps(oracle: Oracle, reference: Path, written: Path, work: Path, now_ms: int,
                       config: dict[str, str]) -> None:
     """Kafka's Load (with and without the clean-shutdown marker, then a clean close) changes no file kafkalog wrote
-    or left in ``written``. A file Kafka changes there must be one kafkalog did not touch and that Kafka's Load of the
-    ``original`` input changes the same way (e.g. the snapshot of producers that expire at ``now_ms``: that is the
-    broker's own start-up, not something the repair left behind)."""
+    or left in ``written``, except as it changes the same file of ``reference`` (the input, or Kafka's own output of
+    the same operation): a file Kafka changes in ``written`` must have the same bytes in ``reference`` and come out
+    of Kafka's Load of ``reference`` the same (e.g. the snapshot of producers that expire at ``now_ms``, or the
+    snapshot Kafka's own truncation leaves above the log end: the broker's own start-up, not the repair's doing)."""
     assert dir_digest(written), written
     for clean in ("true", "false"):
         b_after, c_after = _load_changes(oracle, written, work / f"after-{clean}", clean, now_ms, config)
         bad = {}
         if c_after:
-            b_orig, c_orig = _load_changes(oracle, original, work / f"orig-{clean}", clean, now_ms, config)
+            b_orig, c_orig = _load_changes(oracle, reference, work / f"ref-{clean}", clean, now_ms, config)
             bad = {n: sha for n, sha in c_after.items()
                    if n not in c_orig or c_orig[n] != sha or b_orig.get(n) != b_after.get(n)}
         assert not bad, f"Kafka's Load (clean shutdown {clean}) changed {sorted(bad)} of {written}"

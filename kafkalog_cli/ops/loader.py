@@ -401,6 +401,7 @@ class ProducerStateModel:
         self.last_snap = 0
         self.java_map = java_map
         self.now_ms = now_ms
+        self.expiration_ms = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS  # producer.id.expiration.ms
 
     def remove(self, off: int) -> None:
         self.view.discard(off)
@@ -425,7 +426,7 @@ class ProducerStateModel:
             except KafkalogError:
                 self.remove(off)  # CorruptSnapshotException: deleted, the next older one tried
                 continue
-            loaded = pst.load_snapshot_state(entries, off, self.now_ms)
+            loaded = pst.load_snapshot_state(entries, off, self.now_ms, self.expiration_ms)
             self.state.producers, self.state.ongoing = loaded.producers, loaded.ongoing
             self.state.inserted = loaded.inserted
             self.state.max_size = max(self.state.max_size, loaded.max_size)
