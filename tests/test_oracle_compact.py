@@ -131,3 +131,14 @@ def test_deleted_leftovers_are_deleted_not_refused(kafka_real, tmp_path):
     assert any(n.name.endswith(".deleted") for n in part.iterdir()), "the plan must leave .deleted files"
     compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
                                               "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 1})
+
+
+def test_segments_without_removals_get_the_cleaners_indexes(kafka_real, tmp_path):
+    """Nothing to remove in the only cleanable segment: the broker still rewrites it (cleanSegments runs for every
+    group of the round), so its per-batch producer-time indexes become the cleaner's per-append ones; kafkalog left
+    the segment as it was."""
+    p = {"config": {"cleanup.policy": "compact", "index.interval.bytes": "1"},
+         "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "batches": 4}, {"op": "roll"}],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})

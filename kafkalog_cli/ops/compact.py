@@ -727,6 +727,7 @@ def _clean_segments(plan: CompactPlan, cleaner: _Cleaner, groups: list[list[Part
     pdir = plan.partition_dir
     tracker = TxnTracker()
     progress.add_total(sum(p.size for g in groups for p in g))
+    reindexed: list[int] = []
     for group in groups:
         out = OutputGroup([p.base for p in group], mtime_ns=group[-1].seg.mtime_ns, parts=group,
                           had_txnindex=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "txnindex"))),
@@ -737,8 +738,39 @@ def _clean_segments(plan: CompactPlan, cleaner: _Cleaner, groups: list[list[Part
         progress.advance(sum(p.size for p in group))
         if len(group) > 1 or any(p.split for p in group):
             out.changed = True
+        elif not out.changed and _indexes_differ(plan, out, group[0]):
+            # the broker rewrites every group of the round (cleanSegments per group, LogCleaner.scala:594-625), so
+            # a segment whose records all stay still gets the cleaner's per-append indexes and .txnindex
+            out.changed = True
+            reindexed.append(group[0].base)
         plan.groups.append(out)
     plan.cleaner = cleaner
+    if reindexed:
+        plan.notes.append(f"{len(reindexed)} segment(s) keep every record but not the indexes the cleaner writes when "
+                          "it rewrites them (per append): rewritten, as the broker rewrites every segment of a round ("
+                          + ", ".join(str(b) for b in reindexed[:5]) + (", ..." if len(reindexed) > 5 else "") + ")")
+
+
+def _indexes_differ(plan: CompactPlan, out: OutputGroup, part: Part) -> bool:
+    """Whether the source segment's ``.index``/``.timeindex``/``.txnindex`` differ from what the cleaner's rewrite of
+    it writes (``_indexes_of``'s rule over ``out.appends``; the aborted transactions it re-indexes)."""
+    builder = AppendIndexBuilder(out.out_base, plan.index_interval_bytes, plan.segment_index_bytes, part.seg.path("log"))
+    for n, largest, max_ts, shallow in out.appends:
+        builder.append(n, largest, max_ts, shallow)
+    index, timeindex = builder.finish()
+    want = {"index": index, "timeindex": timeindex, "txnindex": encode_txn_index(out.txn_entries)}
+    for ext, data in want.items():
+        path = part.seg.path(ext)
+        try:
+            with open(path, "rb") as f:
+                have = f.read()
+        except FileNotFoundError:
+            have = b"" if ext == "txnindex" else None
+        except OSError:
+            return True
+        if have != data:
+            return True
+    return False
 
 
 def _replace_segments(plan: CompactPlan) -> None:
