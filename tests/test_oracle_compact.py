@@ -17,6 +17,7 @@ Pinned version: Kafka 4.0 (the only loader/cleaner kafka-real builds); kafkalog'
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -65,8 +66,20 @@ def kafkalog_round(part: Path, config: dict[str, str], s: dict, now_ms: int) -> 
     assert r.exit_code == 0, f"kafkalog {' '.join(args)}: exit {r.exit_code}\n{r.output}"
 
 
+def written(oracle: Oracle, out: Path, p: dict) -> Path:
+    """Kafka writes the plan; a generated batch larger than a small segment.bytes is refused by Kafka's leader
+    (RecordBatchTooLargeException): such a seed has no partition to compare (tests/oracle_plans.py sizes batches to
+    the segment, about 1 seed in 200 still overshoots), anything else failing is an error."""
+    res = oracle.json("Write", "--out", str(out), "--plan-json", json.dumps(p))
+    err = res.get("error")
+    if err and err.get("class", "").endswith("RecordBatchTooLargeException"):
+        pytest.skip(f"the generated plan does not fit segment.bytes: {err['message']}")
+    assert not err, f"Write failed: {err}"
+    return Path(res["partitionDir"])
+
+
 def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict) -> None:
-    part = write_partition(oracle, tmp / "written", p)
+    part = written(oracle, tmp / "written", p)
     topic = dict(p["config"])
     config = dict(topic, **{"delete.retention.ms": str(s["delete_retention_ms"]),
                             "min.compaction.lag.ms": str(s["min_compaction_lag_ms"]),

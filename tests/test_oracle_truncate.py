@@ -38,7 +38,10 @@ START = 1_700_000_000_000
 def write(oracle: Oracle, out: Path, p: dict) -> tuple[Path, list[tuple[int, int]]]:
     """The written partition and its batches' (first offset, last offset)."""
     res = oracle.json("Write", "--out", str(out), "--plan-json", json.dumps(p))
-    assert not res.get("error"), res["error"]
+    err = res.get("error")
+    if err and err.get("class", "").endswith("RecordBatchTooLargeException"):  # see test_oracle_compact.written
+        pytest.skip(f"the generated plan does not fit segment.bytes: {err['message']}")
+    assert not err, err
     batches = [(r["firstOffset"], r["lastOffset"]) for a in res["appends"] for r in a.get("results", [])]
     batches += [(a["offset"], a["offset"]) for a in res["appends"] if a.get("op") == "marker"]
     return Path(res["partitionDir"]), sorted(batches)

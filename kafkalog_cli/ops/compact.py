@@ -765,6 +765,7 @@ def _indexes_differ(plan: CompactPlan, out: OutputGroup, part: Part) -> bool:
     want = {"index": index, "timeindex": timeindex, "txnindex": encode_txn_index(out.txn_entries)}
     for ext, data in want.items():
         path = part.seg.path(ext)
+        have: bytes | None
         try:
             with open(path, "rb") as f:
                 have = f.read()
