@@ -372,6 +372,7 @@ class ProducerStateManager:
         self.last_snap = 0
         self.java_map = java_map
         self.now_ms = now_ms
+        self.expiration_ms = DEFAULT_PRODUCER_ID_EXPIRATION_MS  # producer.id.expiration.ms
 
     def remove(self, off: int) -> None:
         self.view.discard(off)
@@ -396,7 +397,7 @@ class ProducerStateManager:
             except KafkalogError:
                 self.remove(off)  # CorruptSnapshotException: deleted, the next older one tried
                 continue
-            loaded = load_snapshot_state(entries, off, self.now_ms)
+            loaded = load_snapshot_state(entries, off, self.now_ms, self.expiration_ms)
             self.state.producers, self.state.ongoing = loaded.producers, loaded.ongoing
             self.state.inserted = loaded.inserted
             self.state.max_size = max(self.state.max_size, loaded.max_size)

@@ -53,14 +53,20 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 @click.option("--dedupe-buffer-bytes", type=click.IntRange(min=1), default=128 * 1024 * 1024, show_default=True,
               help="The broker's log.cleaner.dedupe.buffer.size: memory of the offset map (24 bytes a key, filled to "
                    "90%). When the keys do not fit, only the part of the log that fits is cleaned, as in Kafka.")
+@click.option("--io-buffer-bytes", type=click.IntRange(min=2), default=512 * 1024, show_default=True,
+              help="The broker's log.cleaner.io.buffer.size: half of it is one read of the cleaner, and each read is "
+                   "one append to the new segment (where its index entries go).")
+@click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
+              help="The broker's producer.id.expiration.ms: a producer of the snapshot idle this long at --now-ms is "
+                   "expired when the broker loads the log, and its last batch is not kept.")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where replaced files go (default: <parent of log dir>/kafkalog-backups or $KAFKALOG_BACKUP_DIR).")
 @click.option("--no-backup", is_flag=True, help="Delete the replaced files once the change is committed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_compaction_lag_ms: int,
             now_ms: int | None, include_active: bool, segment_bytes: int, segment_index_bytes: int,
-            index_interval_bytes: int, dedupe_buffer_bytes: int, backup_dir: str | None, no_backup: bool,
-            fmt: str) -> None:
+            index_interval_bytes: int, dedupe_buffer_bytes: int, io_buffer_bytes: int, producer_id_expiration_ms: int,
+            backup_dir: str | None, no_backup: bool, fmt: str) -> None:
     """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
     from kafkalog_cli.ops import compact as cp
@@ -69,7 +75,8 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     opts = cp.CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
                              now_ms=now_ms, include_active=include_active, segment_bytes=segment_bytes,
                              segment_index_bytes=segment_index_bytes, index_interval_bytes=index_interval_bytes,
-                             dedupe_buffer_bytes=dedupe_buffer_bytes)
+                             dedupe_buffer_bytes=dedupe_buffer_bytes, io_buffer_bytes=io_buffer_bytes,
+                             producer_id_expiration_ms=producer_id_expiration_ms)
     try:
         cp.check_dedupe_buffer(dedupe_buffer_bytes)
     except ValueError as exc:

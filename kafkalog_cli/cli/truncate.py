@@ -23,8 +23,11 @@ Examples:
 \b
 The end offset of EPOCH is what the leader-epoch cache answers (endOffsetFor:
 the latest epoch ends at the log end offset; an unknown epoch ends where the
-next higher epoch starts). Truncation is batch aligned: the whole batch holding
-the target goes. The plan lists every offset that would be lost, per segment.
+next higher epoch starts). The whole batch holding the target goes; as the
+broker does, the leader epochs are truncated and the producer snapshot written
+at the target itself. With --now-ms, producers idle longer than
+--producer-id-expiration-ms are left out of that snapshot, as the broker's
+reload drops them. The plan lists every offset that would be lost, per segment.
 Without --execute nothing is written; removed files go to the backup directory.
 
 \b
@@ -37,12 +40,19 @@ printed); 2 usage error, unreadable input, unknown epoch, or refused repair
 @click.option("--to-offset", type=click.IntRange(min=0), default=None,
               help="Truncate to this offset directly instead of an epoch's end.")
 @click.option("--execute/--dry-run", default=False, help="Truncate, or only print the plan (the default).")
+@click.option("--now-ms", type=int, default=None,
+              help="The broker's clock at the truncation: producers of the reloaded snapshot idle for "
+                   "--producer-id-expiration-ms are expired, as the broker's reload expires them (default: no clock, "
+                   "every producer is kept).")
+@click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
+              help="The broker's producer.id.expiration.ms (used with --now-ms).")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--no-backup", is_flag=True, help="Delete removed files once the change is committed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | None, execute: bool,
-                      backup_dir: str | None, no_backup: bool, fmt: str) -> None:
+                      now_ms: int | None, producer_id_expiration_ms: int, backup_dir: str | None, no_backup: bool,
+                      fmt: str) -> None:
     """Truncate a partition to the end offset of leader epoch EPOCH, as a follower would."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError, WriteFailedError
     from kafkalog_cli.ops import truncate as tr
@@ -52,7 +62,8 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
         fail("give exactly one of EPOCH or --to-offset", "e.g. kafkalog truncate-to-epoch orders-0 7")
     plan, recovered, written = engine_call(
         lambda: tr.run(partition_dir, epoch, to_offset, execute=execute, backup_dir=backup_dir,
-                       keep_backup=not no_backup), [
+                       keep_backup=not no_backup, now_ms=now_ms,
+                       producer_id_expiration_ms=producer_id_expiration_ms), [
             (RepairRefused, "nothing was changed; stop the broker or pick another epoch / --to-offset"),
             (WriteFailedError, WRITE_FAILED_HINT),
             (UnreadableFileError, "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed"),

@@ -22,11 +22,15 @@ Why it is built this way:
 * The plan is computed without writing anything; ``execute`` runs the same filtering again and streams it into
   ``safety.Transaction``'s staged files, checking that every group comes out the size the plan said.
 
+* Checked file for file against Kafka 4.0's own cleaner (kafka-real ``Clean``, tests/test_oracle_compact.py): the
+  new segments' indexes are built per ``LogSegment.append`` as the cleaner appends (one append per read-buffer
+  chunk, ``_Chunk``), every segment of the round is rewritten when its indexes are not those, producers of the
+  snapshot idle for ``producer.id.expiration.ms`` are expired as the broker's load expires them, and ``.deleted``
+  leftovers are deleted first as the loader deletes them.
+
 Differences from the broker, all on the safe side: the first dirty offset is the log start (a full clean gives
-the same survivors as a clean from the checkpoint, while the map does not fill); producers never expire; index
-entries of the new segments follow the recovery rule (spec §6.5) rather than the cleaner's per-chunk entries (E11) —
-both are valid for lookups; a split keeps the ``.txnindex`` entries of the split segment (Kafka's split copies only
-the records and drops them).
+the same survivors as a clean from the checkpoint, while the map does not fill); a split keeps the ``.txnindex``
+entries of the split segment (Kafka's split copies only the records and drops them).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from kafkalog_cli.ops import repair_plan
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
     LOAD_FACTOR,
+    AppendIndexBuilder,
     IndexBuilder,
     SegmentReader,
     SkimpyOffsetMap,
@@ -62,6 +67,9 @@ DEFAULT_DELETE_RETENTION_MS = 86_400_000
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 INT_MAX = 2**31 - 1
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # the broker's producer.id.expiration.ms
+DEFAULT_IO_BUFFER_BYTES = 512 * 1024  # the broker's log.cleaner.io.buffer.size (halved per read/write buffer)
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # the topic's max.message.bytes: how far the cleaner's read buffer grows
 CROSS_CHECK_BYTES = 16 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
 
 
@@ -75,6 +83,8 @@ class CompactOptions:
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
     index_interval_bytes: int = 4096
     dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    io_buffer_bytes: int = DEFAULT_IO_BUFFER_BYTES
 
 
 class Progress:
@@ -157,6 +167,8 @@ class OutputGroup:
     existed: bool = True  # ``<out_base>.log`` exists before the change (not so for a split part based elsewhere)
     txn_entries: list[AbortedTxn] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list, repr=False)
+    # the cleaner's LogSegment.append calls into the new segment: (bytes, largest offset, max timestamp, its offset)
+    appends: list[tuple[int, int, int, int]] = field(default_factory=list, repr=False)
 
     @property
     def out_base(self) -> int:
@@ -175,6 +187,7 @@ class CompactPlan:
     stats: list[SegmentStats] = field(default_factory=list)
     snapshot_deletes: list[str] = field(default_factory=list)
     file_deletes: list[tuple[str, str]] = field(default_factory=list)  # (name, why) of segment files that go
+    stray_deletes: list[str] = field(default_factory=list)  # .deleted leftovers, deleted first as the loader does
     splits: list[tuple[int, list[int]]] = field(default_factory=list)  # (segment base, bases of its parts)
     offset_map: dict = field(default_factory=dict)  # slots, entries, full, cleaned_up_to
     notes: list[str] = field(default_factory=list)
@@ -188,7 +201,7 @@ class CompactPlan:
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.changed_groups)
+        return bool(self.changed_groups) or bool(self.stray_deletes)
 
     def totals(self) -> dict[str, int]:
         keys = ("records_before", "records_after", "bytes_before", "bytes_after", "batches_before", "batches_after",
@@ -212,6 +225,7 @@ class CompactPlan:
                 for g in self.groups
             ],
             "snapshot_deletes": self.snapshot_deletes,
+            "stray_deletes": self.stray_deletes,
             "notes": self.notes,
             "totals": self.totals(),
         }
@@ -566,10 +580,12 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
     left = ps.leftovers(pdir)
+    stray = layout.deleted_leftovers(left)  # the broker's loader deletes these first; so does this repair
+    left = [n for n in left if n not in stray]
     if left:
         raise RepairRefused(
-            "an unfinished clean, split or delete is in the partition directory",
-            file=pdir, expected="no .cleaned/.swap/.deleted files", found=", ".join(left[:5]),
+            "an unfinished clean, split or swap is in the partition directory",
+            file=pdir, expected="no .cleaned/.swap files", found=", ".join(left[:5]),
         )
     segments = ps.list_segments(pdir)
     if not segments:
@@ -589,14 +605,18 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     notes: list[str] = []
     lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes)
     plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
-                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes)
+                       index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes,
+                       stray_deletes=stray)
+    if stray:
+        plan.notes.append(f"{len(stray)} file(s) already scheduled for deletion (.deleted) are deleted first, as the "
+                          "broker's loader deletes them at start-up")
     clean_segs = [s for s in segments if s.base < upper]
     if not clean_segs:
         plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
         return plan
     parts = _split_overflowed_segments(plan, clean_segs, seg_facts, opts)
     # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
-    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts)
+    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts, now, opts.producer_id_expiration_ms)
     cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
     cleaned_parts = _build_offset_map(plan, cleaner, parts, progress)
     # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
@@ -699,6 +719,7 @@ def _clean_segments(plan: CompactPlan, cleaner: _Cleaner, groups: list[list[Part
     pdir = plan.partition_dir
     tracker = TxnTracker()
     progress.add_total(sum(p.size for g in groups for p in g))
+    reindexed: list[int] = []
     for group in groups:
         out = OutputGroup([p.base for p in group], mtime_ns=group[-1].seg.mtime_ns, parts=group,
                           had_txnindex=os.path.isfile(os.path.join(pdir, ps.seg_name(group[0].base, "txnindex"))),
@@ -709,8 +730,40 @@ def _clean_segments(plan: CompactPlan, cleaner: _Cleaner, groups: list[list[Part
         progress.advance(sum(p.size for p in group))
         if len(group) > 1 or any(p.split for p in group):
             out.changed = True
+        elif not out.changed and _indexes_differ(plan, out, group[0]):
+            # the broker rewrites every group of the round (cleanSegments per group, LogCleaner.scala:594-625), so
+            # a segment whose records all stay still gets the cleaner's per-append indexes and .txnindex
+            out.changed = True
+            reindexed.append(group[0].base)
         plan.groups.append(out)
     plan.cleaner = cleaner
+    if reindexed:
+        plan.notes.append(f"{len(reindexed)} segment(s) keep every record but not the indexes the cleaner writes when "
+                          "it rewrites them (per append): rewritten, as the broker rewrites every segment of a round ("
+                          + ", ".join(str(b) for b in reindexed[:5]) + (", ..." if len(reindexed) > 5 else "") + ")")
+
+
+def _indexes_differ(plan: CompactPlan, out: OutputGroup, part: Part) -> bool:
+    """Whether the source segment's ``.index``/``.timeindex``/``.txnindex`` differ from what the cleaner's rewrite of
+    it writes (``_indexes_of``'s rule over ``out.appends``; the aborted transactions it re-indexes)."""
+    builder = AppendIndexBuilder(out.out_base, plan.index_interval_bytes, plan.segment_index_bytes, part.seg.path("log"))
+    for n, largest, max_ts, shallow in out.appends:
+        builder.append(n, largest, max_ts, shallow)
+    index, timeindex = builder.finish()
+    want = {"index": index, "timeindex": timeindex, "txnindex": encode_txn_index(out.txn_entries)}
+    for ext, data in want.items():
+        path = part.seg.path(ext)
+        have: bytes | None
+        try:
+            with open(path, "rb") as f:
+                have = f.read()
+        except FileNotFoundError:
+            have = b"" if ext == "txnindex" else None
+        except OSError:
+            return True
+        if have != data:
+            return True
+    return False
 
 
 def _replace_segments(plan: CompactPlan) -> None:
@@ -738,13 +791,20 @@ def _replace_segments(plan: CompactPlan) -> None:
 
 
 def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int, _SegFacts],
-                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts) -> dict[int, pst.ProducerStateEntry]:
-    """The newest snapshot at or below the log end, then the batches after it (a header walk of the tail only)."""
+                      ctypes: dict[int, int | None], leo: int, facts: ps.LogFacts, now: int,
+                      expiration_ms: int) -> dict[int, pst.ProducerStateEntry]:
+    """The newest snapshot at or below the log end, then the batches after it (a header walk of the tail only).
+
+    A producer of the snapshot idle for ``producer.id.expiration.ms`` (no open transaction, ``now - lastTimestamp >=
+    expiration``) is dropped as the broker's load drops it (ProducerStateManager.loadFromSnapshot filters with
+    isProducerExpired, ProducerStateManager.java:297-333 at 1eb7644), so its last batch is not kept;
+    producers replayed from the log after the snapshot are never expired at load."""
     snap = ps.newest_snapshot(pdir, at_most=leo)
     if snap is None:
         return facts.producers
     off, entries = snap
-    state = pst.entries_from_snapshot(entries)
+    state = pst.entries_from_snapshot(
+        e for e in entries if e.current_txn_first_offset >= 0 or now - e.timestamp < expiration_ms)
     for seg in segments:
         sf = seg_facts[seg.base]
         if not sf.batches or sf.next_offset <= off:
@@ -806,31 +866,92 @@ class _Cleaner:
     def clean_group(self, group: list[Part], out: OutputGroup, tracker: TxnTracker, stats: list[SegmentStats],
                     sink: BinaryIO | None) -> None:
         """cleanSegments for one group: filter every batch of its parts, write the survivors to ``sink`` (if any),
-        record the group's size, whether anything changed, and the aborted transactions it re-indexes."""
+        record the group's size, whether anything changed, the aborted transactions it re-indexes, and the appends
+        the cleaner makes to the new segment (``out.appends``, what its indexes are built from)."""
         tracker.cleaned_index = []  # the shared tracker's output index switches to this group's
+        out.appends = []
+        io_buffer = max(1, self.opts.io_buffer_bytes // 2)  # LogCleaner: ioBufferSize / numThreads / 2, one thread
         for part, st in zip(group, stats):
             tracker.add(ps.collect_aborted(self.segments, *self.seg_ranges[part.base]))
             path = part.seg.path("log")
+            chunk = _Chunk(io_buffer)
             with SegmentReader(path) as r:
                 buf = r.buf
                 for b in r.batches(part.start, part.end):
-                    piece = _filter_batch(b, buf, path, tracker, self.ctypes.get(b.base_offset), self.omap,
-                                          self.producers, self.upper, self.now, self.opts, st)
-                    if piece is None:
+                    chunk.before(b.size, out.appends)
+                    got = _filter_batch(b, buf, path, tracker, self.ctypes.get(b.base_offset), self.omap,
+                                        self.producers, self.upper, self.now, self.opts, st)
+                    if got is None:
                         out.changed = True
+                        chunk.after(0, out.appends)
                         continue
+                    piece, max_offset = got
                     if isinstance(piece, bytes):
                         out.changed = True
                         size = len(piece)
+                        max_ts = Batch(piece, 0).max_timestamp
                         if sink is not None:
                             sink.write(piece)
                     else:
                         size = piece[2]
+                        max_ts = b.max_timestamp
                         if sink is not None:
                             sink.write(buf[piece[1] : piece[1] + size])
                     out.size += size
                     st.bytes_after += size
+                    chunk.retain(size, max_offset, max_ts, b.last_offset)
+                    chunk.after(size, out.appends)
+            chunk.flush(out.appends)
+            chunk.restore()
         out.txn_entries = tracker.cleaned_index
+
+
+class _Chunk:
+    """One ``cleanInto`` read (LogCleaner.scala:805-834 at 1eb7644): the batches that fit whole in the read buffer are
+    filtered together and what survives is ONE ``LogSegment.append`` (largest offset, max timestamp and its shallow
+    offset, as ``MemoryRecords.FilterResult`` sums them up). The read buffer grows for a batch larger than it
+    (``growBuffersOrFail``: doubling, up to max.message.bytes or the batch) and is restored after each segment; a
+    read also ends after the batch whose output overflows the write buffer (``filterTo``'s early return, KAFKA-5316).
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.initial = capacity
+        self.capacity = capacity
+        self.read = 0
+        self.written = 0
+        self.size = 0
+        self.largest = -1
+        self.max_ts = -1
+        self.shallow = -1
+
+    def before(self, batch_size: int, appends: list[tuple[int, int, int, int]]) -> None:
+        if self.read and self.read + batch_size > self.capacity:
+            self.flush(appends)
+        if not self.read:
+            while batch_size > self.capacity:
+                target = batch_size if self.capacity >= DEFAULT_MAX_MESSAGE_BYTES else DEFAULT_MAX_MESSAGE_BYTES
+                self.capacity = min(self.capacity * 2, max(target, DEFAULT_MAX_MESSAGE_BYTES))
+        self.read += batch_size
+
+    def retain(self, size: int, max_offset: int, max_ts: int, shallow: int) -> None:
+        self.size += size
+        self.largest = max(self.largest, max_offset)
+        if max_ts > self.max_ts:
+            self.max_ts, self.shallow = max_ts, shallow
+
+    def after(self, written: int, appends: list[tuple[int, int, int, int]]) -> None:
+        self.written += written
+        if self.written > self.capacity:
+            self.flush(appends)
+
+    def flush(self, appends: list[tuple[int, int, int, int]]) -> None:
+        if self.size:
+            appends.append((self.size, self.largest, self.max_ts, self.shallow))
+        self.read = self.written = self.size = 0
+        self.largest = self.max_ts = self.shallow = -1
+
+    def restore(self) -> None:
+        self.capacity = self.initial
 
 
 def _is_producer_last(b: Batch, producers: dict[int, pst.ProducerStateEntry]) -> bool:
@@ -844,8 +965,10 @@ def _is_producer_last(b: Batch, producers: dict[int, pst.ProducerStateEntry]) ->
 
 def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTracker, ctype: int | None,
                   omap: SkimpyOffsetMap, producers: dict[int, pst.ProducerStateEntry],
-                  upper: int, now: int, opts: CompactOptions, st: SegmentStats) -> Piece | None:
-    """The cleaner's checkBatchRetention + shouldRetainRecord + filterTo for one batch: the output piece or None."""
+                  upper: int, now: int, opts: CompactOptions, st: SegmentStats) -> tuple[Piece, int] | None:
+    """The cleaner's checkBatchRetention + shouldRetainRecord + filterTo for one batch: the output piece and the
+    largest offset ``filterTo`` reports for it (the batch's last offset, or the last retained record's when the batch
+    is rebuilt: MemoryRecords.java:188-216), or None."""
     st.batches_before += 1
     st.records_before += b.records_count
     if b.is_control:
@@ -902,12 +1025,12 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
         st.batches_after += 1
         need_horizon = (tombstones or (can_discard and b.is_control)) and b.delete_horizon_ms is None
         if write_original and not need_horizon:
-            return (path, b.position, b.size)
+            return (path, b.position, b.size), b.last_offset
         horizon = now + opts.delete_retention_ms if need_horizon else b.delete_horizon_ms
         if need_horizon:
             st.horizons_set += 1
         st.batches_rewritten += 1
-        return _rebuild(b, retained, horizon)
+        return _rebuild(b, retained, horizon), max(r.offset for r in retained)
     if retention == "RETAIN_EMPTY":
         st.batches_after += 1
         empty = encode_batch(
@@ -918,9 +1041,9 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
             partition_leader_epoch=b.partition_leader_epoch, records_count=0,
         )
         if empty == buf[b.position : b.position + b.size]:
-            return (path, b.position, b.size)
+            return (path, b.position, b.size), b.last_offset
         st.batches_emptied += 1
-        return empty
+        return empty, b.last_offset
     if b.is_control:
         st.markers_removed += 1
     return None
@@ -952,7 +1075,8 @@ def compaction_steps(plan: CompactPlan, progress: Progress | None = None) -> lis
     ``.index``/``.timeindex`` built from that staged ``.log``, its ``.txnindex``; then the deleted segment files and
     producer snapshots. The writers run in step order (``_GroupWriter``)."""
     writer = _GroupWriter(plan, progress or Progress())
-    steps: list[repair_plan.Step] = []
+    steps: list[repair_plan.Step] = [repair_plan.delete(name, early=True, detail="already scheduled for deletion; the "
+                                                        "broker's loader deletes it") for name in plan.stray_deletes]
     for i, g in enumerate(plan.groups):
         if not g.changed:
             continue
@@ -964,7 +1088,7 @@ def compaction_steps(plan: CompactPlan, progress: Progress | None = None) -> lis
                                        size=g.size, detail=f"cleaned segment{merged}{split}"))
         for ext in ("index", "timeindex"):
             steps.append(repair_plan.write(ps.seg_name(g.out_base, ext), writer.index(i, ext), mtime=mtime,
-                                           shown=shown, detail="rebuilt by the recovery rule"))
+                                           shown=shown, detail="built per append, as the cleaner does"))
         if g.txn_entries:
             steps.append(repair_plan.write(ps.seg_name(g.out_base, "txnindex"), encode_txn_index(g.txn_entries),
                                            shown="replace", size=34 * len(g.txn_entries),
@@ -1020,7 +1144,7 @@ class _GroupWriter:
                 if again.size != g.size or os.path.getsize(staged) != g.size or again.txn_entries != g.txn_entries:
                     raise CorruptRecordError(f"internal error: the cleaned group came out {again.size} bytes, the plan "
                                              f"said {g.size}", file=staged)
-                index, timeindex = _indexes_of(staged, g.out_base, self.plan)
+                index, timeindex = _indexes_of(staged, g.out_base, self.plan, again.appends)
                 self.indexes[i] = {"index": index, "timeindex": timeindex}
             f.write(self.indexes[i].pop(ext))
             if not self.indexes[i]:
@@ -1029,23 +1153,30 @@ class _GroupWriter:
         return write
 
 
-def _indexes_of(staged: str, base: int, plan: CompactPlan) -> tuple[bytes, bytes]:
-    """Read the staged ``.log`` back (sizes, CRCs) and build its indexes with the recovery rule, page by page; a small
-    output is also run through ``rebuild_index.rebuild_segment``, the reference, which must agree."""
+def _indexes_of(staged: str, base: int, plan: CompactPlan, appends: list[tuple[int, int, int, int]]) -> tuple[bytes, bytes]:
+    """The cleaned segment's indexes as the cleaner builds them: per ``LogSegment.append`` (one per retained read, see
+    ``_Chunk``), an offset entry only once more than index.interval.bytes were appended since the last one, then the
+    final time entry of ``onBecomeInactiveSegment`` (LogSegment.java:240-268, 677-680 at 1eb7644; errata E11). The
+    staged ``.log`` is read back first (sizes, CRCs) and a small output is run through ``rebuild_index``'s recovery
+    checks: our own output must never be one the broker's recovery truncates."""
     from kafkalog_cli.ops.rebuild_index import rebuild_segment
 
-    builder = IndexBuilder(base, plan.index_interval_bytes, plan.segment_index_bytes, staged)
+    size = 0
     with SegmentReader(staged) as r:
         for b in r.batches(validate=True):
-            builder.add(b.size, b.last_offset, b.max_timestamp)
+            size += b.size
+    if size != sum(a[0] for a in appends):
+        raise CorruptRecordError(f"internal error: the cleaner's appends add up to {sum(a[0] for a in appends)} bytes, "
+                                 f"the staged segment has {size}", file=staged)
+    builder = AppendIndexBuilder(base, plan.index_interval_bytes, plan.segment_index_bytes, staged)
+    for n, largest, max_ts, shallow in appends:
+        builder.append(n, largest, max_ts, shallow)
     index, timeindex = builder.finish()
     if os.path.getsize(staged) <= CROSS_CHECK_BYTES:
         with MappedFile(staged) as mf:
             rb = rebuild_segment(mf.buf, base, plan.index_interval_bytes, segment_index_bytes=plan.segment_index_bytes)
-        if rb.problem is not None:  # our own output must pass the broker's recovery checks
+        if rb.problem is not None:
             raise CorruptRecordError(f"compacted output failed validation: {rb.problem.describe()}", file=staged)
-        if (rb.index, rb.timeindex) != (index, timeindex):
-            raise CorruptRecordError("internal error: the streamed index differs from rebuild-index's", file=staged)
     return index, timeindex
 
 

@@ -5,8 +5,11 @@ Why it is built this way:
 
 * The target comes from the leader-epoch cache's own ``endOffsetFor`` (same branches as the broker), so the cut is
   the one a follower would make; ``--to-offset`` skips the lookup.
-* Truncation is batch aligned: the whole batch holding the target goes, so the plan names the new log end offset
-  and every offset lost, per segment, before anything is written.
+* The whole batch holding the target goes, so the plan names the new log end offset and every offset lost, per
+  segment, before anything is written. The rest follows Kafka 4.0's ``UnifiedLog.truncateTo`` as run (issue 26,
+  tests/test_oracle_truncate.py): leader epochs, producer snapshot and index entries are cut at the target itself,
+  also inside a batch; the time index keeps only what ``LogSegment.truncateTo`` and ``close`` leave; ``.deleted``
+  leftovers are deleted first, as the loader deletes them; ``now_ms`` expires idle producers of the reloaded snapshot.
 * Files are changed through ``safety.Transaction`` (later segments removed into the backup, the cut segment and
   its indexes rewritten, ``leader-epoch-checkpoint`` rewritten), so a crash leaves the old or the new state.
 * Producer snapshots are deleted and written as the broker's own truncation does (``_plan_snapshots``): the
@@ -29,8 +32,6 @@ from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoi
 from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
 from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.format.layouts import TIME_INDEX_ENTRY
-from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
@@ -84,12 +85,13 @@ class TruncatePlan:
     snapshot_deletes: list[str] = field(default_factory=list)
     snapshot_writes: list[SnapshotWrite] = field(default_factory=list)
     remove_clean_shutdown: bool = False
+    stray_deletes: list[str] = field(default_factory=list)  # .deleted leftovers, deleted first as the loader does
     notes: list[str] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
         return (bool(self.lost) or self.checkpoint_after != self.checkpoint_before or bool(self.snapshot_deletes)
-                or bool(self.snapshot_writes))
+                or bool(self.snapshot_writes) or bool(self.stray_deletes))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -116,16 +118,22 @@ def _headers(path: str) -> list:
         return out
 
 
-def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None) -> TruncatePlan:
+def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None, *,
+                    now_ms: int | None = None,
+                    producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> TruncatePlan:
     """What ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1827-1862) does to this partition when it truncates to the end
     offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's."""
     pdir = os.path.abspath(partition_dir)
     if not os.path.isdir(pdir):
         raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
     left = ps.leftovers(pdir)
+    stray = layout.deleted_leftovers(left)  # the broker's loader deletes these first; so does this repair
+    left = [n for n in left if n not in stray]
     if left:
-        raise RepairRefused("an unfinished clean, split or delete is in the partition directory",
-                            file=pdir, expected="no .cleaned/.swap/.deleted files", found=", ".join(left[:5]))
+        raise RepairRefused(
+            "an unfinished clean, split or swap is in the partition directory",
+            file=pdir, expected="no .cleaned/.swap files", found=", ".join(left[:5]),
+        )
     segments = ps.list_segments(pdir)
     if not segments:
         raise layout.no_segment(pdir)
@@ -138,7 +146,10 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     cache = _read_cache(pdir)
     target = to_offset if to_offset is not None else _end_offset_for(pdir, cache, epoch, leo)
     plan = TruncatePlan(pdir, epoch, target, leo, leo, checkpoint_before=list(cache or []),
-                        checkpoint_after=list(cache or []))
+                        checkpoint_after=list(cache or []), stray_deletes=stray)
+    if stray:
+        plan.notes.append(f"{len(stray)} file(s) already scheduled for deletion (.deleted) are deleted first, as the "
+                          "broker's loader deletes them at start-up")
     if target >= leo:
         plan.notes.append(f"offset {target} is at or past the log end offset {leo}: no record is removed")
         plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, leo)
@@ -153,8 +164,8 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     seg = max((s for s in segments if s.base <= target), key=lambda s: s.base)
     cut = _truncate_segment(plan, seg, heads[seg.base], target)
     _delete_later_segments(plan, segments, seg, heads)
-    _truncate_epochs_from_end(plan, plan.new_log_end_offset)
-    _rebuild_producer_state(plan, pdir, segments, seg, heads, cut, target)
+    _truncate_epochs_from_end(plan, target)
+    _rebuild_producer_state(plan, pdir, segments, seg, heads, cut, target, now_ms, producer_id_expiration_ms)
     plan.notes.append(
         "recovery-point-offset-checkpoint and replication-offset-checkpoint are not rewritten: the broker clips both "
         f"to the new log end offset {plan.new_log_end_offset} when it loads the log"
@@ -199,8 +210,10 @@ def _truncate_segment(plan: TruncatePlan, seg: ps.Segment, hs: list, target: int
     plan.new_log_end_offset = new_leo
     if gone and gone[0][2] < target:
         plan.notes.append(
-            f"offset {target} lies inside the batch {gone[0][2]}..{gone[0][3]}: truncation is batch aligned, so the "
-            f"whole batch goes and the new log end offset is {new_leo}"
+            f"offset {target} lies inside the batch {gone[0][2]}..{gone[0][3]}: the whole batch goes, so the segment "
+            f"ends at offset {new_leo}; as the broker's truncateTo does, the leader epochs are truncated and the "
+            f"producer snapshot is written at the target {target} itself (the broker's next start finds the log "
+            f"ending at {new_leo} and deletes a snapshot above it)"
         )
     backwards, high = [], -1
     for i, h in enumerate(hs):
@@ -231,10 +244,11 @@ def _delete_later_segments(plan: TruncatePlan, segments: list[ps.Segment], seg: 
                                            max(h[3] for h in hs), sum(h[4] for h in hs), len(hs), s.size, True))
 
 
-def _truncate_epochs_from_end(plan: TruncatePlan, new_leo: int) -> None:
-    """``leaderEpochCache.truncateFromEndAsyncFlush`` in ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1852):
-    the epochs starting at or after the new end go from the leader-epoch checkpoint."""
-    plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, new_leo)
+def _truncate_epochs_from_end(plan: TruncatePlan, target: int) -> None:
+    """``leaderEpochCache.truncateFromEndAsyncFlush(targetOffset)`` in ``UnifiedLog.truncateTo``
+    (UnifiedLog.scala:1852): the epochs starting at or after the target go from the leader-epoch checkpoint (the
+    target itself, also when it lies inside a batch)."""
+    plan.checkpoint_after = truncate_from_end(plan.checkpoint_before, target)
     removed = [e for e in plan.checkpoint_before if e not in plan.checkpoint_after]
     if removed:
         plan.notes.append("leader epochs removed from leader-epoch-checkpoint: "
@@ -242,21 +256,21 @@ def _truncate_epochs_from_end(plan: TruncatePlan, new_leo: int) -> None:
 
 
 def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], seg: ps.Segment,
-                            heads: dict, cut: int, target: int) -> None:
+                            heads: dict, cut: int, target: int, now_ms: int | None, expiration_ms: int) -> None:
     """``deleteProducerSnapshots`` + ``rebuildProducerState(targetOffset)`` in ``UnifiedLog.truncateTo``
     (UnifiedLog.scala:1850-1855): the producer snapshots as the broker leaves them (``_plan_snapshots``; when the
     producer state cannot be replayed, ``_plan_snapshots_fallback``)."""
     marker = os.path.join(safety.log_dir_of(pdir), CLEAN_SHUTDOWN)
     try:
-        _plan_snapshots(plan, pdir, segments, seg, cut, min(target, _log_start(pdir, segments[0].base)))
+        _plan_snapshots(plan, pdir, segments, seg, cut, min(target, _log_start(pdir, segments[0].base)), target,
+                        now_ms, expiration_ms)
     except KafkalogError as exc:
         _plan_snapshots_fallback(plan, pdir, segments, seg, heads, marker, exc)
     else:
         if os.path.exists(marker):
             plan.notes.append(
-                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the producer snapshot at "
-                f"{plan.new_log_end_offset} (written or kept here, as the broker's truncation leaves it) and has "
-                "nothing to replay"
+                f"{CLEAN_SHUTDOWN} is present and kept: the broker will load the newest producer snapshot at or "
+                f"below {plan.new_log_end_offset} (written or kept here, as the broker's truncation leaves them)"
             )
 
 
@@ -267,7 +281,7 @@ def _log_start(pdir: str, first_base: int) -> int:
 
 
 def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], cut_seg: ps.Segment, cut: int,
-                    log_start: int) -> None:
+                    log_start: int, target: int, now_ms: int | None, expiration_ms: int) -> None:
     """The producer snapshots the broker's ``UnifiedLog.truncateTo`` deletes and writes (apache/kafka 1eb7644).
 
     truncateTo (core/.../UnifiedLog.scala:1850-1854) deletes the removed segments' snapshots, then runs
@@ -277,10 +291,11 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     (ProducerStateManager.java:355-372) and reloads the newest one left, the kept log after it is replayed (a
     snapshot taken at the base of either of the last two segments passed), and ``takeSnapshot`` writes one at the
     end unless one is there already (ProducerStateManager.java:436-451). The loader model's ``ProducerStateManager`` simulates
-    exactly those steps; here it runs with the pre-truncation state. The end is the new log end offset, not the
-    requested target: the broker writes at the target (its in-memory end, LocalLog.scala:556), but when the target
-    lies inside a batch the log on disk ends lower and the next load would delete a snapshot above it
-    (truncateAndReload again). Expired producers are kept (no clock: the broker expires them after loading).
+    exactly those steps; here it runs with the pre-truncation state. The end is the requested target, as the broker's
+    (its in-memory log end, LocalLog.truncateTo's updateLogEndOffset(targetOffset)), also when the target lies inside
+    a batch and the log on disk ends lower (checked against Kafka 4.0's UnifiedLog.truncateTo, issue 26). With
+    ``now_ms``, the snapshot's producers idle for ``expiration_ms`` are dropped as loadFromSnapshot drops them
+    (ProducerStateManager.java:297-333); without it every producer is kept.
     Raises KafkalogError when the kept log cannot be replayed (InvalidTxnStateException, unreadable marker).
     """
     infos: dict[int, list[pst.BatchInfo | KafkalogError]] = {}
@@ -300,27 +315,37 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     store = pst.SnapshotStore(pdir, os.listdir(pdir))
     before = set(store.offsets())
     java_map = ld.KafkaVersion.parse(ld.DEFAULT_VERSION).java_producer_map
-    psm = pst.ProducerStateManager(store, java_map, None)
-    # the live state before the truncation; only whether it is empty matters (isEmptyBeforeTruncation), so the
-    # replay of the removed part stops at its first unreadable batch or invalid transaction state
+    psm = pst.ProducerStateManager(store, java_map, now_ms)
+    psm.expiration_ms = expiration_ms
+    # the live state before the truncation, as the broker's load left it: the newest snapshot at or below the old
+    # end with its expired producers dropped (loadFromSnapshot), then the log after it. Only whether it is empty
+    # matters (isEmptyBeforeTruncation: empty, the reload is skipped and an empty snapshot is written), so the
+    # replay stops at its first unreadable batch or invalid transaction state
+    snap = ps.newest_snapshot(pdir, at_most=plan.old_log_end_offset)
+    start = 0
+    if snap is not None:
+        start = snap[0]
+        loaded = pst.load_snapshot_state(snap[1], start, now_ms, expiration_ms)
+        psm.state.producers, psm.state.ongoing, psm.state.inserted = loaded.producers, loaded.ongoing, loaded.inserted
     try:
         for s in segments:
             for b in infos[s.base]:
                 if isinstance(b, KafkalogError):
                     raise b
-                psm.state.replay([b])
+                if b.last_offset >= start:
+                    psm.state.replay([b])
     except KafkalogError:
         pass
     psm.state.map_end_offset = plan.old_log_end_offset
     psm.last_snap = max((o for o in before if o <= plan.old_log_end_offset), default=0)
-    pst.rebuild_producer_state(psm, kept, log_start, plan.new_log_end_offset, False)
+    pst.rebuild_producer_state(psm, kept, log_start, target, False)
     plan.snapshot_deletes = [ps.seg_name(o, "snapshot") for o in sorted(before - set(store.present))]
     for off in sorted(store.written):
         if off in store.present:
             data = store.written[off]
             plan.snapshot_writes.append(SnapshotWrite(ps.seg_name(off, "snapshot"), off, (len(data) - 10) // 46, data))
-    if plan.new_log_end_offset in before and plan.new_log_end_offset in store.present:
-        plan.notes.append(f"a producer snapshot at the new log end offset {plan.new_log_end_offset} exists already: "
+    if target in before and target in store.present:
+        plan.notes.append(f"a producer snapshot at the target offset {target} exists already: "
                           "the broker keeps it as it is (takeSnapshot writes none there)")
 
 
@@ -381,41 +406,52 @@ def _all_items(segments: list[ps.Segment]) -> list[tuple[Batch, int | None]]:
     return items
 
 
-def _final_time_entry(seg: ps.Segment, cut: int) -> tuple[int, int] | None:
-    """(largest timestamp, its batch's last offset) of the kept part of the cut segment, or None.
+def _final_time_entry(seg: ps.Segment, cut: int, kept_time: list[tuple[int, int]],
+                      kept_offsets: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The time entry the broker appends to the cut segment when it closes it, or None.
 
-    After the cut the broker re-reads the segment's largest timestamp (LogSegment.truncateTo: readLargestTimestamp,
-    storage/.../LogSegment.java:580-581) and appends it to the time index when the segment is closed at shutdown
-    (LogSegment.close, 759-761) or rebuilds it in recovery; writing it now is what the next start finds either way.
-    None when the kept bytes do not rebuild cleanly (truncation does not check CRCs; the entry is then left out).
+    ``LogSegment.truncateTo`` (LogSegment.java:553-584 at 1eb7644) truncates both indexes, then, if the segment's max
+    timestamp so far is >= 0, re-reads it with ``readLargestTimestamp`` (586-597): the last kept time entry, and a
+    scan of the kept batches from the offset index's floor position for that entry's offset for a larger batch max
+    timestamp. On a cleanly loaded segment the max so far is not known yet, so it is the truncated time index's last
+    entry: with no entry left it is (-1, base) and nothing is re-read or appended. ``close`` (759-761) then appends
+    the max so far when it is larger than the last entry (TimeIndex.maybeAppend).
     """
-    if cut <= 0:
+    if not kept_time or kept_time[-1][0] < 0:
         return None
+    last_ts, last_off = kept_time[-1]
+    position = max((p for o, p in kept_offsets if o <= last_off), default=0)
+    best_ts, best_off = -1, -1
     with MappedFile(seg.path("log")) as mf:
-        rb = ri.rebuild_segment(mf.buf[:cut], seg.base, file=seg.path("log"))
-        if rb.problem is not None or not rb.timeindex:
-            return None
-        ts, rel = TIME_INDEX_ENTRY.unpack_from(rb.timeindex, len(rb.timeindex) - TIME_INDEX_ENTRY.size)
-        return ts, seg.base + rel
+        for e in entries(mf.buf, position, cut, file=seg.path("log")):
+            ts = getattr(e, "max_timestamp", -1)
+            if ts > best_ts:
+                best_ts, best_off = ts, e.last_offset
+    if best_ts > last_ts and best_off >= last_off:
+        return best_ts, best_off
+    return None
 
 
-def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, bytes]:
-    """The cut segment's ``.index``/``.timeindex``/``.txnindex`` with every entry at or past the cut removed."""
+def _truncated_indexes(seg: ps.Segment, target: int, new_leo: int, cut: int) -> dict[str, bytes]:
+    """The cut segment's ``.index``/``.timeindex``/``.txnindex`` as the broker leaves them: entries at or past the
+    target removed (OffsetIndex/TimeIndex/TransactionIndex.truncateTo(target)), then the time entry of ``close``."""
     out: dict[str, bytes] = {}
     path = seg.path("index")
+    kept_offsets: list[tuple[int, int]] = []
     if os.path.isfile(path):
         with open(path, "rb") as f:
             oi = OffsetIndex(seg.base, f.read(), path)
         kept = [oi.entry(i) for i in range(oi.valid_entries())]
-        out["index"] = encode_offset_index(seg.base, [(o, p) for o, p in kept if o < new_leo and p < cut])
+        kept_offsets = [(o, p) for o, p in kept if o < target and p < cut]
+        out["index"] = encode_offset_index(seg.base, kept_offsets)
     path = seg.path("timeindex")
     if os.path.isfile(path):
         with open(path, "rb") as f:
             ti = TimeIndex(seg.base, f.read(), path)
         kept = [ti.entry(i) for i in range(ti.valid_entries())]
-        ents = [(t, o) for t, o in kept if o < new_leo and t >= 0]
-        final = _final_time_entry(seg, cut)
-        if final is not None and (not ents or (final[0] > ents[-1][0] and final[1] >= ents[-1][1])):
+        ents = [(t, o) for t, o in kept if o < target]
+        final = _final_time_entry(seg, cut, ents, kept_offsets)
+        if final is not None:
             ents.append(final)
         out["timeindex"] = encode_time_index(seg.base, ents)
     path = seg.path("txnindex")
@@ -423,7 +459,7 @@ def _truncated_indexes(seg: ps.Segment, new_leo: int, cut: int) -> dict[str, byt
         txns = ps.read_txn_index(path)
         keep = []
         for t in txns:
-            if t.last_offset >= new_leo:
+            if t.last_offset >= target:  # TransactionIndex.truncateTo(target)
                 break
             keep.append(t)
         out["txnindex"] = encode_txn_index(keep)
@@ -437,14 +473,16 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
     segment beside them; the commit then goes by directory exchange), the leader-epoch checkpoint, the producer
     snapshots above the new end (early) and at the cut, and ``.kafka_cleanshutdown``."""
     pdir = plan.partition_dir
-    steps: list[repair_plan.Step] = []
+    steps: list[repair_plan.Step] = [repair_plan.delete(name, early=True, detail="already scheduled for deletion; the "
+                                                        "broker's loader deletes it") for name in plan.stray_deletes]
     if plan.cut_segment is not None:
         seg = next(s for s in ps.list_segments(pdir) if s.base == plan.cut_segment)
         mtime = seg.mtime_ns / 1e9
         steps.append(repair_plan.write(ps.seg_name(seg.base, "log"), repair_plan.copy_prefix(seg.path("log"),
                                                                                                plan.cut_position),
                                        mtime=mtime, shown="replace", size=plan.cut_position))
-        for ext, data in _truncated_indexes(seg, plan.new_log_end_offset, plan.cut_position).items():
+        for ext, data in _truncated_indexes(seg, plan.target_offset, plan.new_log_end_offset,
+                                            plan.cut_position).items():
             steps.append(repair_plan.write(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None,
                                            shown="replace", size=len(data)))
         for base in plan.deleted_segments:
@@ -462,7 +500,11 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
 
 
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
-        backup_dir: str | None = None, keep_backup: bool = True) -> tuple[TruncatePlan, list[str], str | None]:
+        backup_dir: str | None = None, keep_backup: bool = True, now_ms: int | None = None,
+        producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        ) -> tuple[TruncatePlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
-    return repair_plan.run_locked(partition_dir, lambda: plan_truncation(partition_dir, epoch, to_offset),
+    return repair_plan.run_locked(partition_dir,
+                                  lambda: plan_truncation(partition_dir, epoch, to_offset, now_ms=now_ms,
+                                                          producer_id_expiration_ms=producer_id_expiration_ms),
                                   truncation_steps, execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)

@@ -200,6 +200,13 @@ def is_leftover(name: str) -> bool:
     return name.endswith(LEFTOVER_SUFFIXES)
 
 
+def deleted_leftovers(names: list[str]) -> list[str]:
+    """The leftovers the broker's loader just deletes before anything else (files already scheduled for deletion,
+    ``.deleted``: LogLoader.removeTempFilesAndCollectSwapFiles, LogLoader.java:276-280 at 1eb7644); a repair resolves
+    them the same way instead of refusing. KRaft's ``.checkpoint.deleted`` are left to the metadata log."""
+    return [n for n in names if n.endswith(DELETED_SUFFIX) and not n.endswith(KRAFT_SNAPSHOT_DELETE_SUFFIX)]
+
+
 def leftovers(partition_dir: str) -> list[str]:
     """Names of the leftover files in a partition directory, sorted."""
     return sorted(n for n in os.listdir(partition_dir) if is_leftover(n))

@@ -1,0 +1,67 @@
+"""Comparing two partition directories file by file (tests only): the differential tests' notion of "the same".
+
+Bytes are compared everywhere except inside compressed batches: Kafka's codecs at the oracle's library versions and
+kafkalog's may encode the same records to other bytes (gzip header fields, compression levels), so a compressed batch
+is compared by its header fields (all but length and CRC) and its decompressed records, and index positions are
+compared as "the start of the N-th batch" when the two logs' batches have other sizes.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from kafkalog_cli.format import codecs
+
+HEADER = 61
+
+
+def _batches(data: bytes) -> list[tuple[int, object]]:
+    """(position, comparable view) of every v2 batch of a ``.log``; a torn tail is one opaque item."""
+    out: list[tuple[int, object]] = []
+    pos = 0
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        size = 12 + length
+        if length < 0 or pos + size > len(data) or size < HEADER or data[pos + 16] != 2:
+            out.append((pos, ("tail", data[pos:])))
+            return out
+        raw = data[pos : pos + size]
+        codec = struct.unpack_from(">h", raw, 21)[0] & 7
+        if codec == 0:
+            out.append((pos, raw))
+        else:
+            records = bytes(codecs.decompress(codec, raw[HEADER:], magic=2))
+            out.append((pos, ("compressed", raw[0:8], raw[12:17], raw[21:HEADER], records)))
+        pos += size
+    if pos < len(data):
+        out.append((pos, ("tail", data[pos:])))
+    return out
+
+
+def view(d: Path) -> dict[str, object]:
+    """name -> comparable view of every regular file of partition directory ``d``."""
+    files = {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+    ordinals: dict[str, dict[int, int]] = {}
+    out: dict[str, object] = {}
+    for name, data in files.items():
+        if name.endswith(".log"):
+            bs = _batches(data)
+            ordinals[name[: -len(".log")]] = {pos: i for i, (pos, _) in enumerate(bs)}
+            out[name] = [v for _, v in bs]
+    for name, data in files.items():
+        if name.endswith(".log"):
+            continue
+        stem, _, ext = name.partition(".")
+        if ext == "index" and len(data) % 8 == 0 and stem in ordinals:
+            entries = struct.iter_unpack(">ii", data)
+            out[name] = [(rel, ("batch", ordinals[stem][p]) if p in ordinals[stem] else ("pos", p)) for rel, p in entries]
+        else:
+            out[name] = data
+    return out
+
+
+def differences(a: Path, b: Path) -> list[str]:
+    """The names of the files that differ (or exist on one side only) between partition directories a and b."""
+    va, vb = view(a), view(b)
+    return sorted(n for n in set(va) | set(vb) if va.get(n) != vb.get(n))

@@ -1,0 +1,157 @@
+"""``compact --execute`` against Kafka's own LogCleaner (kafka-real ``Clean``, Kafka 4.0 at 1eb7644), issue 26.
+
+Each generated case: Kafka's ``UnifiedLog`` writes a compacted topic (tests/oracle_plans.py, clean shutdown); Kafka's
+cleaner and ``kafkalog compact --execute`` then clean copies of it with the same settings (delete.retention.ms,
+min.compaction.lag.ms, segment.bytes, index.interval.bytes, the clock) over several rounds, the clock moving between
+them so that tombstone and transaction-marker horizons set in one round expire in a later one. After every round
+every file of the two partition directories must be the same (tests/oracle_files.py: bytes, except compressed
+batches, compared by their records), indexes included; after the last, Kafka's ``Load`` of kafkalog's output must
+change nothing kafkalog wrote, with and without the clean-shutdown marker.
+
+A round of kafkalog is a whole clean from the log start (its first dirty offset is the log start), so each Kafka round
+is a ``Clean`` with ``--first-dirty`` at the log start on the previous round's output: the same round, where Kafka's
+own ``--passes`` would skip a round with nothing dirty.
+
+Pinned version: Kafka 4.0 (the only loader/cleaner kafka-real builds); kafkalog's compaction has no version switch.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from kafka_real import Oracle, write_partition
+from oracle_cases import assert_load_keeps, config_args, copy_partition, kafkalog
+from oracle_files import differences
+from oracle_plans import Profile, plan, seeds
+
+pytestmark = pytest.mark.oracle
+
+PROFILE = Profile(compact=True, shutdowns=("clean",))
+CI_SEEDS = 36  # x 2-3 rounds + 2 loads: ~150 compared states in ~2 min on the 2-core machine
+LONG_SEEDS = 1000
+START = 1_700_000_000_000
+
+
+def settings(seed: int) -> dict:
+    """The cleaner settings of one case, drawn from the seed (as the plan is)."""
+    rng = random.Random(f"compact-{seed}")
+    return {
+        "delete_retention_ms": rng.choice([0, 1000, 3_600_000, 86_400_000]),
+        "min_compaction_lag_ms": rng.choice([0, 0, 0, 5000, 100_000_000]),
+        "now_ms": START + rng.choice([10_000, 3_600_000, 90_000_000, 200_000_000]),
+        "advance_ms": rng.choice([1000, 3_700_000, 90_000_000]),
+        "rounds": rng.choice([2, 2, 3]),
+    }
+
+
+def kafka_round(oracle: Oracle, part: Path, work: Path, config: dict[str, str], now_ms: int) -> Path:
+    res = oracle.json("Clean", "--in", str(part), "--work", str(work), "--now-ms", str(now_ms), "--first-dirty", "0",
+                      *config_args(config))
+    assert not res.get("error"), f"Kafka's cleaner failed: {res['error']}"
+    return Path(res["partitionDir"])
+
+
+def kafkalog_round(part: Path, config: dict[str, str], s: dict, now_ms: int) -> None:
+    args = ["compact", "--execute", "--no-backup", "--now-ms", str(now_ms),
+            "--delete-retention-ms", str(s["delete_retention_ms"]),
+            "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"])]
+    for key, opt in (("segment.bytes", "--segment-bytes"), ("index.interval.bytes", "--index-interval-bytes"),
+                     ("segment.index.bytes", "--segment-index-bytes")):
+        if key in config:
+            args += [opt, config[key]]
+    r = kafkalog(*args, str(part))
+    assert r.exit_code == 0, f"kafkalog {' '.join(args)}: exit {r.exit_code}\n{r.output}"
+
+
+def written(oracle: Oracle, out: Path, p: dict) -> Path:
+    """Kafka writes the plan; a generated batch larger than a small segment.bytes is refused by Kafka's leader
+    (RecordBatchTooLargeException): such a seed has no partition to compare (tests/oracle_plans.py sizes batches to
+    the segment, about 1 seed in 200 still overshoots), anything else failing is an error."""
+    res = oracle.json("Write", "--out", str(out), "--plan-json", json.dumps(p))
+    err = res.get("error")
+    if err and err.get("class", "").endswith("RecordBatchTooLargeException"):
+        pytest.skip(f"the generated plan does not fit segment.bytes: {err['message']}")
+    assert not err, f"Write failed: {err}"
+    return Path(res["partitionDir"])
+
+
+def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict) -> None:
+    part = written(oracle, tmp / "written", p)
+    topic = dict(p["config"])
+    config = dict(topic, **{"delete.retention.ms": str(s["delete_retention_ms"]),
+                            "min.compaction.lag.ms": str(s["min_compaction_lag_ms"]),
+                            "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0"})
+    ours = copy_partition(part, tmp / "kafkalog")
+    theirs = part
+    now = s["now_ms"]
+    for i in range(s["rounds"]):
+        theirs = kafka_round(oracle, theirs, tmp / f"kafka-{i}", config, now)
+        kafkalog_round(ours, config, s, now)
+        diff = differences(theirs, ours)
+        assert not diff, f"round {i} (now {now}): files differ from Kafka's cleaner: {diff}\n{theirs}\n{ours}"
+        now += s["advance_ms"]
+    assert_load_keeps(oracle, part, ours, tmp / "load", now, topic)
+
+
+@pytest.mark.parametrize("seed", seeds(CI_SEEDS))
+def test_compact_matches_kafka_cleaner(kafka_real, tmp_path, seed):
+    compare_rounds(kafka_real, tmp_path, plan(seed, PROFILE), settings(seed))
+
+
+@pytest.mark.oracle_long
+@pytest.mark.parametrize("seed", seeds(LONG_SEEDS, base=100_000))
+def test_compact_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
+    compare_rounds(kafka_real, tmp_path, plan(seed, PROFILE), settings(seed))
+
+
+# ------------------------------------------------------------------------------------------ the classes found
+def _keys(n: int, batches: int, **kw) -> dict:
+    return {"op": "append", "count": n, "keyFormat": "k%d", "keyModulo": 3, "batches": batches, **kw}
+
+
+def test_cleaned_indexes_are_per_append(kafka_real, tmp_path):
+    """Three source segments merged into one: the cleaner appends once per source segment (LogCleaner.scala:827) and
+    LogSegment.append indexes an append only past index.interval.bytes since the last entry, at the append's start
+    with its largest offset; the recovery rule (per batch) gives other entries."""
+    seg = {"op": "append", "count": 2, "keyFormat": "k%d", "records": [{"key": "dup", "value": "v"}], "batches": 3}
+    p = {"config": {"cleanup.policy": "compact", "index.interval.bytes": "1"},
+         "ops": [seg, {"op": "roll"}, seg, {"op": "roll"}, seg, {"op": "roll"}],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 1})
+
+
+def test_expired_producer_last_batch_is_not_kept(kafka_real, tmp_path):
+    """An idempotent producer idle longer than producer.id.expiration.ms (1 day) at the clean is dropped by the
+    broker's load (ProducerStateManager.loadFromSnapshot), so the cleaner does not keep its last batch."""
+    p = {"config": {"cleanup.policy": "compact", "segment.bytes": "600"},
+         "ops": [_keys(3, 2, producerId=7), _keys(3, 4), {"op": "roll"}],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 200_000_000, "advance_ms": 1000, "rounds": 1})
+
+
+def test_deleted_leftovers_are_deleted_not_refused(kafka_real, tmp_path):
+    """A roll of an empty active segment leaves ``.deleted`` files (UnifiedLog.roll); Kafka's loader deletes them and
+    the cleaner runs; kafkalog refused the partition."""
+    p = {"config": {"cleanup.policy": "compact", "segment.bytes": "600"},
+         "ops": [_keys(3, 4), {"op": "roll"}, {"op": "roll"}, _keys(3, 1)],
+         "shutdown": "clean"}
+    part = write_partition(kafka_real, tmp_path / "probe", p)
+    assert any(n.name.endswith(".deleted") for n in part.iterdir()), "the plan must leave .deleted files"
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 1})
+
+
+def test_segments_without_removals_get_the_cleaners_indexes(kafka_real, tmp_path):
+    """Nothing to remove in the only cleanable segment: the broker still rewrites it (cleanSegments runs for every
+    group of the round), so its per-batch producer-time indexes become the cleaner's per-append ones; kafkalog left
+    the segment as it was."""
+    p = {"config": {"cleanup.policy": "compact", "index.interval.bytes": "1"},
+         "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "batches": 4}, {"op": "roll"}],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})
