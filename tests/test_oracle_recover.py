@@ -115,6 +115,11 @@ def _damaged_case(oracle: Oracle, tmp: Path, seed: int, kinds: tuple[str, ...] =
 def compare_recover(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
     """Every disagreement between kafkalog's recover and Kafka's Load on one generated, damaged partition."""
     p, pdir, muts = _damaged_case(oracle, tmp, seed)
+    return compare_recover_case(oracle, tmp, p, pdir, muts, seed)
+
+
+def compare_recover_case(oracle: Oracle, tmp: Path, p: dict, pdir: Path, muts: list[str], seed: int = -1) -> list[str]:
+    """``compare_recover`` on a given plan ``p`` written to ``pdir`` and damaged as ``muts`` says."""
     cfg = _topic_config(p)
     bad: list[str] = []
     k = _load(oracle, pdir, tmp / "load", p, "--close")
@@ -136,9 +141,14 @@ def compare_recover(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
     if _final_segments(pdir, ours) != k_segs:
         bad.append(f"segments after the load: kafkalog {_final_segments(pdir, ours)}, Kafka {k_segs}")
     k_after = _kfiles(k["filesAfter"])
-    k_cut = sorted(n for n, (size, _h) in k_after.items() if n.endswith(".log") and (pdir / n).exists()
-                   and (pdir / n).stat().st_size != size)
-    our_cut = sorted(c.name for c in ours.changes if c.kind == "truncate" and c.name.endswith(".log"))
+    k_before = _kfiles(k["filesBefore"])
+    # a .log's content before the cut: its .swap where one replaced it (kafkalog's rename), else the file itself
+    src = {c.name: c.source for c in ours.changes if c.kind == "rename"}
+    k_cut = sorted(n for n, (size, _h) in k_after.items() if n.endswith(".log")
+                   and src.get(n, n) in k_before and k_before[src.get(n, n)][0] != size)
+    final = set(_final_segments(pdir, ours))
+    our_cut = sorted(c.name for c in ours.changes if c.kind == "truncate" and c.name.endswith(".log")
+                     and int(c.name[:20]) in final)
     if our_cut != k_cut:
         bad.append(f"segments cut: kafkalog {our_cut}, Kafka {k_cut}")
     if bad:
@@ -260,3 +270,135 @@ def test_long_campaign(kafka_real, tmp_path):
             bad += fn(kafka_real, d, base + i)
             shutil.rmtree(d)
     assert bad == [], json.dumps(bad[:40], indent=1)
+
+
+# ------------------------------------------------------------------------------------------------ named regressions
+# One hand-made case per disagreement class this comparison found (each failed before its fix in ops/loader.py).
+def _write(oracle: Oracle, tmp: Path, p: dict) -> Path:
+    return write_partition(oracle, tmp / "w", p)
+
+
+def _set_marker(pdir: Path, present: bool) -> None:
+    m = pdir.parent / ".kafka_cleanshutdown"
+    if present:
+        m.write_bytes(b"")
+    else:
+        m.unlink(missing_ok=True)
+
+
+PRODUCER_PLAN = {
+    "config": {"index.interval.bytes": "1"},
+    "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2},
+            {"op": "roll"},
+            {"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 4}],
+}
+
+
+def _case(oracle: Oracle, tmp: Path, p: dict, muts: list[str]) -> None:
+    assert compare_recover_case(oracle, tmp, p, tmp / "w" / "t-0", muts) == []
+
+
+def test_regression_crash_preallocated_active_index(kafka_real, tmp_path):
+    """A crash leaves the active segment's indexes preallocated (10 MB); recovery resets and trims them."""
+    p = dict(PRODUCER_PLAN, shutdown="crash-no-checkpoint")
+    pdir = _write(kafka_real, tmp_path, p)
+    assert max(f.stat().st_size for f in pdir.glob("*.index")) == 10 * 1024 * 1024
+    _case(kafka_real, tmp_path, p, ["crash-preallocated active index"])
+
+
+def test_regression_odd_length_active_index_after_clean_shutdown(kafka_real, tmp_path):
+    p = dict(PRODUCER_PLAN, shutdown="clean")
+    pdir = _write(kafka_real, tmp_path, p)
+    active = sorted(pdir.glob("*.index"))[-1]
+    active.write_bytes(active.read_bytes() + b"\x01\x02\x03")
+    _case(kafka_real, tmp_path, p, ["active .index 3 bytes longer"])
+
+
+def test_regression_clean_marker_and_junk_after_last_batch(kafka_real, tmp_path):
+    """Kafka's readNextOffset throws CorruptRecordException (size field < 14): the load fails; kafkalog: FATAL."""
+    p = dict(PRODUCER_PLAN, shutdown="clean")
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[-1]
+    log.write_bytes(log.read_bytes() + bytes(40))
+    k = _load(kafka_real, pdir, tmp_path / "load", p)
+    assert k["error"]["class"].endswith("CorruptRecordException")
+    plan_ = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=_topic_config(p))
+    assert plan_.fatal and "CorruptRecordException" in plan_.fatal[0]
+
+
+def test_regression_index_entry_past_cut_tail_after_clean_shutdown(kafka_real, tmp_path):
+    """Clean marker, the active segment's last index entry points past a cut tail: Kafka's readNextOffset finds no
+    batch from there and the log end becomes the segment's base offset."""
+    p = dict(PRODUCER_PLAN, shutdown="clean")
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[-1]
+    idx = log.with_suffix(".index").read_bytes()
+    last_pos = int.from_bytes(idx[-4:], "big")
+    log.write_bytes(log.read_bytes()[:last_pos])  # the batch the last entry names, and the rest, cut
+    _case(kafka_real, tmp_path, p, [f"{log.name} cut at the last index entry's position {last_pos}"])
+    assert ld.plan_load(str(tmp_path / "w" / "t-0"), VERSION, config=_topic_config(p)).log_end_offset == int(log.stem)
+
+
+def test_regression_log_swap_without_index_swap(kafka_real, tmp_path):
+    """Kafka creates N.index.swap zero-filled (segment.index.bytes), deletes the swap's range (snapshots and
+    .txnindex too) and renames: kafkalog leaves the same files."""
+    for clean in (True, False):
+        d = tmp_path / str(clean)
+        p = dict(PRODUCER_PLAN, shutdown="clean")
+        pdir = _write(kafka_real, d, p)
+        first = sorted(pdir.glob("*.log"))[0]
+        shutil.copyfile(first, pdir / (first.name + ".swap"))
+        _set_marker(pdir, clean)
+        _case(kafka_real, d, p, [f"{first.name}.swap without index swaps, clean={clean}"])
+
+
+def test_regression_producer_replay_reads_past_a_bad_crc(kafka_real, tmp_path):
+    """A segment that is not recovered is replayed for producer state without CRC checks: the batches after a
+    corrupt one count (the snapshot at the log end holds the producer's last sequence)."""
+    p = dict(PRODUCER_PLAN, shutdown="clean")
+    pdir = _write(kafka_real, tmp_path, p)
+    snaps = sorted(pdir.glob("*.snapshot"))
+    snaps[-1].unlink()  # the snapshot at the log end: the load replays the active segment from its base snapshot
+    log = sorted(pdir.glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    second = 12 + int.from_bytes(data[8:12], "big")
+    data[second + 70] ^= 0xFF  # inside the second batch's records: CRC mismatch, header intact
+    log.write_bytes(bytes(data))
+    _case(kafka_real, tmp_path, p, [f"{snaps[-1].name} deleted, CRC of the 2nd batch of {log.name} broken"])
+
+
+def test_regression_recovery_point_above_the_new_log_end(kafka_real, tmp_path):
+    """After recover --execute the checkpoint entry is min(entry, log end), as the broker holds and writes it."""
+    p = dict(PRODUCER_PLAN, shutdown="crash")
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[-1]
+    log.write_bytes(log.read_bytes()[:-30])
+    (pdir.parent / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 1000\n")
+    _case(kafka_real, tmp_path, p, ["torn tail, recovery point 1000"])
+    work = tmp_path / "x" / "t-0"
+    assert (work.parent / "recovery-point-offset-checkpoint").read_text().splitlines()[2] == \
+        f"t 0 {ld.plan_load(str(work), VERSION).log_end_offset}"
+
+
+def test_regression_index_of_the_first_unstable_offset_is_trimmed(kafka_real, tmp_path):
+    """A transaction open across a roll: the load converts the first unstable offset to offset metadata, which opens
+    that segment's offset index, and the close trims an odd-length one to whole entries."""
+    p = {"config": {"index.interval.bytes": "1"}, "shutdown": "clean",
+         "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "batches": 2},
+                 {"op": "append", "count": 2, "keyFormat": "t%d", "producerId": 9, "transactional": True},
+                 {"op": "roll"},
+                 {"op": "append", "count": 2, "keyFormat": "k%d", "batches": 2}]}
+    pdir = _write(kafka_real, tmp_path, p)
+    first = sorted(pdir.glob("*.index"))[0]
+    first.write_bytes(first.read_bytes() + b"\x07\x07\x07")
+    _case(kafka_real, tmp_path, p, [f"{first.name} 3 bytes longer, open transaction in it"])
+
+
+def test_regression_segment_recovered_at_load_then_deleted(kafka_real, tmp_path):
+    """issue 27: a segment recovered at load (missing .index) and then deleted by the unclean pass leaves nothing."""
+    p = dict(PRODUCER_PLAN, shutdown="crash-no-checkpoint")
+    pdir = _write(kafka_real, tmp_path, p)
+    logs = sorted(pdir.glob("*.log"))
+    logs[-1].with_suffix(".index").unlink()
+    logs[0].write_bytes(logs[0].read_bytes() + bytes(30))
+    _case(kafka_real, tmp_path, p, [f"{logs[-1].stem}.index deleted, {logs[0].name} 30 zero bytes longer"])

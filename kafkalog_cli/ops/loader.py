@@ -304,6 +304,11 @@ class Scan:
     last: int | None = None  # last offset of the valid prefix (legacy entries included)
     reader_next: int | None = None  # readNextOffset of the files as they are (None: as ``next_offset``)
     reader_error: str | None = None  # readNextOffset throws (CorruptRecordException) on the files as they are
+    reader_infos: list[pst.BatchInfo] | None = None  # the producer replay's batches when NOT recovered (None: infos)
+
+    @property
+    def replay_infos(self) -> list[pst.BatchInfo]:
+        return self.reader_infos if self.reader_infos is not None else self.infos
 
     @property
     def next_offset(self) -> int:
@@ -350,8 +355,35 @@ def scan_segment(path: str, base: int, interval: int, sib: int, index_path: str 
             infos.append(info)
         size = len(buf)
         reader_next, reader_error = read_next_offset(buf, base, file_bytes(index_path), path)
+        reader_infos = _reader_producer_batches(buf, valid, infos, path) if valid < size else None
     return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset, reader_next,
-                reader_error)
+                reader_error, reader_infos)
+
+
+def _reader_producer_batches(buf: bytes | memoryview, valid: int, infos: list[pst.BatchInfo],
+                             path: str) -> list[pst.BatchInfo]:
+    """The producer batches ``rebuildProducerState`` reads from a segment it does NOT recover: ``segment.read`` and
+    ``loadProducersFromRecords`` walk the file with FileLogInputStream (headers only, no CRC check,
+    UnifiedLog.java:116-131), so the batches past the first invalid one count as they read. ``infos`` (the valid
+    prefix) then every entry the reader walk finds from ``valid`` on; it ends where that walk ends or a header does
+    not parse."""
+    out = list(infos)
+    try:
+        for pos, _size, _last in _reader_batches(buf, valid, path):
+            magic = buf[pos + MAGIC_OFFSET]
+            if not 2 <= magic < 128:
+                continue  # legacy entries carry no producer id
+            b = read_entry(buf, pos, magic, file=path)
+            assert isinstance(b, Batch)
+            if b.producer_id < 0:
+                continue
+            info = pst.safe_batch_info(b, buf)
+            if isinstance(info, KafkalogError):
+                break
+            out.append(info)
+    except KafkalogError:
+        pass
+    return out
 
 
 #: FileLogInputStream.HEADER_SIZE_UP_TO_MAGIC (offset, size, partition leader epoch / crc, magic)
@@ -561,7 +593,7 @@ def rebuild_producer_state(psm: ProducerStateModel, segs: list[Scan], log_start:
             psm.state.map_end_offset = start
             if s.base in to_snap:
                 psm.take_snapshot()
-            batches = [b for b in s.infos if b.last_offset >= start]
+            batches = [b for b in s.replay_infos if b.last_offset >= start]
             if s is floor_seg:
                 batches = [b for b in batches if b.last_offset < last_offset]
             end_keep = psm.state.map_end_offset
@@ -791,7 +823,7 @@ class _LoadModel:
                 rec.stop_position = s.valid_bytes
         if rec.outcome != "intact" and self.lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
-        s.reader_next, s.reader_error = None, None  # recovery cuts the file and rebuilds its index
+        s.reader_next, s.reader_error, s.reader_infos = None, None, None  # recovery cuts the file, rebuilds its index
         rec.next_offset = s.next_offset
         if rec.outcome != "intact":
             rec.truncate_offset = s.next_offset
@@ -866,22 +898,25 @@ class _LoadModel:
         plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
         return True
 
-    def _trim_active_indexes(self, s: Scan) -> None:
+    def _trim_active_indexes(self, s: Scan, exts: tuple[str, ...] = ("index", "timeindex"), why: str = "active") -> None:
         """The active segment's indexes at the broker's clean close, when recovery did not rewrite them: the load
         opens them with ``entries = size / entry size`` rounded down (AbstractIndex.java:472-478), preallocates them,
-        and the close trims them to those entries (``trimToValidSize``): an odd length is cut to whole entries."""
+        and the close trims them to those entries (``trimToValidSize``): an odd length is cut to whole entries.
+        Any other index the broker opens is closed the same way (``exts``; see ``finish_load``)."""
         if s.base in self.recovered_bases or not s.path:
             return
         for ext, size in (("index", 8), ("timeindex", 12)):
             name = f"{s.base:020d}.{ext}"
             path = self.files.get(name)
-            if not path or path.startswith(ZEROS) or not os.path.isfile(path):
+            if ext not in exts or not path or path.startswith(ZEROS) or not os.path.isfile(path):
+                continue
+            if any(c.name == name and c.kind in ("truncate", "write") for c in self.plan.changes):
                 continue
             n = os.path.getsize(path)
             if n % size:
                 self.plan.changes.append(FileChange("truncate", name, f"{n} bytes are not whole {size}-byte entries: "
-                                                    f"the broker trims the active segment's index to {n - n % size} "
-                                                    "at its clean close", n - n % size))
+                                                    f"the broker opens this index ({why}) and trims it to "
+                                                    f"{n - n % size} bytes at its clean close", n - n % size))
 
     def finish_load(self, epoch_file: bool) -> None:
         """The rest of ``LogLoader.load`` (LogLoader.java:208-256): the leader-epoch cache truncated to the log's
@@ -901,6 +936,16 @@ class _LoadModel:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateModel(self.store, version.java_producer_map, self.now)
         rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+        unstable = set(main.state.ongoing) | main.state.unreplicated
+        if unstable:
+            # UnifiedLog's start-up maybeIncrementFirstUnstableOffset converts the first unstable offset (ongoing or
+            # completed-but-unreplicated transactions, ProducerStateManager.firstUnstableOffset) to offset metadata
+            # (convertToOffsetMetadataOrThrow -> LocalLog.read -> LogSegment.translateOffset): the offset index of the
+            # segment holding it is opened, and trimmed at the close
+            fuo = max(min(unstable), plan.log_start_offset)
+            holder = [x for x in segs if x.base <= fuo]
+            if holder and holder[-1] is not segs[-1]:
+                self._trim_active_indexes(holder[-1], ("index",), f"the segment of the first unstable offset {fuo}")
         _snapshot_changes(plan, self.store, self.before_snaps)
         written = {c.name for c in plan.changes if c.kind == "write"}
         plan.changes = [c for c in plan.changes if not (c.kind == "create-empty" and c.name in written)]
@@ -957,11 +1002,17 @@ def _segment_file_changes(plan: LoaderPlan, files: dict[str, str], s: Scan, abor
 
 
 def _delete_segment(plan: LoaderPlan, files: dict[str, str], s: Scan, lost_detail: bool) -> None:
+    """recoverLog's ``removeAndDeleteSegmentsAsync`` (LogLoader.java:534-550): every file of the segment goes, including
+    those this plan wrote for it before (a segment recovered at load, e.g. for a missing .index, then deleted
+    because an earlier one was cut: its rebuilt indexes must not be left behind as orphans, issue 27)."""
     stem = f"{s.base:020d}"
+    mine = {f"{stem}.{ext}" for ext in ("log", "index", "timeindex", "txnindex")}
+    plan.changes[:] = [c for c in plan.changes if not (c.phase == "load" and c.name in mine
+                                                         and c.kind in ("write", "truncate", "create-empty"))]
     for ext in ("log", "index", "timeindex", "txnindex"):
-        if f"{stem}.{ext}" in files:
+        src = files.pop(f"{stem}.{ext}", None)
+        if src and (src.startswith(ZEROS) or os.path.lexists(src)):  # "" = created empty by this plan: dropped above
             plan.changes.append(FileChange("delete", f"{stem}.{ext}", "later segment deleted after a truncation"))
-            del files[f"{stem}.{ext}"]
     lost = lost_after(s.path, s.base, 0, True) if lost_detail and s.path else Lost(s.base, None, None, 0, 0, s.size, True)
     plan.deleted_segments.append(lost)
 

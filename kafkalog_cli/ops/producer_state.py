@@ -128,6 +128,9 @@ class ProducerState:
     def __init__(self, map_end_offset: int = 0) -> None:
         self.producers: dict[int, StateEntry] = {}
         self.ongoing: dict[int, int] = {}  # first offset -> producer id
+        #: first offsets of transactions completed by this replay: ProducerStateManager's unreplicatedTxns (above the
+        #: high watermark, which is 0 at load), part of firstUnstableOffset
+        self.unreplicated: set[int] = set()
         self.map_end_offset = map_end_offset
         self.inserted: list[int] = []
         self.max_size = 0
@@ -143,6 +146,7 @@ class ProducerState:
         """clearProducerIds + ongoingTxns.clear(): the table keeps its size, insertion history restarts."""
         self.producers.clear()
         self.ongoing.clear()
+        self.unreplicated.clear()
         self.inserted = []
 
     def load_entry(self, e: StateEntry) -> None:
@@ -199,6 +203,7 @@ class ProducerState:
 
     def complete(self, txn: CompletedTxn) -> None:
         self.ongoing.pop(txn.first_offset, None)
+        self.unreplicated.add(txn.first_offset)
 
     def replay(self, batches: Iterable[BatchInfo], on_abort: list | None = None) -> None:
         """Apply batches and advance the map end offset; aborted transactions go to ``on_abort`` as
