@@ -172,8 +172,19 @@ def compare_recover_case(oracle: Oracle, tmp: Path, p: dict, pdir: Path, muts: l
         if mine_files.get(n) != theirs.get(n):
             bad.append(f"after --execute {n}: kafkalog {mine_files.get(n, 'absent')}, Kafka {theirs.get(n, 'absent')}")
     again = ld.plan_load(str(work), VERSION, now_ms=NOW, config=cfg)
-    if again.has_changes or again.fatal:
-        bad.append(f"kafkalog's dry run after --execute still changes {[c.name for c in again.changes]} {again.fatal}")
+    if again.fatal:
+        bad.append(f"kafkalog's dry run after --execute is FATAL: {again.fatal}")
+    elif again.has_changes:
+        # allowed only where Kafka's own next start changes the same: its second Load + close on the repaired
+        # directory (e.g. the start-up opens the first unstable offset's segment index, which the first start did not
+        # because a transaction it replayed came first, and its close trims an odd length)
+        k2 = _load(oracle, work, tmp / "load2", p, "--close")
+        again_dir = copy_data_dir(work, tmp / "x2")
+        rc.run([str(again_dir)], VERSION, execute=True, backup_dir=str(tmp / "backup2"), now_ms=NOW, config=cfg)
+        theirs2 = {n: v for n, v in _kfiles(k2["filesAfterClose"]).items() if not n.endswith(".deleted")}
+        if _files(again_dir) != theirs2:
+            bad.append(f"kafkalog's dry run after --execute still changes {[c.name for c in again.changes]}, and "
+                       "Kafka's next start does not make those changes")
     # after a clean shutdown Kafka recovers nothing and neither does recover: damage it leaves stays for an unclean
     # start to cut, so only the clean reload is asked to change nothing there
     for clean in (True,) if ours.clean_shutdown else (False, True):
