@@ -24,7 +24,7 @@ RP_FILE = "recovery-point-offset-checkpoint"
 KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail", "index-delete", "index-garbage",
          "index-prealloc", "index-odd", "timeindex-delete", "timeindex-garbage", "timeindex-odd", "snapshot-delete",
          "snapshot-garbage", "snapshot-torn", "leftover-deleted", "leftover-cleaned", "leftover-swap",
-         "leftover-swap-indexes")
+         "leftover-swap-indexes", "txnindex-delete", "txnindex-garbage")
 
 
 def _logs(pdir: Path) -> list[Path]:
@@ -111,6 +111,16 @@ def _damage_index(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
     return f"{path.name}: odd length {path.stat().st_size}"
 
 
+def _damage_txnindex(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
+    path = pdir / f"{log.stem}.txnindex"
+    if kind == "txnindex-delete":
+        path.unlink(missing_ok=True)
+        return f"{path.name}: deleted"
+    n = rng.choice([5, 34, 68])
+    path.write_bytes(bytes([0]) + bytes(rng.randrange(256) for _ in range(n - 1)))  # version 0, garbage fields
+    return f"{path.name}: {n} bytes of garbage"
+
+
 def _damage_snapshot(rng: random.Random, kind: str, pdir: Path) -> str | None:
     snaps = sorted(pdir.glob("*.snapshot"))
     if not snaps:
@@ -181,6 +191,8 @@ def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
             damaged = log if damaged is None or log.name < damaged.name else damaged
         elif kind.startswith(("index-", "timeindex-")):
             done.append(_damage_index(rng, kind, pdir, log))
+        elif kind.startswith("txnindex-"):
+            done.append(_damage_txnindex(rng, kind, pdir, log))
         elif kind.startswith("snapshot-"):
             line = _damage_snapshot(rng, kind, pdir)
             if line:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -38,7 +39,7 @@ pytestmark = pytest.mark.oracle
 VERSION = "4.0"
 NOW = 1_700_000_500_000
 N_RECOVER, N_REBUILD, N_SEEK = 120, 40, 40
-LONG = 1500
+LONG = int(os.environ.get("KAFKALOG_ORACLE_LONG", 1500))  # cases of the long campaign (pytest -m oracle_long)
 PROFILE = Profile(max_ops=10)
 INDEX_KINDS = tuple(k for k in KINDS if k.startswith(("index-", "timeindex-")))
 

@@ -75,3 +75,17 @@ def test_recovery_point_above_the_log_end_is_written_back(tmp_path):
     assert code == 0, out
     assert open(cp).read() == "0\n2\nother 3 77\norders 0 20\n"
     assert not ld.plan_load(pdir, "4.0").has_changes
+
+
+def test_txnindex_version_is_the_first_byte(tmp_path):
+    """AbortedTxn.version() reads ONE byte (buffer.get(0)) of the int16 field: 0x0005 passes the load's sanity
+    check (kafka-real Load loads it), 0x0100 stops the broker (KafkaException)."""
+    import struct
+
+    pdir = _partition(tmp_path, segments=2)
+    x = os.path.join(pdir, f"{10:020d}.txnindex")
+    for version, fatal in ((5, False), (0x100, True)):
+        with open(x, "wb") as f:
+            f.write(struct.pack(">hqqqq", version, 9, 12, 13, 12))
+        plan = ld.plan_load(pdir, "4.0")
+        assert bool(plan.fatal) is fatal, (version, plan.fatal)
