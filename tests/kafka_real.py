@@ -31,7 +31,7 @@ VERSION_TAGS = {"2.8": "2.8.2", "3.0": "3.0.2", "3.6": "3.6.2", "3.9": "3.9.0-rc
 
 def kafka_real_dir() -> Path:
     env = os.environ.get("KAFKALOG_KAFKA_REAL")
-    return Path(env) if env else ROOT.parent / "shared" / "kafka-real"
+    return Path(env) if env else ROOT.parent.joinpath("shared", "kafka-real")
 
 
 class OracleUnavailable(Exception):

@@ -2,7 +2,8 @@
 
 ``mutate(seed, pdir)`` damages the partition directory ``pdir`` (and its log dir's checkpoints and clean-shutdown
 marker) the ways a crash or a bad disk leaves one: torn tails, flipped bytes, zeroed ranges, junk after the last
-batch; deleted, garbage, preallocated and odd-length ``.index``/``.timeindex`` files and snapshots; leftovers of an
+batch; deleted, garbage, preallocated and odd-length ``.index``/``.timeindex`` files and snapshots; deleted or
+garbage ``.txnindex`` files (entries with a zero first byte, which Kafka's version check reads); leftovers of an
 interrupted clean or split (``.cleaned``, ``.swap`` with or without its index swaps, ``.deleted``); the
 ``.kafka_cleanshutdown`` marker added or removed; the recovery-point checkpoint below, at or above the damage, or
 missing. It returns what it did (one line per change), so a failing case names its damage with its seed.
