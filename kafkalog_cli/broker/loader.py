@@ -55,6 +55,7 @@ from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFS
 from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
+from kafkalog_cli.storage.index import OffsetIndex
 from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
@@ -97,6 +98,41 @@ class KafkaVersion:
     @property
     def catches_ioexception(self) -> bool:
         return self.major >= 4
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """The topic configs the loader reads (a broker has them from metadata, not from the partition directory):
+    ``index.interval.bytes`` (LogSegment.recover adds an index entry past that many bytes) and
+    ``segment.index.bytes`` (the index capacity, and the size the active segment's indexes are preallocated to)."""
+
+    index_interval_bytes: int = ri.DEFAULT_INTERVAL
+    segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES
+
+    #: the keys ``from_pairs`` takes; every other topic config is accepted and ignored (the loader does not read it)
+    KEYS = ("index.interval.bytes", "segment.index.bytes")
+
+    @classmethod
+    def from_pairs(cls, pairs: list[str] | tuple[str, ...]) -> TopicConfig:
+        """``k=v`` strings as ``kafka-configs.sh --add-config`` takes them (ValueError names a bad one)."""
+        vals: dict[str, int] = {}
+        for p in pairs:
+            k, sep, v = p.partition("=")
+            k = k.strip()
+            if not sep or not k:
+                raise ValueError(f"--config {p!r}: expected KEY=VALUE, e.g. index.interval.bytes=4096")
+            if k not in cls.KEYS:
+                continue
+            try:
+                n = int(v.strip())
+            except ValueError:
+                raise ValueError(f"--config {p!r}: {k} takes an integer") from None
+            low = 0 if k == "index.interval.bytes" else 4
+            if n < low:
+                raise ValueError(f"--config {p!r}: {k} must be at least {low} (as Kafka's LogConfig)")
+            vals[k] = n
+        return cls(vals.get("index.interval.bytes", ri.DEFAULT_INTERVAL),
+                   vals.get("segment.index.bytes", ri.DEFAULT_SEGMENT_INDEX_BYTES))
 
 
 # ------------------------------------------------------------------------------------------------ plan values
@@ -168,12 +204,15 @@ class LoaderPlan:
     log_end_offset: int = 0
     log_end_before: int = 0
     new_recovery_point: int = 0
+    #: the recovery-point checkpoint entry is above the new log end: the broker holds min(checkpoint, log end) and
+    #: writes it at its next checkpoint; recover --execute writes it (None: the entry stays as it is)
+    recovery_point_rewrite: int | None = None
     fatal: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.changes)
+        return bool(self.changes) or self.recovery_point_rewrite is not None
 
     @property
     def lost_records(self) -> int:
@@ -230,7 +269,13 @@ class Scan:
     stop: str | None  # truncate | empty | overflow | fatal
     problem: KafkalogError | None
     last: int | None = None  # last offset of the valid prefix (legacy entries included)
-    reader_last: int | None = None  # last offset by batch headers alone (readNextOffset), None: as ``last``
+    reader_next: int | None = None  # readNextOffset of the files as they are (None: as ``next_offset``)
+    reader_error: str | None = None  # readNextOffset throws (CorruptRecordException) on the files as they are
+    reader_infos: list[pst.BatchInfo] | None = None  # the producer replay's batches when NOT recovered (None: infos)
+
+    @property
+    def replay_infos(self) -> list[pst.BatchInfo]:
+        return self.reader_infos if self.reader_infos is not None else self.infos
 
     @property
     def next_offset(self) -> int:
@@ -238,14 +283,15 @@ class Scan:
 
     @property
     def reader_next_offset(self) -> int:
-        """LogSegment.readNextOffset of a segment that is NOT recovered: it walks batch headers without checking
-        CRCs (FileLogInputStream.nextBatch), so a bad batch that recovery would cut still counts (LogSegment.java
-        605-613)."""
-        return self.reader_last + 1 if self.reader_last is not None else self.next_offset
+        """LogSegment.readNextOffset of a segment that is NOT recovered (``read_next_offset``): from the offset
+        index's last entry, batch headers without CRC checks, so a bad batch that recovery would cut still counts,
+        and an index entry past the end gives the base offset (LogSegment.java:605-613)."""
+        return self.reader_next if self.reader_next is not None else self.next_offset
 
 
-def scan_segment(path: str, base: int, interval: int, sib: int) -> Scan:
-    """Run the recovery rule over one ``.log``; also the reader's view of segments that are not recovered."""
+def scan_segment(path: str, base: int, interval: int, sib: int, index_path: str | None = None) -> Scan:
+    """Run the recovery rule over one ``.log``; also the reader's view of segments that are not recovered
+    (``read_next_offset`` with the offset index at ``index_path``, None: no index, as a newly created one)."""
     with MappedFile(path) as mf:
         buf = mf.buf
         rb = ri.rebuild_segment(buf, base, interval, file=path, segment_index_bytes=sib)
@@ -275,8 +321,83 @@ def scan_segment(path: str, base: int, interval: int, sib: int) -> Scan:
                 break
             infos.append(info)
         size = len(buf)
-        reader_last = _header_last_offset(buf, valid, path)
-    return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset, reader_last)
+        reader_next, reader_error = read_next_offset(buf, base, file_bytes(index_path), path)
+        reader_infos = _reader_producer_batches(buf, valid, infos, path) if valid < size else None
+    return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset, reader_next,
+                reader_error, reader_infos)
+
+
+def _reader_producer_batches(buf: bytes | memoryview, valid: int, infos: list[pst.BatchInfo],
+                             path: str) -> list[pst.BatchInfo]:
+    """The producer batches ``rebuildProducerState`` reads from a segment it does NOT recover: ``segment.read`` and
+    ``loadProducersFromRecords`` walk the file with FileLogInputStream (headers only, no CRC check,
+    UnifiedLog.java:116-131), so the batches past the first invalid one count as they read. ``infos`` (the valid
+    prefix) then every entry the reader walk finds from ``valid`` on; it ends where that walk ends or a header does
+    not parse."""
+    out = list(infos)
+    try:
+        for pos, _size, _last in _reader_batches(buf, valid, path):
+            magic = buf[pos + MAGIC_OFFSET]
+            if not 2 <= magic < 128:
+                continue  # legacy entries carry no producer id
+            b = read_entry(buf, pos, magic, file=path)
+            assert isinstance(b, Batch)
+            if b.producer_id < 0:
+                continue
+            info = pst.safe_batch_info(b, buf)
+            if isinstance(info, KafkalogError):
+                break
+            out.append(info)
+    except KafkalogError:
+        pass
+    return out
+
+
+#: FileLogInputStream.HEADER_SIZE_UP_TO_MAGIC (offset, size, partition leader epoch / crc, magic)
+_HEADER_UP_TO_MAGIC = 17
+
+
+def _reader_batches(buf: bytes | memoryview, start: int, path: str):  # noqa: ANN202
+    """FileLogInputStream.nextBatch from ``start`` (FileLogInputStream.java:63-93): (position, size, last offset) of
+    each entry by its header alone; ends where fewer than 17 bytes are left or an entry does not fit; a size below
+    14 raises KafkalogError (Kafka: CorruptRecordException)."""
+    end = len(buf)
+    pos = start
+    while pos < end - _HEADER_UP_TO_MAGIC:
+        size = INT32.unpack_from(buf, pos + 8)[0]
+        if size < 14:
+            raise KafkalogError(f"Found record size {size} smaller than minimum record overhead (14)", file=path,
+                                position=pos)
+        if pos > end - 12 - size:
+            return
+        offset = INT64.unpack_from(buf, pos)[0]
+        magic = buf[pos + MAGIC_OFFSET]
+        if 2 <= magic < 128 and pos + V2_LAST_OFFSET_DELTA_OFFSET + 4 <= end:  # a Java byte: 0x80.. is below 2
+            offset += INT32.unpack_from(buf, pos + V2_LAST_OFFSET_DELTA_OFFSET)[0]
+        yield pos, size, offset
+        pos += 12 + size
+
+
+def read_next_offset(buf: bytes | memoryview, base: int, index: bytes, path: str) -> tuple[int, str | None]:
+    """LogSegment.readNextOffset (LogSegment.java:605-613) on the files as they are: ``read(offsetIndex.lastOffset)``
+    looks the index's last entry up (AbstractIndex: entries = size rounded down to 8 bytes; none: the base offset at
+    position 0), searches forward from its position for the first batch whose last offset reaches it
+    (FileRecords.searchForOffsetWithSize; none: the base offset), then the last batch of the rest of the file gives
+    the next offset. Returns (next offset, None), or (base, why) when Kafka's walk throws CorruptRecordException
+    (an entry whose size field is below 14: the load fails)."""
+    idx = OffsetIndex(base, index[: len(index) - len(index) % 8])
+    target = idx.key(idx.entries - 1) if idx.entries else base
+    _off, pos, _slot = idx.lookup(target)
+    try:
+        found = next((p for p, _s, last in _reader_batches(buf, max(pos, 0), path) if last >= target), None)
+        if found is None:
+            return base, None
+        nxt = base
+        for _p, _s, last in _reader_batches(buf, found, path):
+            nxt = last + 1
+        return nxt, None
+    except KafkalogError as exc:
+        return base, f"{exc.message} at byte {exc.position}"
 
 
 def _header_last_offset(buf: bytes | memoryview, start: int, path: str) -> int | None:
@@ -343,8 +464,12 @@ def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bo
 
 def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_ms: int | None = None,
               index_interval_bytes: int = ri.DEFAULT_INTERVAL,
-              segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES, lost_detail: bool = True) -> LoaderPlan:
-    """Simulate the broker's load of ``partition_dir``; return every file change and what is lost."""
+              segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES, lost_detail: bool = True,
+              config: TopicConfig | None = None) -> LoaderPlan:
+    """Simulate the broker's load of ``partition_dir``; return every file change and what is lost. ``config``
+    (when given) overrides ``index_interval_bytes`` / ``segment_index_bytes``."""
+    if config is not None:
+        index_interval_bytes, segment_index_bytes = config.index_interval_bytes, config.segment_index_bytes
     holder: list[LoaderPlan] = []
     try:
         return _plan_load(holder, partition_dir, kafka_version, now_ms, index_interval_bytes, segment_index_bytes,
@@ -380,7 +505,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
         raise UnreadableFileError(f"cannot list the directory: {exc.strerror}", file=pdir) from None
     files: dict[str, str] = {n: os.path.join(pdir, n) for n in names}  # final name -> file holding its content
     recover_now: dict[int, str] = {}
-    _leftovers(plan, files, version, recover_now)
+    _leftovers(plan, files, version, recover_now, segment_index_bytes)
     logs = _segment_names(plan, files)
     plan.epochs_before, epoch_file = _read_epochs(pdir, plan)
     if plan.fatal:
@@ -390,6 +515,8 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     if not model.load_segment_files(logs, recover_now) or not model.recover_log():
         return plan
     model.finish_load(epoch_file)
+    if rp is not None and rp > plan.log_end_offset:
+        plan.recovery_point_rewrite = plan.new_recovery_point
     return plan
 
 
@@ -443,7 +570,8 @@ class _LoadModel:
 
     def scan(self, base: int) -> Scan:
         if base not in self.scans:
-            self.scans[base] = scan_segment(self.files[f"{base:020d}.log"], base, self.interval, self.sib)
+            self.scans[base] = scan_segment(self.files[f"{base:020d}.log"], base, self.interval, self.sib,
+                                            self.files.get(f"{base:020d}.index"))
         return self.scans[base]
 
     def load_segment_files(self, logs: list[tuple[int, str]], recover_now: dict[int, str]) -> bool:
@@ -524,7 +652,7 @@ class _LoadModel:
                 rec.stop_position = s.valid_bytes
         if rec.outcome != "intact" and self.lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
-        s.reader_last = None  # recovery cuts the file: the reader sees the valid prefix only
+        s.reader_next, s.reader_error, s.reader_infos = None, None, None  # recovery cuts the file, rebuilds its index
         rec.next_offset = s.next_offset
         if rec.outcome != "intact":
             rec.truncate_offset = s.next_offset
@@ -562,6 +690,15 @@ class _LoadModel:
         elif clean:
             plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing "
                               ".index or a .txnindex that fails its check")
+        if segs and segs[-1].reader_error:
+            # deleteSegmentsIfLogStartGreaterThanLogEnd calls readNextOffset on the active segment; its walk throws
+            # out of LogLoader.load (LogLoader.java:425, FileLogInputStream.java:76-78)
+            last = segs[-1]
+            plan.fatal.append(f"{last.base:020d}.log: {last.reader_error}: the broker's readNextOffset (no recovery "
+                              f"{'after a clean shutdown' if clean else 'of this segment'}) throws "
+                              "CorruptRecordException and the partition does not load; remove "
+                              f"{CLEAN_SHUTDOWN} so that recovery cuts these bytes, or run 'kafkalog salvage'")
+            return False
         leo = segs[-1].reader_next_offset if segs else plan.log_start_checkpoint
         if segs and leo < plan.log_start_checkpoint:
             for s in list(segs):
@@ -583,11 +720,32 @@ class _LoadModel:
             plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips "
                               "rebuilding producer state and writes empty snapshots (idempotence/transaction state "
                               f"lost); remove {CLEAN_SHUTDOWN} first to make it replay the log")
+        self._trim_active_indexes(segs[-1])
         leo = segs[-1].reader_next_offset
         plan.log_end_offset = leo
         plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
         plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
         return True
+
+    def _trim_active_indexes(self, s: Scan, exts: tuple[str, ...] = ("index", "timeindex"), why: str = "active") -> None:
+        """The active segment's indexes at the broker's clean close, when recovery did not rewrite them: the load
+        opens them with ``entries = size / entry size`` rounded down (AbstractIndex.java:472-478), preallocates them,
+        and the close trims them to those entries (``trimToValidSize``): an odd length is cut to whole entries.
+        Any other index the broker opens is closed the same way (``exts``; see ``finish_load``)."""
+        if s.base in self.recovered_bases or not s.path:
+            return
+        for ext, size in (("index", 8), ("timeindex", 12)):
+            name = f"{s.base:020d}.{ext}"
+            path = self.files.get(name)
+            if ext not in exts or not path or path.startswith(ZEROS) or not os.path.isfile(path):
+                continue
+            if any(c.name == name and c.kind in ("truncate", "write") for c in self.plan.changes):
+                continue
+            n = os.path.getsize(path)
+            if n % size:
+                self.plan.changes.append(FileChange("truncate", name, f"{n} bytes are not whole {size}-byte entries: "
+                                                    f"the broker opens this index ({why}) and trims it to "
+                                                    f"{n - n % size} bytes at its clean close", n - n % size))
 
     def finish_load(self, epoch_file: bool) -> None:
         """The rest of ``LogLoader.load`` (LogLoader.java:208-256): the leader-epoch cache truncated to the log's
@@ -607,6 +765,16 @@ class _LoadModel:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateManager(self.store, version.java_producer_map, self.now)
         rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+        unstable = set(main.state.ongoing) | main.state.unreplicated
+        if unstable:
+            # UnifiedLog's start-up maybeIncrementFirstUnstableOffset converts the first unstable offset (ongoing or
+            # completed-but-unreplicated transactions, ProducerStateManager.firstUnstableOffset) to offset metadata
+            # (convertToOffsetMetadataOrThrow -> LocalLog.read -> LogSegment.translateOffset): the offset index of the
+            # segment holding it is opened, and trimmed at the close
+            fuo = max(min(unstable), plan.log_start_offset)
+            holder = [x for x in segs if x.base <= fuo]
+            if holder and holder[-1] is not segs[-1]:
+                self._trim_active_indexes(holder[-1], ("index",), f"the segment of the first unstable offset {fuo}")
         _snapshot_changes(plan, self.store, self.before_snaps)
         written = {c.name for c in plan.changes if c.kind == "write"}
         plan.changes = [c for c in plan.changes if not (c.kind == "create-empty" and c.name in written)]
@@ -619,13 +787,16 @@ class _LoadModel:
 
 
 def _txn_sanity(path: str | None, base: int) -> str | None:
-    """TransactionIndex.sanityCheck: 'fatal' for a version > 0, a reason to recover for lastOffset < base."""
+    """TransactionIndex.sanityCheck: 'fatal' for a version > 0, a reason to recover for lastOffset < base. The
+    version Kafka checks is the entry's FIRST BYTE as a signed byte (AbortedTxn.version() is ``buffer.get(0)``,
+    AbortedTxn.java:65-67, though the field is written as a short): 0x00XX passes, 0x01.. stops the broker."""
     if not path or not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
         data = f.read()
-    for e in comp.parse_txn_index(data):
-        if e.version > 0:
+    for i, e in enumerate(comp.parse_txn_index(data)):
+        first = data[i * 34]
+        if 0 < first < 128:
             return "fatal"
         if e.last_offset < base:
             return f"the .txnindex has an entry (last offset {e.last_offset}) below the base offset"
@@ -640,15 +811,14 @@ def _segment_file_changes(plan: LoaderPlan, files: dict[str, str], s: Scan, abor
                                        s.valid_bytes))
     for ext, data in (("index", s.index), ("timeindex", s.timeindex)):
         path = files.get(f"{stem}.{ext}")
-        existing = None
-        if path:
-            with open(path, "rb") as f:
-                existing = f.read()
+        existing = file_bytes(path) if path else None
         status = ri.compare(ext, path or "", s.base, existing, data).status
         # A cut N.log takes its indexes along even when they still match: while N.log.swap exists the broker's
         # loader opens N.index.swap / N.timeindex.swap with it (LogLoader.java:145-155), creates a missing one
         # zero-filled (AbstractIndex.java:90-103) and installs that in place of the real index (pass 3).
-        if s.valid_bytes < s.size or status not in ("match", "match-trimmed"):
+        # LogSegment.recover resets both indexes and trims them to the rebuilt entries (LogSegment.java:473-519):
+        # a preallocated or odd-length file that holds the same entries is rewritten too
+        if s.valid_bytes < s.size or status != "match":
             plan.changes.append(FileChange("write", f"{stem}.{ext}", f"rebuilt ({len(data) // (8 if ext == 'index' else 12)}"
                                            f" entries; on disk: {status})", len(data), data=data))
     txn = comp.encode_txn_index([comp.AbortedTxn(0, *a) for a in aborted])
@@ -664,11 +834,17 @@ def _segment_file_changes(plan: LoaderPlan, files: dict[str, str], s: Scan, abor
 
 
 def _delete_segment(plan: LoaderPlan, files: dict[str, str], s: Scan, lost_detail: bool) -> None:
+    """recoverLog's ``removeAndDeleteSegmentsAsync`` (LogLoader.java:534-550): every file of the segment goes, including
+    those this plan wrote for it before (a segment recovered at load, e.g. for a missing .index, then deleted
+    because an earlier one was cut: its rebuilt indexes must not be left behind as orphans, issue 27)."""
     stem = f"{s.base:020d}"
+    mine = {f"{stem}.{ext}" for ext in ("log", "index", "timeindex", "txnindex")}
+    plan.changes[:] = [c for c in plan.changes if not (c.phase == "load" and c.name in mine
+                                                         and c.kind in ("write", "truncate", "create-empty"))]
     for ext in ("log", "index", "timeindex", "txnindex"):
-        if f"{stem}.{ext}" in files:
+        src = files.pop(f"{stem}.{ext}", None)
+        if src and (src.startswith(ZEROS) or os.path.lexists(src)):  # "" = created empty by this plan: dropped above
             plan.changes.append(FileChange("delete", f"{stem}.{ext}", "later segment deleted after a truncation"))
-            del files[f"{stem}.{ext}"]
     lost = lost_after(s.path, s.base, 0, True) if lost_detail and s.path else Lost(s.base, None, None, 0, 0, s.size, True)
     plan.deleted_segments.append(lost)
 
@@ -691,7 +867,8 @@ def _snapshot_changes(plan: LoaderPlan, store: SnapshotStore, before: set[int]) 
                                        "producers)", len(data), data=data))
 
 
-def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, recover_now: dict[int, str]) -> None:
+def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, recover_now: dict[int, str],
+               segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES) -> None:
     """Step 1-2 of the load: .deleted/.cleaned/.swap files (see the module docstring)."""
     ch = plan.changes
     cleaned: list[str] = []
@@ -737,7 +914,26 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
             return
     if log_swaps:
         lo = min(layout.loader_offset(n) or 0 for n in log_swaps)
-        hi = max(_swap_next_offset(files[n], layout.loader_offset(n) or 0) for n in log_swaps)
+        his = []
+        for n in log_swaps:
+            off = layout.loader_offset(n) or 0
+            iswap = f"{off:020d}.index.swap"
+            if iswap not in files and not version.legacy_swap:
+                # LogSegment.open(..., ".swap") then readNextOffset loads the lazy offset index: a missing
+                # N.index.swap is created zero-filled at segment.index.bytes (AbstractIndex.java:90-103) and never
+                # trimmed; pass 3 renames it to N.index, which then loads as an existing index of that size
+                size = segment_index_bytes - segment_index_bytes % 8
+                ch.append(FileChange("write", iswap, f"created zero-filled ({size} bytes) by the loader's "
+                                     f"readNextOffset on {n}", size, phase="leftovers", data=bytes(size)))
+                files[iswap] = f"{ZEROS}{size}"
+                valid.append(iswap)
+            nxt, err = _swap_next_offset(files[n], off, files.get(iswap))
+            if err:
+                plan.fatal.append(f"{n}: {err}: the loader's readNextOffset on the swap segment throws "
+                                  "CorruptRecordException (LogLoader.java:155): the broker fails to start")
+                return
+            his.append(nxt)
+        hi = max(his)
         for n in sorted(files):
             if n.endswith(".swap"):
                 continue
@@ -764,8 +960,23 @@ def _leftovers(plan: LoaderPlan, files: dict[str, str], version: KafkaVersion, r
                                      "rebuilt index", phase="leftovers"))
 
 
-def _swap_next_offset(path: str, base: int) -> int:
-    """LogSegment.readNextOffset of a swap segment: the last batch header's offset + 1 (no CRC check), or its base."""
+def _swap_next_offset(path: str, base: int, index_path: str | None) -> tuple[int, str | None]:
+    """LogSegment.readNextOffset of a swap segment with its ``.index.swap`` (``read_next_offset``)."""
     with MappedFile(path) as mf:
-        last = _header_last_offset(mf.buf, 0, path)
-    return last + 1 if last is not None else base
+        return read_next_offset(mf.buf, base, file_bytes(index_path), path)
+
+
+#: a ``files`` value that is no file on disk but ``int(rest)`` zero bytes the loader creates (an index swap)
+ZEROS = "\0zeros:"
+
+
+def file_bytes(path: str | None) -> bytes:
+    """The content the simulation sees under a ``files`` value (b"" for None or a missing file)."""
+    if not path:
+        return b""
+    if path.startswith(ZEROS):
+        return bytes(int(path[len(ZEROS):]))
+    if not os.path.isfile(path):
+        return b""
+    with open(path, "rb") as f:
+        return f.read()

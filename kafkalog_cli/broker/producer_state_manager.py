@@ -144,6 +144,9 @@ class ProducerState:
     def __init__(self, map_end_offset: int = 0) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}  # first offset -> producer id
+        #: first offsets of transactions completed by this replay: ProducerStateManager's unreplicatedTxns (above the
+        #: high watermark, which is 0 at load), part of firstUnstableOffset
+        self.unreplicated: set[int] = set()
         self.map_end_offset = map_end_offset
         self.inserted: list[int] = []
         self.max_size = 0
@@ -159,6 +162,7 @@ class ProducerState:
         """clearProducerIds + ongoingTxns.clear(): the table keeps its size, insertion history restarts."""
         self.producers.clear()
         self.ongoing.clear()
+        self.unreplicated.clear()
         self.inserted = []
 
     def load_entry(self, e: ProducerStateEntry) -> None:
@@ -215,6 +219,7 @@ class ProducerState:
 
     def complete(self, txn: CompletedTxn) -> None:
         self.ongoing.pop(txn.first_offset, None)
+        self.unreplicated.add(txn.first_offset)
 
     def replay(self, batches: Iterable[BatchInfo], on_abort: list | None = None) -> None:
         """Apply batches and advance the map end offset; aborted transactions go to ``on_abort`` as
@@ -324,6 +329,11 @@ class LoadedSegment(Protocol):
 
     base: int
     infos: list[BatchInfo]
+
+    @property
+    def replay_infos(self) -> list[BatchInfo]:
+        """The batches the producer replay reads (without CRC checks for a segment that is not recovered)."""
+        ...
 
 
 # ------------------------------------------------------------------------------------------------ snapshots
@@ -444,7 +454,7 @@ def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegme
             psm.state.map_end_offset = start
             if s.base in to_snap:
                 psm.take_snapshot()
-            batches = [b for b in s.infos if b.last_offset >= start]
+            batches = [b for b in s.replay_infos if b.last_offset >= start]
             if s is floor_seg:
                 batches = [b for b in batches if b.last_offset < last_offset]
             end_keep = psm.state.map_end_offset

@@ -63,15 +63,19 @@ offsets. --execute does exactly that offline (removed files are backed up).
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--now-ms", type=int, default=None, help="Clock for producer-id expiry when snapshots are loaded.")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="A topic config the loader reads (index.interval.bytes, segment.index.bytes; a broker has them "
+                   "from metadata); repeatable, other keys are ignored. Default: Kafka's defaults (4096, 10485760).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_dir: str | None, now_ms: int | None,
-            fmt: str) -> None:
+            configs: tuple[str, ...], fmt: str) -> None:
     """Show (or do) what the broker's loader will do to a partition at its next start."""
+    from kafkalog_cli.broker import loader as ld
     from kafkalog_cli.ops import recover as rc
 
     out, err = line_writers()
     results = _errors(lambda: rc.run(list(paths), kafka_version, execute=execute, backup_dir=backup_dir,
-                                     now_ms=now_ms))
+                                     now_ms=now_ms, config=ld.TopicConfig.from_pairs(configs)))
     fatal = False
     changed = False
     docs = []
@@ -106,6 +110,9 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
         if plan.epochs_after != plan.epochs_before:
             out("  leader-epoch-checkpoint: " + (" ".join(f"{e}@{s}" for e, s in plan.epochs_before) or "(empty)")
                 + " -> " + (" ".join(f"{e}@{s}" for e, s in plan.epochs_after) or "(empty)"))
+        if plan.recovery_point_rewrite is not None:
+            out(f"  recovery-point-offset-checkpoint: {plan.recovery_point} -> {plan.recovery_point_rewrite} (above the "
+                "new log end: the broker clips it and writes it at its next checkpoint; --execute writes it)")
         out(f"  result: log start offset {plan.log_start_offset}, log end offset {plan.log_end_before} -> "
             f"{plan.log_end_offset}, {plan.lost_records} records lost, recovery point {plan.new_recovery_point}")
         for f in plan.fatal:

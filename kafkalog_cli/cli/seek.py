@@ -38,7 +38,8 @@ def _json_events(res, profile, print_data_log: bool) -> dict:  # noqa: ANN001
     r = JsonRenderer(opts, lines.append, lambda _s: None)
     e = res.entry
     r.on_BatchEvent(d.BatchEvent(e, res.valid, res.computed_crc, res.segment))
-    out = {"segment": res.segment, "position": res.position, "batch": json.loads(lines[-1])}
+    out = {"segment": res.segment, "position": res.position, "batch": json.loads(lines[-1]),
+           "batch_base_offset": res.batch_base_offset, "batch_last_offset": e.last_offset}
     if res.record is not None:
         ev = d.Dumper(profile, opts)._record_event(e, res.record)
         r.on_RecordEvent(ev)
@@ -193,7 +194,7 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
     assert rec is not None  # seek_time returns the record it found (it raises OffsetNotFound otherwise)
     if fmt == "json":
         out(json.dumps(versioned({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
-                        "position": res.position, "batch_base_offset": res.entry.base_offset,
+                        "position": res.position, "batch_base_offset": res.batch_base_offset,
                         "batch_last_offset": res.entry.last_offset})))
     else:
         out(f"offset: {rec.offset} timestamp: {rec.timestamp} segment: {res.segment} position: {res.position}")

@@ -164,8 +164,12 @@ class SegmentReport:
         """Is the file on disk kept? A byte-identical (or only preallocated) index is; so is one that differs but
         whose every entry is valid for lookups (the broker keeps such an index too: it only rebuilds missing or
         sanity-check-failing ones, and segments it recovers), unless ``rewrite_valid``."""
-        if c.status in ("match", "match-trimmed"):
+        if c.status == "match":
             return True
+        if c.status == "match-trimmed":
+            # the broker's recovery resets and trims a preallocated index (LogSegment.recover, LogSegment.java:473-519):
+            # --rewrite-valid writes exactly those bytes
+            return not self.rewrite_valid
         return c.status == "differs" and c.lookup_valid is True and not self.rewrite_valid
 
     @property
@@ -256,7 +260,7 @@ def _needs_write(rep: SegmentReport, kind: str) -> bool:
     c = rep.index if kind == "index" else rep.timeindex
     if c.status == "match" or (c.status == "differs" and rep.keeps(c)):
         return False
-    if c.status == "match-trimmed" and rep.active:
+    if c.status == "match-trimmed" and rep.active and not rep.rewrite_valid:
         return False  # the broker preallocates the active segment's indexes itself (spec §6.2, §8 step 6)
     return True
 

@@ -66,7 +66,10 @@ def recovery_steps(plan: ld.LoaderPlan) -> list[repair_plan.Step]:
     pdir = plan.partition_dir
     first = [c for c in plan.changes if c.phase == "leftovers"]
     renames = [c for c in first if c.kind == "rename"]
-    steps = [repair_plan.delete(c.name) for c in first if c.kind == "delete"]
+    # an index swap the loader creates (a .log.swap without its .index.swap) is written first, as Kafka creates it
+    # before the deletions of the swap range
+    steps = [repair_plan.write(c.name, c.data or b"") for c in first if c.kind == "write"]
+    steps += [repair_plan.delete(c.name) for c in first if c.kind == "delete"]
     steps += [repair_plan.delete(c.name) for c in renames if os.path.lexists(os.path.join(pdir, c.name))]
     steps += [repair_plan.Step("rename", c.name, source=c.source) for c in sorted(renames, key=_swap_order)]
     for c in plan.changes:
@@ -89,6 +92,38 @@ def execute_plan(plan: ld.LoaderPlan, backup_dir: str | None, keep_backup: bool 
     return repair_plan.execute_steps(plan.partition_dir, recovery_steps(plan), backup_dir, keep_backup=keep_backup)
 
 
+def write_recovery_point(pdir: str, offset: int) -> None:
+    """Set this partition's entry of the log dir's ``recovery-point-offset-checkpoint`` to ``offset``, keeping the
+    other entries and their order, as Kafka's CheckpointFile writes it (a ``.tmp`` file, fsync, atomic rename,
+    CheckpointFile.java): a kill leaves the old or the new file, and both load. Called only when the entry is above
+    the new log end, where the broker holds ``min(entry, log end)`` anyway (LogLoader.java:517-518) and writes it at
+    its next checkpoint; left above, the next start would recover the active segment again."""
+    from kafkalog_cli.storage import companions as comp
+
+    logdir = os.path.dirname(os.path.realpath(pdir))
+    path = os.path.join(logdir, ld.RECOVERY_POINT_FILE)
+    tp = ld.topic_partition(pdir)
+    cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
+    assert tp is not None
+    lines = []
+    for e in cp.entries:
+        if e[0] == tp[0] and e[1].lstrip("+").isdigit() and int(e[1]) == tp[1]:
+            e = [e[0], e[1], str(offset)]
+        lines.append(" ".join(e))
+    text = f"{cp.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(logdir, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _interrupted(pdir: str) -> list[str]:
     """safety.recover_interrupted, except that a broker's own ``.log.swap`` is left to the loader model."""
     try:
@@ -108,27 +143,32 @@ def _refuse_fatal(plan: ld.LoaderPlan) -> None:
 
 def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True,
-        now_ms: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
-    """Per partition: (plan, interrupted changes finished first, backup dirs written)."""
+        now_ms: int | None = None, config: ld.TopicConfig | None = None,
+        ) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
+    """Per partition: (plan, interrupted changes finished first, backup dirs written). ``config``: the topic configs
+    the loader reads (``index.interval.bytes``, ``segment.index.bytes``); Kafka's defaults when None."""
+    cfg = config or ld.TopicConfig()
     out: list[tuple[ld.LoaderPlan, list[str], list[str]]] = []
     pdirs = partition_dirs(paths)
     if execute and len(pdirs) > 1:
         # refuse before writing anything: a partition the broker cannot load, found after others were already
         # recovered, must not leave the log dir half changed behind an exit 2 (plans are recomputed under the lock)
         for pdir in pdirs:
-            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False))
+            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False, config=cfg))
     for pdir in pdirs:
         if not execute:
-            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, config=cfg)
             plan.notes += safety.log_dir_warnings(pdir)
             out.append((plan, [], []))
             continue
         with safety.locked_log_dir(pdir):
             recovered = _interrupted(pdir)
-            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, config=cfg)
             plan.notes += safety.log_dir_warnings(pdir)
             _refuse_fatal(plan)
-            used = execute_plan(plan, backup_dir, keep_backup) if plan.has_changes else []
+            used = execute_plan(plan, backup_dir, keep_backup) if plan.changes else []
+            if plan.recovery_point_rewrite is not None:
+                write_recovery_point(pdir, plan.recovery_point_rewrite)
             if not segment_bases(pdir):
                 raise UnreadableFileError("no segment left after recovery", file=pdir)
             out.append((plan, recovered, used))

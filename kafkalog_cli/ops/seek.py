@@ -87,6 +87,10 @@ class SeekResult:
     valid: bool = True
     computed_crc: int = 0
     findings: list[ReadFinding] = field(default_factory=list)  # what the disk did to the reads (storage/safe_read)
+    #: Kafka's RecordBatch.baseOffset of the answer: for a legacy compressed wrapper (whose own offset is its LAST
+    #: inner record's) the first inner record's offset (AbstractLegacyRecordBatch.baseOffset loads the inner
+    #: messages), else the entry's base offset; None until ``seek_offset``/``seek_time`` set it
+    batch_base_offset: int | None = None
 
     @property
     def disk_problems(self) -> bool:
@@ -209,6 +213,18 @@ def _check(res: SeekResult, buf: bytes | memoryview) -> None:
         res.warnings.append(f"the batch at position {res.position} fails its CRC check (the broker would truncate here)")
 
 
+def batch_base_offset(entry: Entry, buf: bytes | memoryview) -> int:
+    """RecordBatch.baseOffset as Kafka's lookups report it: a legacy compressed wrapper's first inner record (the
+    wrapper's own offset is the last one's); an unreadable wrapper keeps its own offset."""
+    if not entry.is_legacy or entry.codec == 0:
+        return entry.base_offset
+    try:
+        first = next(iter(entry.iter_records(buf)), None)
+    except KafkalogError:
+        return entry.base_offset
+    return first.offset if first is not None else entry.base_offset
+
+
 def _first_record(entry: Entry, buf: bytes | memoryview, pred, stats: SeekStats) -> Record | None:  # noqa: ANN001
     for rec in entry.iter_records(buf):
         stats.records_decoded += 1
@@ -255,17 +271,17 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
                 if e.last_offset < offset:
                     after = p + size
                     continue
-                res = SeekResult(path, p, e, warnings=warnings)
+                res = SeekResult(path, p, e, warnings=warnings, batch_base_offset=batch_base_offset(e, log.buf))
                 _check(res, log.buf)
-                if e.base_offset > offset:
+                if res.batch_base_offset is not None and res.batch_base_offset > offset:
                     res.exact = False
                     lost = _lost_between(log, after, p)
                     if lost:
                         res.warnings.append(f"offset {offset} may lie in the unreadable bytes {lost} of "
                                             f"{os.path.basename(path)} (they could not be read, so this is not known to "
-                                            f"be a gap); the next readable batch starts at {e.base_offset}")
+                                            f"be a gap); the next readable batch starts at {res.batch_base_offset}")
                     else:
-                        res.warnings.append(f"offset {offset} is not in the log (a gap, e.g. compacted away); the next batch starts at {e.base_offset}")
+                        res.warnings.append(f"offset {offset} is not in the log (a gap, e.g. compacted away); the next batch starts at {res.batch_base_offset}")
                 if want_record or not res.exact:
                     rec = _first_record(e, log.buf, lambda r: r.offset >= offset, stats)
                     res.record = rec
@@ -361,7 +377,7 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
                     continue
                 rec = _first_record(e, log.buf, lambda r: r.timestamp >= target, stats)
                 if rec is not None:
-                    res = SeekResult(path, p, e, rec, warnings)
+                    res = SeekResult(path, p, e, rec, warnings, batch_base_offset=batch_base_offset(e, log.buf))
                     _check(res, log.buf)
                     lost = _lost_between(log, after, p)
                     if lost:

@@ -1,0 +1,235 @@
+"""Seeded damage to a partition Kafka wrote (tests only): the inputs of the recover / rebuild-index oracle tests.
+
+``mutate(seed, pdir)`` damages the partition directory ``pdir`` (and its log dir's checkpoints and clean-shutdown
+marker) the ways a crash or a bad disk leaves one: torn tails, flipped bytes, zeroed ranges, junk after the last
+batch; deleted, garbage, preallocated and odd-length ``.index``/``.timeindex`` files and snapshots; deleted or
+garbage ``.txnindex`` files (entries with a zero first byte, which Kafka's version check reads); leftovers of an
+interrupted clean or split (``.cleaned``, ``.swap`` with or without its index swaps, ``.deleted``); the
+``.kafka_cleanshutdown`` marker added or removed; the recovery-point checkpoint below, at or above the damage, or
+missing. It returns what it did (one line per change), so a failing case names its damage with its seed.
+
+The same seed always gives the same damage for the same files (``random.Random(seed)``). Nothing here knows what
+Kafka does with the result: the tests ask Kafka (``kafka-real Load``) and compare.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+MARKER = ".kafka_cleanshutdown"
+RP_FILE = "recovery-point-offset-checkpoint"
+
+#: every kind of damage; a case draws one to three of them
+KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail", "index-delete", "index-garbage",
+         "index-prealloc", "index-odd", "timeindex-delete", "timeindex-garbage", "timeindex-odd", "snapshot-delete",
+         "snapshot-garbage", "snapshot-torn", "leftover-deleted", "leftover-cleaned", "leftover-swap",
+         "leftover-swap-indexes", "txnindex-delete", "txnindex-garbage")
+
+
+def _logs(pdir: Path) -> list[Path]:
+    return sorted(pdir.glob("*.log"))
+
+
+def _write_rp(pdir: Path, offset: int | None) -> None:
+    """The log dir's recovery-point checkpoint with one entry for this partition (None: the file removed)."""
+    path = pdir.parent / RP_FILE
+    if offset is None:
+        path.unlink(missing_ok=True)
+        return
+    topic, _, part = pdir.name.rpartition("-")
+    path.write_text(f"0\n1\n{topic} {part} {offset}\n")
+
+
+def _batch_starts(data: bytes) -> list[int]:
+    """Byte positions of the entries of a .log by their length fields (stops at the first implausible one)."""
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        size = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if size < 14 or pos + 12 + size > len(data):
+            break
+        out.append(pos)
+        pos += 12 + size
+    return out
+
+
+def _damage_log(rng: random.Random, kind: str, log: Path) -> str:
+    data = bytearray(log.read_bytes())
+    if not data:
+        log.write_bytes(b"\x00" * rng.choice([5, 61]))
+        return f"{log.name}: empty segment given {log.stat().st_size} zero bytes"
+    starts = _batch_starts(bytes(data)) or [0]
+    if kind == "torn-tail":
+        cut = rng.randint(max(0, len(data) - 80), len(data) - 1)
+        log.write_bytes(bytes(data[:cut]))
+        return f"{log.name}: torn at byte {cut} of {len(data)}"
+    if kind == "flip":
+        start = rng.choice(starts)
+        pos = rng.randint(start, min(len(data) - 1, start + 90))
+        data[pos] ^= 1 << rng.randrange(8)
+        log.write_bytes(bytes(data))
+        return f"{log.name}: bit flipped at byte {pos}"
+    if kind == "zero-range":
+        start = rng.choice(starts)
+        n = rng.randint(1, 64)
+        end = min(len(data), start + rng.randint(0, 40) + n)
+        data[end - n:end] = b"\x00" * (end - max(0, end - n))
+        log.write_bytes(bytes(data))
+        return f"{log.name}: bytes {end - n}..{end} zeroed"
+    if kind == "zero-tail":
+        n = rng.choice([7, 64, 500, 4096])
+        log.write_bytes(bytes(data) + b"\x00" * n)
+        return f"{log.name}: {n} zero bytes appended"
+    n = rng.randint(1, 40)
+    junk = bytes(rng.randrange(256) for _ in range(n))
+    log.write_bytes(bytes(data) + junk)
+    return f"{log.name}: {n} bytes of junk appended"
+
+
+def _damage_index(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
+    ext = "index" if kind.startswith("index") else "timeindex"
+    what = kind.split("-", 1)[1]
+    path = pdir / f"{log.stem}.{ext}"
+    if what == "delete":
+        path.unlink(missing_ok=True)
+        return f"{path.name}: deleted"
+    data = path.read_bytes() if path.exists() else b""
+    if what == "garbage":
+        n = rng.choice([8, 12, 24, 40, 96])
+        path.write_bytes(bytes(rng.randrange(256) for _ in range(n)))
+        return f"{path.name}: {n} bytes of garbage"
+    if what == "prealloc":
+        size = rng.choice([1024, 10 * 1024 * 1024])
+        size -= size % (8 if ext == "index" else 12)
+        path.write_bytes(data[:size] + b"\x00" * max(0, size - len(data)))
+        return f"{path.name}: preallocated to {size} bytes"
+    # odd length: a few bytes more or fewer than whole entries
+    if data and rng.random() < 0.5:
+        path.write_bytes(data[:-rng.randint(1, 3)])
+    else:
+        path.write_bytes(data + bytes(rng.randrange(256) for _ in range(rng.randint(1, 5))))
+    return f"{path.name}: odd length {path.stat().st_size}"
+
+
+def _damage_txnindex(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
+    path = pdir / f"{log.stem}.txnindex"
+    if kind == "txnindex-delete":
+        path.unlink(missing_ok=True)
+        return f"{path.name}: deleted"
+    n = rng.choice([5, 34, 68])
+    path.write_bytes(bytes([0]) + bytes(rng.randrange(256) for _ in range(n - 1)))  # version 0, garbage fields
+    return f"{path.name}: {n} bytes of garbage"
+
+
+def _damage_snapshot(rng: random.Random, kind: str, pdir: Path) -> str | None:
+    snaps = sorted(pdir.glob("*.snapshot"))
+    if not snaps:
+        return None
+    snap = rng.choice(snaps)
+    if kind == "snapshot-delete":
+        snap.unlink()
+        return f"{snap.name}: deleted"
+    data = snap.read_bytes()
+    if kind == "snapshot-garbage":
+        snap.write_bytes(bytes(rng.randrange(256) for _ in range(rng.choice([3, 10, 56]))))
+        return f"{snap.name}: garbage"
+    cut = rng.randint(0, max(0, len(data) - 1))
+    snap.write_bytes(data[:cut])
+    return f"{snap.name}: torn at byte {cut}"
+
+
+def _leftover(rng: random.Random, kind: str, pdir: Path, logs: list[Path]) -> str:
+    log = rng.choice(logs)
+    stem = log.stem
+    if kind == "leftover-deleted":
+        ext = rng.choice(["log", "index", "timeindex", "snapshot"])
+        src = pdir / f"{stem}.{ext}"
+        dst = pdir / f"{stem}.{ext}.deleted"
+        if src.exists():
+            shutil.copyfile(src, dst)
+        else:
+            dst.write_bytes(b"")
+        return f"{dst.name}: leftover"
+    if kind == "leftover-cleaned":
+        dst = pdir / f"{stem}.log.cleaned"
+        shutil.copyfile(log, dst)
+        return f"{dst.name}: leftover (copy of {log.name})"
+    # an interrupted clean/split: the .swap holds a copy of the segment (the cleaner's output of a clean segment)
+    dst = pdir / f"{stem}.log.swap"
+    shutil.copyfile(log, dst)
+    done = [f"{dst.name}: leftover (copy of {log.name})"]
+    if kind == "leftover-swap-indexes":
+        for ext in ("index", "timeindex"):
+            src = pdir / f"{stem}.{ext}"
+            if src.exists() and rng.random() < 0.8:
+                shutil.copyfile(src, pdir / f"{stem}.{ext}.swap")
+                done.append(f"{stem}.{ext}.swap")
+    if rng.random() < 0.5:  # the cleaner had already renamed the old segment away
+        for ext in ("log", "index", "timeindex", "txnindex"):
+            p = pdir / f"{stem}.{ext}"
+            if p.exists():
+                p.rename(pdir / f"{stem}.{ext}.deleted")
+        done.append(f"{log.name} and its indexes renamed to .deleted")
+    return "; ".join(done)
+
+
+def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
+    """Damage ``pdir`` (see the module docstring); returns one line per change."""
+    rng = random.Random(seed * 7919 + 17)
+    logs = _logs(pdir)
+    done: list[str] = []
+    damaged: Path | None = None
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        kind = rng.choice(kinds)
+        logs = _logs(pdir)
+        if not logs:
+            break
+        # the active segment most often: that is where a crash leaves its damage
+        log = logs[-1] if rng.random() < 0.6 else rng.choice(logs)
+        if kind in ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail"):
+            done.append(_damage_log(rng, kind, log))
+            damaged = log if damaged is None or log.name < damaged.name else damaged
+        elif kind.startswith(("index-", "timeindex-")):
+            done.append(_damage_index(rng, kind, pdir, log))
+        elif kind.startswith("txnindex-"):
+            done.append(_damage_txnindex(rng, kind, pdir, log))
+        elif kind.startswith("snapshot-"):
+            line = _damage_snapshot(rng, kind, pdir)
+            if line:
+                done.append(line)
+        else:
+            done.append(_leftover(rng, kind, pdir, logs))
+    # the clean-shutdown marker: as written, removed (a crash) or added (damage after a clean shutdown)
+    marker = pdir.parent / MARKER
+    r = rng.random()
+    if r < 0.25 and marker.exists():
+        marker.unlink()
+        done.append(f"{MARKER} removed")
+    elif r < 0.45 and not marker.exists():
+        marker.write_bytes(b"")
+        done.append(f"{MARKER} added")
+    # the recovery point: as written, or below / at / above the damage, or missing
+    r = rng.random()
+    if r < 0.5:
+        logs = _logs(pdir)
+        bases = [int(p.stem) for p in logs] or [0]
+        at = int(damaged.stem) if damaged is not None and damaged.exists() else rng.choice(bases)
+        choice = rng.choice(["zero", "below", "at", "above", "far", "missing"])
+        rp = {"zero": 0, "below": max(0, at - 1), "at": at, "above": at + rng.randint(1, 5),
+              "far": max(bases) + 1000, "missing": None}[choice]
+        _write_rp(pdir, rp)
+        done.append(f"recovery point {choice} the damage: {rp}")
+    return done
+
+
+def copy_data_dir(src_pdir: Path, dst_root: Path) -> Path:
+    """Copy ``src_pdir`` and the log-dir files a broker reads beside it into ``dst_root``; returns the new partition
+    directory (what a test then damages or repairs without touching the original)."""
+    dst_root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src_pdir, dst_root / src_pdir.name)
+    for name in (RP_FILE, "log-start-offset-checkpoint", "cleaner-offset-checkpoint", MARKER):
+        p = src_pdir.parent / name
+        if p.exists():
+            shutil.copyfile(p, dst_root / name)
+    return dst_root / src_pdir.name
