@@ -37,6 +37,7 @@ class DlsRenderer:
         self.out = out
         self.err = err
         self.out_bytes = out_bytes
+        self._partial = False  # stdout ends in a partial batch line (on_PartialBatch)
 
     # ---------------------------------------------------------------------------------------------- helpers
     def codec(self, cid: int) -> str:
@@ -53,6 +54,9 @@ class DlsRenderer:
         self.err(f"Ignoring unknown file {ev.arg}")
 
     def on_FileBegin(self, ev: d.FileBegin) -> None:
+        if self._partial:  # Kafka's tool would have stopped at the previous file's error; kafkalog goes on
+            self.out("")
+            self._partial = False
         self.out(f"Dumping {ev.arg}")
 
     def on_LogHeader(self, ev: d.LogHeader) -> None:
@@ -189,19 +193,31 @@ class DlsRenderer:
         self.out(line)
 
     def on_PartialBatch(self, ev: d.PartialBatch) -> None:
-        """The start of a v2 batch line that Kafka 3.2+ prints before failing on the codec (the first print call
-        ends after deleteHorizonMs); older releases and legacy entries build the whole line first, so nothing."""
+        """What DumpLogSegments (2.2+) prints of a batch line before it fails on an unknown codec id: its first
+        ``print`` (no newline) ends before `` position:``, the ``println`` that would print the codec throws
+        (printBatchLevel, DumpLogSegments.scala:354-366 at 4.0, :316-328 at 2.8). A legacy entry's first part is
+        ``offset: N``; a v2 batch's runs to ``isControl`` (``deleteHorizonMs`` from 3.2). 2.0-2.1 build the whole
+        line first, so nothing."""
         e = ev.entry
-        if e.is_legacy or not self.p.delete_horizon or self.p.batch_shape != "modern":
+        if self.p.batch_shape != "modern":
             return
-        dh = e.delete_horizon_ms
-        self.out(
-            f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
-            f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
-            f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
-            f"isTransactional: {_b(e.is_transactional)} isControl: {_b(e.is_control)} deleteHorizonMs: "
-            + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]")
-        )
+        if e.is_legacy:
+            text = f"offset: {e.last_offset}"
+        else:
+            text = (
+                f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
+                f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
+                f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
+                f"isTransactional: {_b(e.is_transactional)} isControl: {_b(e.is_control)}"
+            )
+            if self.p.delete_horizon:
+                dh = e.delete_horizon_ms
+                text += " deleteHorizonMs: " + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]")
+        if self.out_bytes is None:
+            self.out(text)  # a stdout that takes no bytes: the partial line as a line
+            return
+        self.out_bytes(text.encode("utf-8"))  # without a newline, as Kafka leaves it
+        self._partial = True
 
     def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
         text = ev.text
@@ -312,8 +328,8 @@ class DlsRenderer:
             else:
                 self.err(exc.message)
         else:
-            if self.p.snapshot_error_wrap == "wrapped":
-                self.err("Snapshot failed schema validation: null")
+            if self.p.snapshot_error_wrap == "wrapped":  # the generated reader's message, or null (an underflow)
+                self.err(f"Snapshot failed schema validation: {getattr(exc, 'generated', None) or 'null'}")
             else:
                 self.err(f"Snapshot failed schema validation: {exc.message}")
 
