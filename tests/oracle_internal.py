@@ -101,17 +101,25 @@ def _txn(rng: random.Random, i: int) -> list[dict]:
 
 def _metadata(rng: random.Random, i: int) -> list[dict]:
     tid = _uuid(rng)
+    pv, bv = rng.randint(0, 2), rng.randint(0, 3)
+    part: dict = {"partitionId": i % 3, "topicId": tid, "replicas": [1, 2], "isr": [1], "removingReplicas": [],
+                  "addingReplicas": [], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0}
+    if pv >= 1:
+        part["directories"] = [_uuid(rng), _uuid(rng)]
+    broker: dict = {"brokerId": i, "incarnationId": _uuid(rng), "brokerEpoch": 10 + i,
+                    "endPoints": [{"name": "PLAINTEXT", "host": "h", "port": 9092, "securityProtocol": 0}],
+                    "features": [{"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 7}],
+                    "rack": rng.choice([None, "r"]), "fenced": True}
+    if bv >= 1:
+        broker["inControlledShutdown"] = False
+    if bv >= 2:
+        broker["isMigratingZkBroker"] = False
+    if bv >= 3:
+        broker["logDirs"] = [_uuid(rng)]
     choices = [
         _msg("TopicRecord", 0, {"name": f"topic-{i}", "topicId": tid}),
-        _msg("PartitionRecord", rng.randint(0, 2), {
-            "partitionId": i % 3, "topicId": tid, "replicas": [1, 2], "isr": [1], "removingReplicas": [],
-            "addingReplicas": [], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0,
-            "directories": [_uuid(rng), _uuid(rng)]}),
-        _msg("RegisterBrokerRecord", rng.randint(0, 3), {
-            "brokerId": i, "incarnationId": _uuid(rng), "brokerEpoch": 10 + i,
-            "endPoints": [{"name": "PLAINTEXT", "host": "h", "port": 9092, "securityProtocol": 0}],
-            "features": [{"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 7}],
-            "rack": rng.choice([None, "r"]), "fenced": True, "inControlledShutdown": False}),
+        _msg("PartitionRecord", pv, part),
+        _msg("RegisterBrokerRecord", bv, broker),
         _msg("FeatureLevelRecord", 0, {"name": "metadata.version", "featureLevel": 7}),
         _msg("ProducerIdsRecord", 0, {"brokerId": 1, "brokerEpoch": 5, "nextProducerId": 1000 * i}),
         _msg("ConfigRecord", 0, {"resourceType": 2, "resourceName": "orders", "name": "retention.ms",

@@ -120,6 +120,15 @@ class PartialBatch:
 
 
 @dataclass
+class PartialRecord:
+    """The part of a record line Kafka's tool prints before the record parser (a decoder) throws: the record's
+    metadata (``print`` without a newline, DumpLogSegments.scala:300-333 at 1eb7644), then ``parser.parse``."""
+
+    entry: Entry
+    record: Record
+
+
+@dataclass
 class FormattedBatch:
     """A batch line and (deep) its record lines, already formatted by the compiled accelerator (render/accel.py)."""
 
@@ -558,7 +567,12 @@ class Dumper:
                                     if rec.offset != int64(last + 1):
                                         gaps.append((last, rec.offset))
                                 last = rec.offset
-                                yield self._record_event(entry, rec)
+                                try:
+                                    ev = self._record_event(entry, rec)
+                                except KafkalogError:
+                                    yield PartialRecord(entry, rec)  # Kafka printed the metadata, then the parser threw
+                                    raise
+                                yield ev
                         valid_bytes += size
                 except CorruptRecordError as exc:
                     if exc.position is None or not _lost(mf, exc.position, exc.position + HEADER_SIZE_UP_TO_MAGIC):

@@ -38,6 +38,7 @@ class DlsRenderer:
         self.err = err
         self.out_bytes = out_bytes
         self._partial = False  # stdout ends in a partial batch line (on_PartialBatch)
+        self._legacy_base: tuple[tuple[int, int], int] = ((-1, -1), -1)  # (entry, first inner offset), 2.8's lines
 
     # ---------------------------------------------------------------------------------------------- helpers
     def codec(self, cid: int) -> str:
@@ -166,10 +167,17 @@ class DlsRenderer:
         if not self.o.skip_record_metadata:
             if style == "verbose":
                 crc = "null" if is_v2 else str(r.crc)
+                base = e.base_offset
+                if not is_v2:
+                    # a legacy wrapper's baseOffset is its first inner record's offset (AbstractLegacyRecordBatch
+                    # .baseOffset iterates it), not the wrapper's offset: remember the first record of each entry
+                    if self._legacy_base[0] != (e.position, e.last_offset):
+                        self._legacy_base = ((e.position, e.last_offset), r.offset)
+                    base = self._legacy_base[1]
                 valid = "true" if is_v2 else _b(bool(r.is_valid))
                 line = (
                     f"| offset: {r.offset} isValid: {valid} crc: {crc} keySize: {r.key_size} valueSize: {r.value_size} "
-                    f"{ts_name}: {r.timestamp} baseOffset: {e.base_offset} lastOffset: {e.last_offset} "
+                    f"{ts_name}: {r.timestamp} baseOffset: {base} lastOffset: {e.last_offset} "
                     f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerEpoch: {e.producer_epoch} "
                     f"partitionLeaderEpoch: {e.partition_leader_epoch} batchSize: {e.size} magic: {e.magic} "
                     f"compressType: {CODEC_NAMES[e.codec].upper()} position: {e.position}"
@@ -217,6 +225,24 @@ class DlsRenderer:
             self.out(text)  # a stdout that takes no bytes: the partial line as a line
             return
         self.out_bytes(text.encode("utf-8"))  # without a newline, as Kafka leaves it
+        self._partial = True
+
+    def on_PartialRecord(self, ev: d.PartialRecord) -> None:
+        """A record line up to where Kafka's tool stops when the decoder throws: the metadata, without a newline
+        (nothing with --skip-record-metadata)."""
+        lines: list[str] = []
+        out, self.out = self.out, lines.append
+        try:
+            self.on_RecordEvent(d.RecordEvent(ev.entry, ev.record))
+        finally:
+            self.out = out
+        text = "".join(lines)
+        if not text:
+            return
+        if self.out_bytes is None:
+            self.out(text)
+            return
+        self.out_bytes(text.encode("utf-8"))
         self._partial = True
 
     def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
@@ -375,24 +401,32 @@ class DlsRenderer:
             self.err(f"hint: {hint}")
 
     # ---------------------------------------------------------------------------------------------- summary
+    def _ordered(self, found: dict[str, list[tuple[int, int]]]) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The files of one summary map in the order Kafka's tool prints them (``Profile.summary_order``)."""
+        if self.p.summary_order == "insertion" or len(found) < 2:
+            return list(found.items())
+        from kafkalog_cli.internal_topics.javahash import java_string_hash, scala213_order
+
+        return [(k, found[k]) for k in scala213_order(list(found), java_string_hash)]
+
     def summary(self, s: d.DumpSummary) -> None:
-        for path, items in s.index_mismatches.items():
+        for path, items in self._ordered(s.index_mismatches):
             self.err(f"Mismatches in :{path}")
             for idx_off, log_off in reversed(items):
                 self.err(f"  Index offset: {idx_off}, log offset: {log_off}")
-        for path, items in s.ts_mismatches.items():
+        for path, items in self._ordered(s.ts_mismatches):
             self.err(f"Found timestamp mismatch in :{path}")
             for idx_ts, log_ts in items:
                 self.err(f"  Index timestamp: {idx_ts}, log timestamp: {log_ts}")
-        for path, items in s.out_of_order.items():
+        for path, items in self._ordered(s.out_of_order):
             self.err(f"Found out of order timestamp in :{path}")
             for idx_ts, prev in items:
                 self.err(f"  Index timestamp: {idx_ts}, Previously indexed timestamp: {prev}")
-        for _path, items in s.not_found.items():
+        for _path, items in self._ordered(s.not_found):
             self.err("The following indexed offsets are not found in the log.")
             for idx_off, log_off in items:
                 self.err(f"Indexed offset: {idx_off}, found log offset: {log_off}")
-        for path, items in s.gaps.items():
+        for path, items in self._ordered(s.gaps):
             self.err(self.p.gap_header.format(path=path))
             ordered = sorted(items) if self.o.gap_tracker == "java" else list(reversed(items))
             for prev, nxt in ordered:
@@ -407,6 +441,7 @@ _HANDLERS: dict[type, Callable[[DlsRenderer, Any], None]] = {
     d.BatchEvent: DlsRenderer.on_BatchEvent,
     d.RecordEvent: DlsRenderer.on_RecordEvent,
     d.PartialBatch: DlsRenderer.on_PartialBatch,
+    d.PartialRecord: DlsRenderer.on_PartialRecord,
     d.FormattedBatch: DlsRenderer.on_FormattedBatch,
     d.FormattedRun: DlsRenderer.on_FormattedRun,
     d.IndexEntryEvent: DlsRenderer.on_IndexEntryEvent,
