@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from kafkalog_cli.cli.main import cli
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_message
+from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics import schemas_metadata as sm
 from kafkalog_cli.internal_topics import schemas_txn_share as st
-from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics.cluster_metadata import encode_frame
 from kafkalog_cli.storage.companions import SNAPSHOT_HEADER
 
