@@ -28,6 +28,7 @@ BatchShape = Literal["g1", "modern"]
 RecordStyle = Literal["g1", "keysize", "verbose", "compact"]
 SnapshotTxnFirst = Literal["scala-option", "optional-long"]
 SnapshotErrorWrap = Literal["struct", "wrapped"]
+SummaryOrder = Literal["scala-hash", "insertion"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class Profile:
     skip_record_metadata_option: bool
     max_bytes_option: bool
     deprecated_decoder_notice: bool
+    # the order of the files in the stderr summary: DumpLogSegments keeps them in Scala 2.13 mutable.HashMaps keyed
+    # by absolute path (iteration order = hash order, format/javahash.scala213_order); 4.3's Java port as
+    # kafkalog reproduces it keeps the order the files were dumped in
+    summary_order: SummaryOrder
 
     @property
     def label(self) -> str:
@@ -116,6 +121,7 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
     "skip_record_metadata_option": [((0, 0, 0), False), ((2, 8, 0), True)],
     "max_bytes_option": [((0, 0, 0), False), ((3, 3, 0), True)],
     "deprecated_decoder_notice": [((0, 0, 0), False), ((3, 8, 0), True), ((4, 0, 0), False)],
+    "summary_order": [((0, 0, 0), "scala-hash"), ((4, 3, 0), "insertion")],
 }
 
 

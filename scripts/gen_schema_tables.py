@@ -4,7 +4,8 @@ from Apache Kafka's message JSON schemas.
 Kafka generates a ``*Data`` class per ``*.json`` message schema; kafkalog keeps the schemas as ``Message`` tables
 instead and decodes with them (``internal_topics/schema.py``). This script is how those tables are made: it reads the JSON
 files of one Kafka commit out of a Kafka git repository (bare or not) and writes the four modules, so a new Kafka
-field is one regeneration, never a hand edit. ``schemas_metadata_28.py`` (the 2.8 KRaft preview's schemas) is
+field is one regeneration, never a hand edit; ``RELEASE_TABLES`` are the metadata schemas of older releases at their
+own tags. ``schemas_metadata_28.py`` (the 2.8 KRaft preview's schemas) is
 restated by hand and not generated.
 
 Usage:
@@ -57,6 +58,17 @@ TABLES = (
           "``__transaction_state`` and ``__share_group_state`` record schemas.",
           ("transaction-coordinator/src/main/resources/common/message",
            "share-coordinator/src/main/resources/common/message")),
+)
+
+# the __cluster_metadata schemas of older releases, whose generated readers decode any record version with their own
+# fields (no version check) and know fewer record types: --cluster-metadata-decoder at --kafka-version 3.0 - 3.6
+RELEASE_TABLES = (
+    (Table("schemas_metadata_30.py",
+           "KRaft ``__cluster_metadata`` record schemas of Kafka 3.0 (tag 3.0.2), one ``Message`` per apiKey.",
+           ("metadata/src/main/resources/common/metadata",)), "25b1aea02e37da1457026f6ac82a66f81c878e45"),
+    (Table("schemas_metadata_36.py",
+           "KRaft ``__cluster_metadata`` record schemas of Kafka 3.6 (tag 3.6.2), one ``Message`` per apiKey.",
+           ("metadata/src/main/resources/common/metadata",)), "c4deed513057c94eb502e64490d6bdc23551d8b6"),
 )
 
 
@@ -194,9 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     src = KafkaSource(args.kafka_git, args.commit)
     differ = []
-    for table in TABLES:
+    jobs = [(t, src) for t in TABLES] + [(t, KafkaSource(args.kafka_git, c)) for t, c in RELEASE_TABLES]
+    for table, source in jobs:
         path = package_dir() / table.module
-        text = render(table, src)
+        text = render(table, source)
         if args.check:
             if path.read_text() != text:
                 differ.append(str(path.relative_to(ROOT)))

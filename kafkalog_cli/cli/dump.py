@@ -118,6 +118,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         skip_record_metadata=skip_record_metadata,
         decompress_limit=max_decompressed_size,
         gap_tracker=gap_tracker,
+        timeindex_needs_index=fmt == "text",
     )
     notices: list[str] = []
     if decoder_kinds:

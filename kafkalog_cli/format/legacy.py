@@ -146,7 +146,9 @@ class LegacyEntry:
             return
         yield from self._deep(value, limit, copy)
 
-    def _deep(self, value: bytes | None, limit: int, copy: bool = True) -> list[Record]:
+    def _deep(self, value: bytes | None, limit: int, copy: bool = True) -> Iterator[Record]:
+        """The inner records, as Kafka's DeepRecordsIterator returns them: every inner message is read (and a bad
+        one raises) before the first record; then the records one by one, a compressed one raising when reached."""
         codec = self.codec
         pos = self.position
         if codec == codecs.ZSTD:
@@ -184,9 +186,7 @@ class LegacyEntry:
                 exc.message += f" (inner message at byte {ipos} of the decompressed payload)"
                 exc.position = pos
                 raise
-            if entry.codec != codecs.NONE:
-                raise InvalidRecordError("Inner messages must not be compressed", position=pos)
-            inner.append((entry.offset, ikey, ival, entry))
+            inner.append((entry.offset, ikey, ival, entry))  # a compressed one fails when iterated (below)
             ipos += entry.size
         if not inner:
             raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
@@ -205,26 +205,26 @@ class LegacyEntry:
         else:
             abs_base = -1
         log_append = self.timestamp_type == LOG_APPEND_TIME
-        out = []
         for ioff, ikey, ival, entry in inner:
+            if entry.codec != codecs.NONE:
+                # Kafka reads every inner message first and rejects a compressed one only when the iterator reaches
+                # it (AbstractLegacyRecordBatch.DeepRecordsIterator.makeNext): the records before it are returned
+                raise InvalidRecordError("Inner messages must not be compressed", position=pos)
             if entry.magic == 1:
                 ts = self._timestamp if log_append else entry.timestamp
             else:
                 ts = -1
-            out.append(
-                Record(
-                    offset=int64(abs_base + ioff) if abs_base >= 0 else ioff,
-                    timestamp=ts,
-                    key=ikey,
-                    value=ival,
-                    crc=entry.crc,
-                    is_valid=entry.is_valid(data),
-                    magic=entry.magic,
-                    attributes=entry.attributes,
-                    position=pos,
-                )
+            yield Record(
+                offset=int64(abs_base + ioff) if abs_base >= 0 else ioff,
+                timestamp=ts,
+                key=ikey,
+                value=ival,
+                crc=entry.crc,
+                is_valid=entry.is_valid(data),
+                magic=entry.magic,
+                attributes=entry.attributes,
+                position=pos,
             )
-        return out
 
 
 def _sized(buf: bytes | memoryview, p: int, end: int, what: str, copy: bool = True) -> tuple[bytes | None, int]:

@@ -11,6 +11,7 @@ varints nor trailing bytes. Output is
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -21,8 +22,39 @@ from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics.releases import release_for
 from kafkalog_cli.internal_topics.schemas_metadata import MESSAGES
 from kafkalog_cli.internal_topics.schemas_metadata_28 import BY_KEY_28
+from kafkalog_cli.internal_topics.schemas_metadata_30 import MESSAGES as MESSAGES_30
+from kafkalog_cli.internal_topics.schemas_metadata_36 import MESSAGES as MESSAGES_36
 
 BY_KEY: dict[int, sc.Message] = {m.api_key: m for m in MESSAGES if m.api_key is not None}
+
+
+def _unchecked(messages: list[sc.Message]) -> dict[int, sc.Message]:
+    """An older release's record schemas as its generated readers read them: the record's own ``read`` checks no
+    version (3.6.2's PartitionChangeRecord, valid version 0, reads a version-1 record with its version-0 fields);
+    each nested struct's reader does ("Can't read version 3 of BrokerEndpoint", checked with 3.6.2's classes), which
+    ``ClusterMetadataParser`` applies after the read (``_RELEASE_VALID``)."""
+    return {m.api_key: dataclasses.replace(m, valid=(0, 0x7FFF), name=m.name) for m in messages if m.api_key is not None}
+
+
+def _has_struct(v: Any) -> bool:
+    """Whether a decoded value holds a nested struct (a dict, or a list with a dict) that its reader read."""
+    if isinstance(v, dict):
+        return True
+    if isinstance(v, list):
+        return any(isinstance(x, dict) for x in v)
+    return False
+
+
+RELEASE_SCHEMAS: dict[str, dict[int, sc.Message]] = {
+    "newest": BY_KEY,
+    "3.0": _unchecked(MESSAGES_30),
+    "3.6": _unchecked(MESSAGES_36),
+}
+# the versions each older release's nested-struct readers accept (the record's validVersions)
+_RELEASE_VALID: dict[str, dict[int, tuple[int, int]]] = {
+    "3.0": {m.api_key: m.valid for m in MESSAGES_30 if m.api_key is not None},
+    "3.6": {m.api_key: m.valid for m in MESSAGES_36 if m.api_key is not None},
+}
 
 
 def enum_name(msg: sc.Message) -> str:
@@ -45,7 +77,8 @@ def _uvarint_short(buf: bytes, pos: int, entity: str) -> tuple[int, int]:
 
 
 def read_frame(value: bytes | None, frame_version: int = 1, by_key: dict[int, sc.Message] = BY_KEY,
-               unknown: str = "Unknown metadata id") -> tuple[sc.Message, int, dict[str, Any]]:
+               unknown: str = "Unknown metadata id",
+               struct_valid: dict[int, tuple[int, int]] | None = None) -> tuple[sc.Message, int, dict[str, Any]]:
     """``AbstractApiMessageSerde.read``: (schema, record version, values) or MetadataParseError(Kafka's text)."""
     if value is None:
         raise MetadataParseError("Error while reading frame version")
@@ -70,6 +103,9 @@ def read_frame(value: bytes | None, frame_version: int = 1, by_key: dict[int, sc
         co.check_non_nullable(msg.fields, values, version)
     except (InvalidRecordError, ValueError):
         raise MetadataParseError(f"Failed to deserialize record with type {api_key}") from None
+    valid = struct_valid.get(api_key) if struct_valid is not None else None
+    if valid is not None and not valid[0] <= version <= valid[1] and any(map(_has_struct, values.values())):
+        raise MetadataParseError(f"Failed to deserialize record with type {api_key}")  # a nested struct's reader
     if end != len(value):
         raise MetadataParseError(f"Found {len(value) - end} byte(s) of garbage after {api_key}")
     return msg, version, values
@@ -115,7 +151,10 @@ class ClusterMetadataParser:
     """DumpLogSegments' ClusterMetadataLogMessageParser: no key, payload = JSON or the inline error."""
 
     def __init__(self, version: tuple[int, int, int]) -> None:
-        self.frame_version = release_for(version).metadata_frame_version
+        release = release_for(version)
+        self.frame_version = release.metadata_frame_version
+        self.by_key = RELEASE_SCHEMAS[release.metadata_schemas]
+        self.valid = _RELEASE_VALID.get(release.metadata_schemas)
 
     def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
         try:
@@ -123,7 +162,7 @@ class ClusterMetadataParser:
             if self.frame_version == 0:
                 msg, ver, values = read_frame_28(value)
             else:
-                msg, ver, values = read_frame(value, self.frame_version)
+                msg, ver, values = read_frame(value, self.frame_version, self.by_key, struct_valid=self.valid)
         except MetadataParseError as exc:
             return None, f"Error at {record.offset}, skipping. {exc}"
         return None, sc.java_json({"type": enum_name(msg), "version": ver, "data": sc.to_json(msg.fields, values, ver)})

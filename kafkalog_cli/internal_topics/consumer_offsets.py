@@ -146,11 +146,11 @@ def _unknown_key_error(v: int, version: Version) -> str:
     return release_for(version).offsets_unknown_key_error.format(v=v)
 
 
-def _read_value(msg: sc.Message, value: bytes, what: str) -> tuple[int, dict[str, Any]]:
+def _read_value(msg: sc.Message, value: bytes, what: str, max_version: int = 32767) -> tuple[int, dict[str, Any]]:
     if len(value) < 2:
         raise InvalidRecordError("java.nio.BufferUnderflowException")
     (ver,) = SCHEMA_VERSION.unpack_from(value, 0)
-    if not msg.supports(ver):
+    if not msg.supports(ver) or ver > max_version:
         raise InvalidRecordError(f"Unknown {what} message version: {ver}")
     try:
         vals, _ = sc.read(value, msg, ver, pos=2)
@@ -199,7 +199,7 @@ class OffsetsTextParser:
             key_text = f"offset_commit::group={k['group']},partition={k['topic']}-{k['partition']}"
         if value is None:
             return key_text, "<DELETE>"
-        _, v = _read_value(sg.OffsetCommitValue, value, "offset")
+        _, v = _read_value(sg.OffsetCommitValue, value, "offset", self.release.offsets_value_max_version)
         meta = v.get("metadata") or ""
         if self.old:
             return key_text, f"{v['offset']}:{meta}" if meta else str(v["offset"])
@@ -209,7 +209,7 @@ class OffsetsTextParser:
         key_text = sc.java_json({"metadata": k["group"]}) if self.old else f"group_metadata::group={k['group']}"
         if value is None:
             return key_text, "<DELETE>"
-        _, v = _read_value(sg.GroupMetadataValue, value, "group metadata")
+        _, v = _read_value(sg.GroupMetadataValue, value, "group metadata", self.release.offsets_value_max_version)
         return key_text, _group_json(v, self.old)
 
 

@@ -40,6 +40,16 @@ class DecoderRelease:
     metadata_frame_version: int
     # the 3.8+ JSON parsers' abort text for a null key names the decoder until 3.9, "the specified decoder" from 4.0
     missing_key_generic: bool
+    # the newest OffsetCommitValue / GroupMetadataValue version the release reads (v4, flexible, KIP-915, 3.5);
+    # a newer one aborts the text decoder with "Unknown offset message version: 4" (GroupMetadataManager.scala:1171
+    # at 3.0.2; checked against the 2.8.2 and 3.0.2 tools)
+    offsets_value_max_version: int
+    # __cluster_metadata: whose record schemas the release's MetadataRecordSerde reads with: "newest" (kafkalog's
+    # schemas_metadata), "3.0" / "3.6" (schemas_metadata_30 / _36, generated at tags 3.0.2 / 3.6.2). Those releases'
+    # generated readers check no version: any version is read with the release's fields, a type it does not know is
+    # "Unknown metadata id", bytes that do not fit "Failed to deserialize record with type K" (checked against the
+    # 3.0.2 and 3.6.2 tools). 3.1-3.5 take 3.6.2's schemas, which may know a type or version added after them
+    metadata_schemas: str
 
 
 # behaviour -> [(first version, value), ...]; the keys are exactly DecoderRelease's fields
@@ -60,6 +70,8 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
     "txn_partitions_list": [((0, 0, 0), False), ((2, 5, 0), True)],
     "metadata_frame_version": [((0, 0, 0), 0), ((3, 0, 0), 1)],
     "missing_key_generic": [((0, 0, 0), False), ((4, 0, 0), True)],
+    "offsets_value_max_version": [((0, 0, 0), 3), ((3, 5, 0), 4)],
+    "metadata_schemas": [((0, 0, 0), "newest"), ((3, 0, 0), "3.0"), ((3, 1, 0), "3.6"), ((3, 7, 0), "newest")],
 }
 
 

@@ -76,6 +76,13 @@ class TransactionTextParser:
         if not 0 <= status < len(STATES):
             raise InvalidRecordError(f"Unknown transaction state id {status} from the transaction status message")
         state = STATES[status]
+        if state != "Empty" and v.get("transactionPartitions") is None:
+            # readTxnRecordValue adds the partitions of every state but Empty with value.transactionPartitions
+            # .forEach: a null array (what the coordinator writes for Empty) is a NullPointerException that aborts
+            # the dump (TransactionLog.scala:136-141 at 1eb7644 and 3.9.0-rc3, :136-137 at 3.0.2 and 2.8.2)
+            raise InvalidRecordError(
+                f"{NPE}: the transaction partitions are null in a value of state {state} (Kafka's decoder "
+                "reads them for every state but Empty and fails here)")
         parts = [] if state == "Empty" else partitions_in_set_order(v)
         if self.release.txn_partitions_list:
             ptext = "[" + ",".join(parts) + "]"

@@ -63,6 +63,8 @@ class DumpOptions:
     json_decoder: Any = None  # structured internal-topic decode for --format json (kafkalog_cli.internal_topics)
     fast: Any = None  # optional compiled formatter of whole v2 batches (render/accel.py), set by the text renderer
     fast_run: Any = None  # optional compiled formatter of runs of clean v2 batches (render/accel.py make_run)
+    # a .timeindex whose .index is missing fails as in Kafka's tool (text output) or is listed anyway (JSON)
+    timeindex_needs_index: bool = True
 
     @property
     def deep(self) -> bool:
@@ -115,6 +117,15 @@ class PartialBatch:
     """The part of a batch line Kafka's tool prints before it aborts on an unknown codec id."""
 
     entry: Entry
+
+
+@dataclass
+class PartialRecord:
+    """The part of a record line Kafka's tool prints before the record parser (a decoder) throws: the record's
+    metadata (``print`` without a newline, DumpLogSegments.scala:300-333 at 1eb7644), then ``parser.parse``."""
+
+    entry: Entry
+    record: Record
 
 
 @dataclass
@@ -256,7 +267,10 @@ class DumpSummary:
 
 
 def hint_for(error: KafkalogError) -> str | None:
-    """A next step for the operator, by error kind (shown under the error line)."""
+    """A next step for the operator: the raiser's own (``error.hint``), else one by error kind (shown under the
+    error line)."""
+    if error.hint:
+        return error.hint
     if isinstance(error, UnreadableFileError):
         return "check the path and its permissions"
     if isinstance(error, CorruptRecordError):
@@ -553,7 +567,12 @@ class Dumper:
                                     if rec.offset != int64(last + 1):
                                         gaps.append((last, rec.offset))
                                 last = rec.offset
-                                yield self._record_event(entry, rec)
+                                try:
+                                    ev = self._record_event(entry, rec)
+                                except KafkalogError:
+                                    yield PartialRecord(entry, rec)  # Kafka printed the metadata, then the parser threw
+                                    raise
+                                yield ev
                         valid_bytes += size
                 except CorruptRecordError as exc:
                     if exc.position is None or not _lost(mf, exc.position, exc.position + HEADER_SIZE_UP_TO_MAGIC):
@@ -715,6 +734,20 @@ class Dumper:
             try:
                 imf: MappedFile | None = self._open(index_path)
             except UnreadableFileError:
+                if not os.path.lexists(index_path) and self.opts.timeindex_needs_index:
+                    # Kafka's tool opens the segment's .index to look each entry up; a missing one is created
+                    # (empty) and rejected: OffsetIndex(file, base, maxIndexSize = -1) -> AbstractIndex throws
+                    # "Invalid max index size: -1" (DumpLogSegments.scala:189 at 4.0, AbstractIndex.java:101;
+                    # AbstractIndex.scala:116 at 2.8), exit 1, after "Dumping F" and before any entry
+                    raise CorruptIndexError(
+                        "the segment's .index is missing: Kafka's tool needs it to check the time index and fails "
+                        "here (IllegalArgumentException: Invalid max index size: -1, after creating an empty "
+                        ".index); kafkalog prints no entries, as the tool does, and creates nothing",
+                        file=index_path, expected="the .index beside the .timeindex", found="no such file",
+                        hint=f"'kafkalog dump --format json {arg}' lists the time index entries without the .index "
+                             "(each checked against the log from its start); 'kafkalog rebuild-index' recreates "
+                             "the .index",
+                    ) from None
                 imf = None
             try:
                 oidx = OffsetIndex(base, imf.buf if imf is not None else b"", java_abs(index_path))
@@ -779,7 +812,7 @@ class Dumper:
     def _snapshot(self, arg: str, kind: str) -> Iterator[Any]:
         with self._open(arg) as mf:
             try:
-                snap = comp.parse_producer_snapshot(mf.buf, arg)
+                snap = comp.parse_producer_snapshot(mf.buf, arg, version_first=self.profile.snapshot_error_wrap == "wrapped")
             except CorruptSnapshotError as exc:
                 self.summary.snapshot_failures += 1
                 yield SnapshotFailure(exc)

@@ -37,6 +37,8 @@ class DlsRenderer:
         self.out = out
         self.err = err
         self.out_bytes = out_bytes
+        self._partial = False  # stdout ends in a partial batch line (on_PartialBatch)
+        self._legacy_base: tuple[tuple[int, int], int] = ((-1, -1), -1)  # (entry, first inner offset), 2.8's lines
 
     # ---------------------------------------------------------------------------------------------- helpers
     def codec(self, cid: int) -> str:
@@ -53,6 +55,9 @@ class DlsRenderer:
         self.err(f"Ignoring unknown file {ev.arg}")
 
     def on_FileBegin(self, ev: d.FileBegin) -> None:
+        if self._partial:  # Kafka's tool would have stopped at the previous file's error; kafkalog goes on
+            self.out("")
+            self._partial = False
         self.out(f"Dumping {ev.arg}")
 
     def on_LogHeader(self, ev: d.LogHeader) -> None:
@@ -162,10 +167,17 @@ class DlsRenderer:
         if not self.o.skip_record_metadata:
             if style == "verbose":
                 crc = "null" if is_v2 else str(r.crc)
+                base = e.base_offset
+                if not is_v2:
+                    # a legacy wrapper's baseOffset is its first inner record's offset (AbstractLegacyRecordBatch
+                    # .baseOffset iterates it), not the wrapper's offset: remember the first record of each entry
+                    if self._legacy_base[0] != (e.position, e.last_offset):
+                        self._legacy_base = ((e.position, e.last_offset), r.offset)
+                    base = self._legacy_base[1]
                 valid = "true" if is_v2 else _b(bool(r.is_valid))
                 line = (
                     f"| offset: {r.offset} isValid: {valid} crc: {crc} keySize: {r.key_size} valueSize: {r.value_size} "
-                    f"{ts_name}: {r.timestamp} baseOffset: {e.base_offset} lastOffset: {e.last_offset} "
+                    f"{ts_name}: {r.timestamp} baseOffset: {base} lastOffset: {e.last_offset} "
                     f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerEpoch: {e.producer_epoch} "
                     f"partitionLeaderEpoch: {e.partition_leader_epoch} batchSize: {e.size} magic: {e.magic} "
                     f"compressType: {CODEC_NAMES[e.codec].upper()} position: {e.position}"
@@ -189,19 +201,49 @@ class DlsRenderer:
         self.out(line)
 
     def on_PartialBatch(self, ev: d.PartialBatch) -> None:
-        """The start of a v2 batch line that Kafka 3.2+ prints before failing on the codec (the first print call
-        ends after deleteHorizonMs); older releases and legacy entries build the whole line first, so nothing."""
+        """What DumpLogSegments (2.2+) prints of a batch line before it fails on an unknown codec id: its first
+        ``print`` (no newline) ends before `` position:``, the ``println`` that would print the codec throws
+        (printBatchLevel, DumpLogSegments.scala:354-366 at 4.0, :316-328 at 2.8). A legacy entry's first part is
+        ``offset: N``; a v2 batch's runs to ``isControl`` (``deleteHorizonMs`` from 3.2). 2.0-2.1 build the whole
+        line first, so nothing."""
         e = ev.entry
-        if e.is_legacy or not self.p.delete_horizon or self.p.batch_shape != "modern":
+        if self.p.batch_shape != "modern":
             return
-        dh = e.delete_horizon_ms
-        self.out(
-            f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
-            f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
-            f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
-            f"isTransactional: {_b(e.is_transactional)} isControl: {_b(e.is_control)} deleteHorizonMs: "
-            + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]")
-        )
+        if e.is_legacy:
+            text = f"offset: {e.last_offset}"
+        else:
+            text = (
+                f"baseOffset: {e.base_offset} lastOffset: {e.last_offset} count: {e.records_count} "
+                f"baseSequence: {e.base_sequence} lastSequence: {e.last_sequence} producerId: {e.producer_id} "
+                f"producerEpoch: {e.producer_epoch} partitionLeaderEpoch: {e.partition_leader_epoch} "
+                f"isTransactional: {_b(e.is_transactional)} isControl: {_b(e.is_control)}"
+            )
+            if self.p.delete_horizon:
+                dh = e.delete_horizon_ms
+                text += " deleteHorizonMs: " + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]")
+        if self.out_bytes is None:
+            self.out(text)  # a stdout that takes no bytes: the partial line as a line
+            return
+        self.out_bytes(text.encode("utf-8"))  # without a newline, as Kafka leaves it
+        self._partial = True
+
+    def on_PartialRecord(self, ev: d.PartialRecord) -> None:
+        """A record line up to where Kafka's tool stops when the decoder throws: the metadata, without a newline
+        (nothing with --skip-record-metadata)."""
+        lines: list[str] = []
+        out, self.out = self.out, lines.append
+        try:
+            self.on_RecordEvent(d.RecordEvent(ev.entry, ev.record))
+        finally:
+            self.out = out
+        text = "".join(lines)
+        if not text:
+            return
+        if self.out_bytes is None:
+            self.out(text)
+            return
+        self.out_bytes(text.encode("utf-8"))
+        self._partial = True
 
     def on_FormattedBatch(self, ev: d.FormattedBatch) -> None:
         text = ev.text
@@ -312,8 +354,8 @@ class DlsRenderer:
             else:
                 self.err(exc.message)
         else:
-            if self.p.snapshot_error_wrap == "wrapped":
-                self.err("Snapshot failed schema validation: null")
+            if self.p.snapshot_error_wrap == "wrapped":  # the generated reader's message, or null (an underflow)
+                self.err(f"Snapshot failed schema validation: {getattr(exc, 'generated', None) or 'null'}")
             else:
                 self.err(f"Snapshot failed schema validation: {exc.message}")
 
@@ -359,24 +401,32 @@ class DlsRenderer:
             self.err(f"hint: {hint}")
 
     # ---------------------------------------------------------------------------------------------- summary
+    def _ordered(self, found: dict[str, list[tuple[int, int]]]) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The files of one summary map in the order Kafka's tool prints them (``Profile.summary_order``)."""
+        if self.p.summary_order == "insertion" or len(found) < 2:
+            return list(found.items())
+        from kafkalog_cli.format.javahash import java_string_hash, scala213_order
+
+        return [(k, found[k]) for k in scala213_order(list(found), java_string_hash)]
+
     def summary(self, s: d.DumpSummary) -> None:
-        for path, items in s.index_mismatches.items():
+        for path, items in self._ordered(s.index_mismatches):
             self.err(f"Mismatches in :{path}")
             for idx_off, log_off in reversed(items):
                 self.err(f"  Index offset: {idx_off}, log offset: {log_off}")
-        for path, items in s.ts_mismatches.items():
+        for path, items in self._ordered(s.ts_mismatches):
             self.err(f"Found timestamp mismatch in :{path}")
             for idx_ts, log_ts in items:
                 self.err(f"  Index timestamp: {idx_ts}, log timestamp: {log_ts}")
-        for path, items in s.out_of_order.items():
+        for path, items in self._ordered(s.out_of_order):
             self.err(f"Found out of order timestamp in :{path}")
             for idx_ts, prev in items:
                 self.err(f"  Index timestamp: {idx_ts}, Previously indexed timestamp: {prev}")
-        for _path, items in s.not_found.items():
+        for _path, items in self._ordered(s.not_found):
             self.err("The following indexed offsets are not found in the log.")
             for idx_off, log_off in items:
                 self.err(f"Indexed offset: {idx_off}, found log offset: {log_off}")
-        for path, items in s.gaps.items():
+        for path, items in self._ordered(s.gaps):
             self.err(self.p.gap_header.format(path=path))
             ordered = sorted(items) if self.o.gap_tracker == "java" else list(reversed(items))
             for prev, nxt in ordered:
@@ -391,6 +441,7 @@ _HANDLERS: dict[type, Callable[[DlsRenderer, Any], None]] = {
     d.BatchEvent: DlsRenderer.on_BatchEvent,
     d.RecordEvent: DlsRenderer.on_RecordEvent,
     d.PartialBatch: DlsRenderer.on_PartialBatch,
+    d.PartialRecord: DlsRenderer.on_PartialRecord,
     d.FormattedBatch: DlsRenderer.on_FormattedBatch,
     d.FormattedRun: DlsRenderer.on_FormattedRun,
     d.IndexEntryEvent: DlsRenderer.on_IndexEntryEvent,

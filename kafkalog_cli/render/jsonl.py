@@ -203,6 +203,9 @@ class JsonRenderer:
     def on_PartialBatch(self, ev: d.PartialBatch) -> None:
         pass  # the error object that follows carries the position and the codec id
 
+    def on_PartialRecord(self, ev: d.PartialRecord) -> None:
+        pass  # the error object that follows names the record
+
     def on_IndexEntryEvent(self, ev: d.IndexEntryEvent) -> None:
         self.emit({"type": "index_entry", "file": self.file, "offset": ev.offset, "position": ev.position})
 
@@ -284,6 +287,7 @@ _HANDLERS: dict[type, Callable[[JsonRenderer, Any], None]] = {
     d.FormattedRun: JsonRenderer.on_FormattedRun,
     d.RecordEvent: JsonRenderer.on_RecordEvent,
     d.PartialBatch: JsonRenderer.on_PartialBatch,
+    d.PartialRecord: JsonRenderer.on_PartialRecord,
     d.IndexEntryEvent: JsonRenderer.on_IndexEntryEvent,
     d.TimeIndexEntryEvent: JsonRenderer.on_TimeIndexEntryEvent,
     d.IndexEmpty: JsonRenderer.on_IndexEmpty,

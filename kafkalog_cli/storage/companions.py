@@ -42,8 +42,11 @@ class ProducerSnapshot:
     entries: list[ProducerEntry]
 
 
-def parse_producer_snapshot(buf: bytes | memoryview, path: str = "") -> ProducerSnapshot:
+def parse_producer_snapshot(buf: bytes | memoryview, path: str = "", version_first: bool = False) -> ProducerSnapshot:
     """Parse and validate a ``.snapshot`` file (version int16 = 1, crc uint32 = CRC-32C of [6:], entries).
+
+    ``version_first``: check the version before reading the rest, as the generated reader of Kafka 4.0+ does
+    (ProducerStateManager.readSnapshot, ProducerStateManager.java:626-629); older readers parse the whole struct first.
 
     Raises CorruptSnapshotError with ``.kind`` set to ``version``, ``schema`` (with ``.field``/``.detail`` naming
     what ran out, the way Kafka's Struct reader words it) or ``crc``.
@@ -57,14 +60,25 @@ def parse_producer_snapshot(buf: bytes | memoryview, path: str = "") -> Producer
         err.detail = detail  # type: ignore[attr-defined]
         return err
 
+    if version_first and n >= 2 and int.from_bytes(buf[0:2], "big", signed=True) != SNAPSHOT_VERSION:
+        err = CorruptSnapshotError(f"Snapshot contained an unknown file version "
+                                   f"{int.from_bytes(buf[0:2], 'big', signed=True)}", file=path)
+        err.kind = "version"  # type: ignore[attr-defined]
+        raise err
     for hf in PRODUCER_SNAPSHOT_HEADER.fields:  # name the header field that runs out (Kafka's field names)
         if n < hf.end:
             raise schema_error(hf.name, "java.nio.BufferUnderflowException")
     version, crc, count = SNAPSHOT_HEADER.unpack_from(buf, 0)
     if count < 0:
-        raise schema_error("producer_entries", f"Array size {count} cannot be negative")
+        err = schema_error("producer_entries", f"Array size {count} cannot be negative")
+        err.generated = "non-nullable field producerEntries was serialized as null"  # type: ignore[attr-defined]
+        raise err
     if count > n - _HEADER_SIZE:
-        raise schema_error("producer_entries", f"Error reading array of size {count}, only {n - _HEADER_SIZE} bytes available")
+        err = schema_error("producer_entries", f"Error reading array of size {count}, only {n - _HEADER_SIZE} bytes available")
+        # the generated ProducerSnapshot reader's words for the same check (4.0+)
+        err.generated = (f"Tried to allocate a collection of size {count}, but there are only "  # type: ignore[attr-defined]
+                         f"{n - _HEADER_SIZE} bytes remaining.")
+        raise err
     entries = []
     pos = _HEADER_SIZE
     for _ in range(count):
