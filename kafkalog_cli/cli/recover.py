@@ -63,23 +63,28 @@ offsets. --execute does exactly that offline (removed files are backed up).
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--now-ms", type=int, default=None, help="Clock for producer-id expiry when snapshots are loaded.")
+@click.option("--recovery-point", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="Model an unclean start whose recovery-point checkpoint is OFFSET (default: the log dir's "
+                   "checkpoint): the broker only recovers segments from the one holding it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_dir: str | None, now_ms: int | None,
-            fmt: str) -> None:
+            recovery_point: int | None, fmt: str) -> None:
     """Show (or do) what the broker's loader will do to a partition at its next start."""
     from kafkalog_cli.ops import recover as rc
 
     out, err = line_writers()
     results = _errors(lambda: rc.run(list(paths), kafka_version, execute=execute, backup_dir=backup_dir,
-                                     now_ms=now_ms))
+                                     now_ms=now_ms, recovery_point=recovery_point))
     fatal = False
     changed = False
+    unrepaired = False
     docs = []
     for plan, recovered, used in results:
         for line in recovered:
             err(f"kafkalog: recovered an interrupted change: {line}")
         fatal |= bool(plan.fatal)
         changed |= plan.has_changes
+        unrepaired |= bool(plan.unrepaired)
         if fmt == "json":
             doc = plan.to_dict()
             doc.update(execute=execute, backup_dirs=used)
@@ -108,6 +113,9 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
                 + " -> " + (" ".join(f"{e}@{s}" for e, s in plan.epochs_after) or "(empty)"))
         out(f"  result: log start offset {plan.log_start_offset}, log end offset {plan.log_end_before} -> "
             f"{plan.log_end_offset}, {plan.lost_records} records lost, recovery point {plan.new_recovery_point}")
+        for u in plan.unrepaired:
+            out(f"  NOT REPAIRED: {u.problem}; "
+                + u.advice(plan.partition_dir, plan.recovery_point, plan.clean_shutdown))
         for f in plan.fatal:
             out(f"  FATAL: {f}")
         for n in plan.notes:
@@ -123,7 +131,7 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
     sys.stdout.flush()
     if fatal:
         sys.exit(2)
-    sys.exit(EXIT_PROBLEMS if changed and not execute else EXIT_CLEAN)
+    sys.exit(EXIT_PROBLEMS if (changed and not execute) or unrepaired else EXIT_CLEAN)
 
 
 @click.command(
@@ -172,8 +180,11 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
         out(f"Salvage of {plan.partition_dir}:")
         for cut in plan.cuts:
             what = "zero-filled tail" if cut.zero_tail else "corrupt range"
-            out(f"  cut {what} bytes {cut.start}..{cut.end} of segment {cut.segment} (last good offset "
-                f"{cut.last_good_offset}, next good offset {cut.first_good_offset})")
+            before = ("no intact batch before it in the segment" if cut.last_good_offset is None
+                      else f"last good offset {cut.last_good_offset}")
+            after = ("no intact batch after it in the segment" if cut.first_good_offset is None
+                     else f"next good offset {cut.first_good_offset}")
+            out(f"  cut {what} bytes {cut.start}..{cut.end} of segment {cut.segment} ({before}, {after})")
         for c in plan.changes:
             size = f" ({c.size} bytes)" if c.kind == "write" else ""
             out(f"  {c.kind:<7} {os.path.basename(c.name)}{size}: {c.detail}")

@@ -108,24 +108,28 @@ def _refuse_fatal(plan: ld.LoaderPlan) -> None:
 
 def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True,
-        now_ms: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
-    """Per partition: (plan, interrupted changes finished first, backup dirs written)."""
+        now_ms: int | None = None,
+        recovery_point: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
+    """Per partition: (plan, interrupted changes finished first, backup dirs written). ``recovery_point``: plan an
+    unclean start whose recovery-point checkpoint is this offset (to make the broker's recovery reach a segment
+    below the one on disk)."""
     out: list[tuple[ld.LoaderPlan, list[str], list[str]]] = []
     pdirs = partition_dirs(paths)
     if execute and len(pdirs) > 1:
         # refuse before writing anything: a partition the broker cannot load, found after others were already
         # recovered, must not leave the log dir half changed behind an exit 2 (plans are recomputed under the lock)
         for pdir in pdirs:
-            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False))
+            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False,
+                                     recovery_point=recovery_point))
     for pdir in pdirs:
         if not execute:
-            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, recovery_point=recovery_point)
             plan.notes += safety.log_dir_warnings(pdir)
             out.append((plan, [], []))
             continue
         with safety.locked_log_dir(pdir):
             recovered = _interrupted(pdir)
-            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, recovery_point=recovery_point)
             plan.notes += safety.log_dir_warnings(pdir)
             _refuse_fatal(plan)
             used = execute_plan(plan, backup_dir, keep_backup) if plan.has_changes else []
