@@ -125,3 +125,129 @@ def test_salvage_never_prints_python_none(tmp_path):
     res = _run("salvage", pdir)
     assert "None" not in res.output, res.output
     assert "no intact batch before it in the segment, next good offset 1" in res.output, res.output
+
+
+# ------------------------------------------------------------------------------------ missing index files
+def test_verify_reports_missing_indexes_as_rebuild_index_does(tmp_path):
+    pdir = os.path.join(str(tmp_path), "t-0")
+    pb = PartitionBuilder(pdir)
+    for _ in range(3):
+        pb.batch([(b"k", b"v" * 40)])
+    pb.roll()
+    pb.batch([(b"k", b"w")])
+    pb.write()
+    os.remove(os.path.join(pdir, f"{0:020d}.index"))
+    os.remove(os.path.join(pdir, f"{3:020d}.timeindex"))
+    v = _run("verify-crc", "--format", "json", pdir)
+    assert v.exit_code == 1
+    doc = json.loads(v.output)
+    got = sorted((os.path.basename(p["file"]), p["kind"], p["severity"]) for p in doc["problems"])
+    assert got == [(f"{0:020d}.index", "index-missing", "warning"), (f"{3:020d}.timeindex", "timeindex-missing", "warning")]
+    assert any("rebuild-index" in s for s in doc["next_steps"])
+    r = _run("rebuild-index", pdir)
+    assert r.exit_code == 1 and r.output.count("missing") >= 2, r.output
+    assert _run("rebuild-index", "--execute", pdir).exit_code == 0
+    assert _run("verify-crc", pdir).exit_code == 0
+
+
+def test_lone_log_copy_has_no_missing_index_finding(tmp_path):
+    pdir = os.path.join(str(tmp_path), "copy")
+    pb = PartitionBuilder(pdir)
+    pb.batch([(b"k", b"v")])
+    pb.write()
+    for n in os.listdir(pdir):
+        if not n.endswith(".log"):
+            os.remove(os.path.join(pdir, n))
+    assert _run("verify-crc", os.path.join(pdir, f"{0:020d}.log")).exit_code == 0
+
+
+# ------------------------------------------------------------------------------------ damaged index: grouped findings
+def _damaged_index(root: str, garbage: int) -> str:
+    pdir = os.path.join(root, "t-0")
+    pb = PartitionBuilder(pdir)
+    for i in range(400):
+        pb.batch([(b"k%d" % i, b"v" * 1000)])
+    pb.write()
+    p = os.path.join(pdir, f"{0:020d}.index")
+    d = bytearray(open(p, "rb").read())
+    rnd = __import__("random").Random(garbage)
+    if garbage <= len(d) - 80:
+        d[80:80 + garbage] = rnd.randbytes(garbage)
+    else:
+        d = bytearray(rnd.randbytes(garbage))
+    with open(p, "wb") as f:
+        f.write(d)
+    return pdir
+
+
+@pytest.mark.parametrize("garbage", [40, 100 * 1024])
+def test_damaged_index_findings_grouped_per_kind(tmp_path, garbage):
+    pdir = _damaged_index(str(tmp_path), garbage)
+    res = _run("verify-crc", "--plain", pdir)
+    assert res.exit_code == 1
+    lines = [ln for ln in res.output.splitlines() if ".index:" in ln]
+    kinds = [ln.split(": ")[1].split()[1] for ln in lines]
+    assert len(lines) == len(set(kinds)) <= 4, res.output  # one line per kind
+    grouped = [ln for ln in lines if " slots (" in ln]
+    assert grouped and all("--max-problems N lists them one by one" in ln for ln in grouped)
+    total = sum(int(ln.split(" slots (")[0].rsplit(" ", 1)[1]) if " slots (" in ln else 1 for ln in lines)
+    detail = _run("verify-crc", "--plain", "--max-problems", "100000", pdir)
+    per_slot = [ln for ln in detail.output.splitlines() if ".index:" in ln]
+    assert len(per_slot) == total > len(lines)  # the counts add up to the slot-by-slot detail
+    assert not any(" slots (" in ln for ln in per_slot)
+
+
+# ------------------------------------------------------------------------------------ transactions
+def _txn_open(pdir: str, pid: int) -> int:
+    pb = PartitionBuilder(pdir)
+    pb.batch([(b"k", b"v")])
+    first = pb.next_offset
+    pb.batch([(b"t1", b"x"), (b"t2", b"y")], pid=pid, txn=True)
+    pb.batch([(b"plain", b"z")])
+    pb.write()
+    return first
+
+
+def test_transactions_on_a_folder_of_log_dirs_looks_one_level_down(tmp_path):
+    from txn_scenarios import meta, txn_record, txn_state_partition
+
+    for broker in (1, 2):
+        ld = str(tmp_path / f"broker{broker}")
+        meta(ld, broker)
+        _txn_open(os.path.join(ld, f"orders-{broker}"), 1000 + broker)
+        txn_state_partition(ld, [txn_record(f"tx{broker}", 1000 + broker, 0, "CompleteAbort", {})],
+                            partition=broker - 1, partitions=2)
+    res = _run("transactions", "--partitions", "2", "--format", "json", str(tmp_path))
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 1, res.output
+    assert sorted(t["topic"] + "-" + str(t["partition"]) for t in doc["open"]) == ["orders-1", "orders-2"]
+    assert all(t["classification"] == "hanging" for t in doc["open"])
+
+
+def test_transactions_on_an_empty_dir_is_not_an_all_clear(tmp_path):
+    (tmp_path / "nothing").mkdir()
+    res = _run("transactions", str(tmp_path / "nothing"))
+    assert res.exit_code == 2
+    assert "no partition directories found" in res.output and "expected a broker log dir" in res.output
+
+
+def test_transactions_committed_by_coordinator_warns_before_abort(tmp_path):
+    from txn_scenarios import meta, txn_record, txn_state_partition
+
+    ld = str(tmp_path / "data")
+    meta(ld, 1)
+    first = _txn_open(os.path.join(ld, "orders-0"), 1001)
+    txn_state_partition(ld, [txn_record("tx-done", 1001, 0, "Ongoing", {"orders": [0]}),
+                             txn_record("tx-done", 1001, 0, "PrepareCommit", {"orders": [0]}),
+                             txn_record("tx-done", 1001, 0, "CompleteCommit", {})], partition=0, partitions=1)
+    res = _run("transactions", "--partitions", "1", ld)
+    assert res.exit_code == 1
+    out = res.output
+    assert "COMMITTED" in out and "prefer the coordinator's outcome" in out, out
+    warn = [ln for ln in out.splitlines() if "WARNING:" in ln]
+    assert warn and "read_committed consumers then SKIP the committed records" in warn[0]
+    assert f"offsets {first}..{first + 1}" in warn[0]
+    lines = out.splitlines()
+    assert lines.index(warn[0]) < next(i for i, ln in enumerate(lines) if "abort --topic orders" in ln)
+    doc = json.loads(_run("transactions", "--partitions", "1", "--format", "json", ld).stdout)
+    assert doc["open"][0]["committed_by_coordinator"] is True and doc["open"][0]["abort_warning"]

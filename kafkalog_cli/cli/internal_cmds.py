@@ -115,6 +115,12 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
     except KafkalogError as exc:
         _fail(exc.describe())
         return
+    if not report.partitions and not report.coordinator.partitions_present:
+        # nothing to look at is not an all-clear (issue 27)
+        _fail(f"no partition directories found in {', '.join(paths)}: expected a broker log dir (topic-N "
+              "directories holding .log segments), a folder of log dirs (one per broker), a partition directory or "
+              "one .log segment")
+        return
     for w in report.warnings:
         click.echo(f"kafkalog: warning: {w}", err=True)
     findings = report.findings
@@ -160,8 +166,12 @@ def _print_transactions(report, partitions: int) -> None:  # noqa: ANN001
             click.echo(f"  producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: "
                        f"{t.first_offset}{cut} lastOffset: {t.last_offset} batches: {t.batches}{age}{tid}")
             click.echo(f"    {t.classification}: {t.reason}")
+            if t.complete_advice:
+                click.echo(f"    {t.complete_advice}")
             if t.abort_command:
-                click.echo(f"    fix: {t.abort_command}")
+                if t.abort_warning:
+                    click.echo(f"    WARNING: {t.abort_warning}")
+                click.echo(f"    {'last resort' if t.abort_warning else 'fix'}: {t.abort_command}")
                 if t.blocked_consumers:
                     names = ", ".join(f"{g['group']} (at {g['committed_offset']})" for g in t.blocked_consumers)
                     click.echo(f"    blocked read_committed consumer groups: {names}")

@@ -42,7 +42,8 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or a path cannot be read.""
 @click.option("--max-batch-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest declared or decompressed batch accepted; larger ones are reported, never allocated.")
 @click.option("--max-problems", type=int, default=10_000, show_default=True,
-              help="Problems kept per file (more are counted, not listed).")
+              help="Problems kept per file (more are counted, not listed). Given, it also lists an index's "
+                   "findings slot by slot (default: one finding per kind with slot ranges).")
 @click.option("--no-index", is_flag=True, help="Skip the .index/.timeindex checks.")
 def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: int, max_batch_size: int,
                max_problems: int, no_index: bool) -> None:
@@ -61,8 +62,9 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
         fail(f"--max-problems must be at least 1, found {max_problems}")
     out, err = line_writers()
     progress_ctx = ByteProgress("verifying") if sys.stderr.isatty() else None
+    given = click.get_current_context().get_parameter_source("max_problems") != click.core.ParameterSource.DEFAULT
     kwargs: dict[str, Any] = dict(deep=deep, max_batch_size=max_batch_size, jobs=jobs, max_problems=max_problems,
-                                  indexes=not no_index)
+                                  indexes=not no_index, group_index=not given)
     if progress_ctx is not None:
         with progress_ctx as (advance, set_total):
             result = ops.verify_paths(list(paths), progress=advance, on_total=set_total, **kwargs)

@@ -18,7 +18,7 @@ LOG_DAMAGE = frozenset({"crc-mismatch", "bad-size", "size-too-large", "bad-magic
 RECORD_DAMAGE = frozenset({"bad-records", "bad-count", "bad-codec"})
 INDEX_DAMAGE = frozenset({"index-size", "timeindex-size", "index-position", "index-order", "index-offset",
                           "timeindex-offset", "timeindex-order",
-                          "timeindex-mismatch"})
+                          "timeindex-mismatch", "index-missing", "timeindex-missing"})
 ORDER = frozenset({"offset-order", "segment-order", "offset-below-base"})
 STATE_FILES = frozenset({"leader-epoch-checkpoint", "leader-epoch", "snapshot", "txnindex", "leftover",
                          "offset-overflow"})
