@@ -251,3 +251,76 @@ def test_transactions_committed_by_coordinator_warns_before_abort(tmp_path):
     assert lines.index(warn[0]) < next(i for i, ln in enumerate(lines) if "abort --topic orders" in ln)
     doc = json.loads(_run("transactions", "--partitions", "1", "--format", "json", ld).stdout)
     assert doc["open"][0]["committed_by_coordinator"] is True and doc["open"][0]["abort_warning"]
+
+
+# ------------------------------------------------------------------------------------ empty and non-Kafka inputs
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXTRA = {"seek-offset": ["0"], "seek-time": ["0"], "truncate-to-epoch": ["0"]}
+INPUTS = ("missing path", "empty dir", "empty partition", "non-Kafka file", "stray file")
+
+
+def _input_table() -> list[tuple[str, str, int, str]]:
+    """(command, input, exit code, what the cell says) from docs/commands.md's table."""
+    text = open(os.path.join(ROOT, "docs", "commands.md"), encoding="utf-8").read()
+    head = "| command | " + " | ".join(INPUTS) + " |"
+    assert head in text
+    rows = []
+    for line in text.split(head, 1)[1].splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        cmd = cells[0].strip("`")
+        for inp, cell in zip(INPUTS, cells[1:]):
+            rows.append((cmd, inp, int(cell.split()[0]), cell))
+    return rows
+
+
+TABLE = _input_table()
+
+
+def _make_input(root: str, which: str) -> str:
+    if which == "missing path":
+        return os.path.join(root, "nonexistent")
+    if which == "empty dir":
+        os.makedirs(os.path.join(root, "empty"))
+        return os.path.join(root, "empty")
+    if which == "empty partition":
+        os.makedirs(os.path.join(root, "ld", "orders-0"))
+        return os.path.join(root, "ld", "orders-0")
+    if which == "non-Kafka file":
+        p = os.path.join(root, "notes.txt")
+        with open(p, "w") as f:
+            f.write("hello, not kafka\n")
+        return p
+    src = os.path.join(root, "src", "t-0")
+    pb = PartitionBuilder(src)
+    pb.batch([(b"k", b"v")])
+    pb.write()
+    os.makedirs(os.path.join(root, "stray"))
+    p = os.path.join(root, "stray", "0.log")
+    os.rename(os.path.join(src, f"{0:020d}.log"), p)
+    return p
+
+
+def test_input_table_covers_every_path_command():
+    assert len(TABLE) == 14 * len(INPUTS)
+
+
+@pytest.mark.parametrize(("cmd", "which", "code", "cell"), TABLE, ids=[f"{c}-{i}" for c, i, _, _ in TABLE])
+def test_input_table(tmp_path, cmd, which, code, cell):
+    path = _make_input(str(tmp_path), which)
+    args = [cmd, path, *EXTRA.get(cmd, [])]
+    if cmd == "compare-replicas":
+        args = [cmd, path, path]
+    if cmd == "scan":
+        args += ["--out", str(tmp_path / "scan-out"), "--jobs", "1"]
+    res = CliRunner().invoke(cli, args)
+    said = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == code, f"{cell!r}: {said}"
+    assert "Traceback" not in said and "internal error" not in said, said
+    if code == 2:
+        assert "kafkalog: error:" in said, said
+    if "note" in cell:
+        assert "note" in said, said
+    if "never reads it" in cell:
+        assert "never reads it" in said, said
