@@ -324,3 +324,63 @@ def test_input_table(tmp_path, cmd, which, code, cell):
         assert "note" in said, said
     if "never reads it" in cell:
         assert "never reads it" in said, said
+
+
+# ------------------------------------------------------------------------------------ Ctrl-C during --jobs 2
+def _ctrl_c(args: list[str], wait_for: bytes | None, delay: float) -> tuple[int, bytes]:
+    """Run ``python -m kafkalog_cli ARGS`` on a pseudo-terminal, type Ctrl-C once ``wait_for`` was printed (or after
+    ``delay`` s); (exit code, everything the terminal showed)."""
+    import pty
+    import select
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execv(sys.executable, [sys.executable, "-m", "kafkalog_cli", *args])
+    out, sent, t0 = b"", False, time.monotonic()
+    while time.monotonic() - t0 < 120:
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if not sent and ((wait_for is not None and wait_for in out) or time.monotonic() - t0 > delay):
+            os.write(fd, b"\x03")
+            sent = True
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out
+
+
+@pytest.fixture(scope="module")
+def many_partitions(tmp_path_factory):
+    root = tmp_path_factory.mktemp("many")
+    for p in range(4):
+        pb = PartitionBuilder(str(root / f"t-{p}"))
+        for _ in range(3):
+            for i in range(2500):
+                pb.batch([(b"k%d" % i, b"v" * 300)], codec=1)
+            pb.roll()
+        pb.batch([(b"x", b"y")])
+        pb.write()
+    return root
+
+
+@pytest.mark.parametrize("cmd", ["verify-crc", "scan"])
+def test_ctrl_c_with_two_jobs_is_quiet(many_partitions, tmp_path, cmd):
+    if cmd == "verify-crc":
+        args, wait_for = ["verify-crc", "--deep", "--jobs", "2", str(many_partitions)], b"verifying"
+    else:
+        args, wait_for = ["scan", "--jobs", "2", "--records", str(many_partitions), "--out", str(tmp_path / "o")], None
+    code, shown = _ctrl_c(args, wait_for, 1.5)
+    if code == 0:
+        pytest.skip("the command finished before Ctrl-C reached it")
+    assert code == 130, shown[-2000:]
+    assert b"Traceback" not in shown and b"KeyboardInterrupt" not in shown, shown[-3000:]
+    if cmd == "verify-crc":  # the bar is live: the terminal does not echo '^C' into it
+        assert b"^C" not in shown, shown[-500:]
+    assert shown.rstrip().endswith(b"kafkalog: interrupted"), shown[-500:]

@@ -177,6 +177,11 @@ class _Tee:
 # ------------------------------------------------------------------------------------------------------ workers
 def _worker(conn: Connection, records: bool) -> None:
     """Worker loop: receive a Task, send ("chunk", tables, runs, done, progress) messages, then ("end",)."""
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent stops the scan (and kills its workers, Pool.run's finally);
+    # a worker's own KeyboardInterrupt only printed a traceback per worker over the progress bar (issue 27)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["KAFKALOG_SCAN_WORKER"] = "1"
     one_crc_thread()
     while True:
