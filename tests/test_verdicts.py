@@ -384,3 +384,61 @@ def test_ctrl_c_with_two_jobs_is_quiet(many_partitions, tmp_path, cmd):
     if cmd == "verify-crc":  # the bar is live: the terminal does not echo '^C' into it
         assert b"^C" not in shown, shown[-500:]
     assert shown.rstrip().endswith(b"kafkalog: interrupted"), shown[-500:]
+
+
+# ------------------------------------------------------------------------------------ one verdict for Kafka Streams data
+STREAMS_CHANGELOG = {
+    "topic": "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog", "partition": 0,
+    "config": {"cleanup.policy": "compact", "segment.bytes": "1200", "min.cleanable.dirty.ratio": "0.01"},
+    "ops": [  # exactly-once (transactional) writes of event-time records, out of timestamp order
+        {"op": "append", "records": [{"key": "a", "value": "1", "timestamp": 1700000005000,
+                                      "headers": {"v": "1", "__streams": None}}],
+         "producerId": 7000, "transactional": True, "codec": "lz4"},
+        {"op": "append", "records": [{"key": "b", "value": "1", "timestamp": 1700000001000}],
+         "producerId": 7000, "transactional": True},
+        {"op": "marker", "type": "COMMIT", "producerId": 7000},
+        {"op": "append", "records": [{"key": "a", "value": "2", "timestamp": 1700000003000}],
+         "producerId": 7000, "transactional": True, "batches": 3, "codec": "zstd"},
+        {"op": "marker", "type": "COMMIT", "producerId": 7000},
+        {"op": "roll"},
+        {"op": "append", "records": [{"key": "c", "value": "3", "timestamp": 1700000002000}],
+         "producerId": 7000, "transactional": True},
+        {"op": "marker", "type": "COMMIT", "producerId": 7000},
+    ],
+    "shutdown": "clean"}
+STREAMS_REPARTITION = {
+    "topic": "app-KSTREAM-REPARTITION-0000000003-repartition", "partition": 0,
+    "config": {"segment.bytes": "1500", "cleanup.policy": "delete"},
+    "ops": [  # purged by DeleteRecords, as Streams does after each commit
+        {"op": "append", "count": 5, "keyFormat": "r%d", "producerId": 5001, "transactional": True, "codec": "snappy",
+         "records": [{"key": "x", "value": "y", "timestamp": 1700000009000, "headers": {"__repartition": "1"}}],
+         "batches": 4},
+        {"op": "marker", "type": "COMMIT", "producerId": 5001},
+        {"op": "highWatermark"},
+        {"op": "deleteRecords", "offset": 12},
+        {"op": "append", "count": 5, "keyFormat": "r%d", "producerId": 5001, "transactional": True, "batches": 2},
+        {"op": "marker", "type": "COMMIT", "producerId": 5001},
+    ],
+    "shutdown": "clean"}
+
+
+@pytest.mark.oracle
+def test_healthy_streams_data_one_verdict(tmp_path, kafka_real):
+    """Kafka's own UnifiedLog writes a Streams changelog (then its log cleaner compacts it) and a purged repartition
+    topic: scan, verify-crc and recover all say healthy (exit 0), and the default views print no info note."""
+    from kafka_real import write_partition
+
+    chg = write_partition(kafka_real, tmp_path / "w1", STREAMS_CHANGELOG)
+    res = kafka_real.json("Clean", "--in", str(chg), "--work", str(tmp_path / "c1"), "--now-ms", "1700000500000")
+    assert "error" not in res, res
+    rep = write_partition(kafka_real, tmp_path / "w2", STREAMS_REPARTITION)
+    for pdir in (str(tmp_path / "c1" / chg.name), str(chg), str(rep)):
+        v = _run("verify-crc", pdir)
+        assert v.exit_code == 0, v.output
+        assert " info " not in v.output, v.output
+        r = _run("recover", pdir)
+        assert r.exit_code == 0, r.output
+        s = _run("scan", pdir, "--out", str(tmp_path / ("scan-" + os.path.basename(os.path.dirname(pdir)))),
+                 "--jobs", "1")
+        assert s.exit_code == 0, s.output
+        assert "no problems found" in s.output and "(info)" not in s.output, s.output

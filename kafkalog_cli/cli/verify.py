@@ -45,8 +45,11 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or a path cannot be read.""
               help="Problems kept per file (more are counted, not listed). Given, it also lists an index's "
                    "findings slot by slot (default: one finding per kind with slot ranges).")
 @click.option("--no-index", is_flag=True, help="Skip the .index/.timeindex checks.")
+@click.option("--notes", "show_notes", is_flag=True,
+              help="Also list the info notes (preallocated tails, leftovers the broker deletes, ...); by default "
+                   "they are only counted, JSON always lists them.")
 def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: int, max_batch_size: int,
-               max_problems: int, no_index: bool) -> None:
+               max_problems: int, no_index: bool, show_notes: bool) -> None:
     """Verify CRCs, lengths, offsets, timestamps, indexes and companion files of Kafka log data.
 
     PATH is a segment (.log), a partition directory or a whole log directory."""
@@ -73,9 +76,9 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
     if fmt == "json":
         out(json.dumps(versioned(_document(result)), separators=(",", ":")))
     elif sys.stdout.isatty() and not plain and shutil.get_terminal_size().columns >= TABLE_MIN_COLUMNS:
-        _rich_report(result)
+        _rich_report(result, show_notes)
     else:
-        for line in _lines(result):
+        for line in _lines(result, show_notes):
             out(line)
     for f in result.files:
         if f.unreadable:
@@ -136,27 +139,29 @@ def _offsets(p: Any) -> str:
     return f" [last good offset {last}, first good offset {first}]"
 
 
-def _lines(result: Any) -> list[str]:
+def _lines(result: Any, show_notes: bool = True) -> list[str]:
+    """Healthy data prints no info notes by default (issue 27): the summary counts them, ``--notes`` lists them."""
     lines = []
-    for p in result.all_problems() + result.all_notes():
+    for p in result.all_problems() + (result.all_notes() if show_notes else []):
         lines.append(f"{p.file}:{p.position}-{p.end}: {p.severity} {p.kind}: {p.message}{_offsets(p)}")
     lines += [f"next: {step}" for step in _next(result)]
     s = _summary(result)
     status = "OK" if s["exit_code"] == 0 else "UNREADABLE" if s["unreadable"] else "PROBLEMS"
     lines.append(
         f"{status}: {s['files']} files, {s['bytes']} bytes, {s['batches']} batches verified; {s['problems']} problems, "
-        f"{s['notes']} notes, {s['corrupt_bytes']} corrupt bytes in {s['corrupt_regions']} regions"
+        f"{s['notes']} notes" + (" (--notes lists them)" if s["notes"] and not show_notes else "")
+        + f", {s['corrupt_bytes']} corrupt bytes in {s['corrupt_regions']} regions"
     )
     return lines
 
 
-def _rich_report(result: Any) -> None:
+def _rich_report(result: Any, show_notes: bool = True) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
-    rows = result.all_problems() + result.all_notes()
+    rows = result.all_problems() + (result.all_notes() if show_notes else [])
     if rows:
         table = Table(show_lines=False, header_style="bold")
         for col in ("File", "Bytes [start, end)", "Severity", "Kind", "Offsets (last good / first good)", "Message"):
