@@ -139,17 +139,29 @@ def _offsets(p: Any) -> str:
     return f" [last good offset {last}, first good offset {first}]"
 
 
+# notes about the input itself, not about healthy data: shown in the default view too
+INPUT_NOTES = frozenset({"no-segment"})
+
+
+def _shown_notes(result: Any, show_notes: bool) -> list[Any]:
+    """Healthy data prints no info note (issue 27); beside problems the notes are context, so they are listed."""
+    if show_notes or result.all_problems():
+        return result.all_notes()
+    return [n for n in result.all_notes() if n.kind in INPUT_NOTES]
+
+
 def _lines(result: Any, show_notes: bool = True) -> list[str]:
-    """Healthy data prints no info notes by default (issue 27): the summary counts them, ``--notes`` lists them."""
+    """Healthy data prints no info notes by default (issue 27): the summary counts them, ``--notes`` lists them
+    (``_shown_notes``)."""
     lines = []
-    for p in result.all_problems() + (result.all_notes() if show_notes else []):
+    for p in result.all_problems() + _shown_notes(result, show_notes):
         lines.append(f"{p.file}:{p.position}-{p.end}: {p.severity} {p.kind}: {p.message}{_offsets(p)}")
     lines += [f"next: {step}" for step in _next(result)]
     s = _summary(result)
     status = "OK" if s["exit_code"] == 0 else "UNREADABLE" if s["unreadable"] else "PROBLEMS"
     lines.append(
         f"{status}: {s['files']} files, {s['bytes']} bytes, {s['batches']} batches verified; {s['problems']} problems, "
-        f"{s['notes']} notes" + (" (--notes lists them)" if s["notes"] and not show_notes else "")
+        f"{s['notes']} notes" + (" (--notes lists them)" if len(_shown_notes(result, show_notes)) < s["notes"] else "")
         + f", {s['corrupt_bytes']} corrupt bytes in {s['corrupt_regions']} regions"
     )
     return lines
@@ -161,7 +173,7 @@ def _rich_report(result: Any, show_notes: bool = True) -> None:
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
-    rows = result.all_problems() + (result.all_notes() if show_notes else [])
+    rows = result.all_problems() + _shown_notes(result, show_notes)
     if rows:
         table = Table(show_lines=False, header_style="bold")
         for col in ("File", "Bytes [start, end)", "Severity", "Kind", "Offsets (last good / first good)", "Message"):

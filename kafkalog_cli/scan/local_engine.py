@@ -254,7 +254,15 @@ class _Pool:
     def _start(self) -> Connection:
         parent, child = self.ctx.Pipe()
         proc = self.ctx.Process(target=_worker, args=(child, self.records), daemon=True)
-        proc.start()
+        import signal
+
+        # a Ctrl-C while the worker's interpreter starts (before _worker ignores SIGINT) printed its traceback:
+        # the child inherits SIGINT blocked; this process gets a pending one when it unblocks (issue 27)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         child.close()
         self.workers[parent] = (proc, None)
         return parent
