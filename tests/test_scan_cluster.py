@@ -31,9 +31,11 @@ def test_site_parallelism_and_jvm_options_are_never_overridden(tmp_path: Path) -
     assert site["spark.default.parallelism"] == "64"
     master, conf, env = spark_conf.resolve(None, {}, site, jobs=4, env={})
     assert master == "spark://head:7077"
-    # nothing the site set is in what kafkalog adds: spark-submit's own values stay
-    assert not set(conf) & {"spark.default.parallelism", "spark.executor.extraJavaOptions",
-                            "spark.driver.extraJavaOptions"}
+    # nothing the site set is in what kafkalog adds: spark-submit's own values stay; the driver's JVM options are
+    # the site's, whole, followed by kafkalog's quiet log4j (issue 27: one error line whatever the site sets)
+    assert not set(conf) & {"spark.default.parallelism", "spark.executor.extraJavaOptions"}
+    site_opts, _, quiet = conf["spark.driver.extraJavaOptions"].partition(" ")
+    assert site_opts == "-Dsite=1" and quiet.startswith("-Dlog4j2.configurationFile=file:")
     assert conf["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MILLIS"
     assert env == {}  # a cluster's executors use the site's Python, not this machine's interpreter path
 
@@ -189,6 +191,30 @@ def test_missing_executor_environment_is_one_line(tmp_path: Path) -> None:
     assert errors == [errors[0]] and "cannot start Python '/nonexistent/env/bin/python'" in errors[0]
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     assert len(r.stderr.splitlines()) <= 6, r.stderr  # a few JVM start-up lines at most, no stack trace
+
+
+@pytest.mark.slow
+def test_missing_executor_environment_is_one_line_with_site_driver_options(tmp_path: Path) -> None:
+    """A site spark-defaults.conf that sets spark.driver.extraJavaOptions (and its own log4j) used to bring back
+    ~200 lines of Spark logs and Java stacks: the quiet log4j was added only when nobody set that key."""
+    _needs_spark()
+    from scan_data import make_logdir
+
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "log4j2.properties").write_text("rootLogger.level = info\nrootLogger.appenderRef.c.ref = c\n"
+                                                "appender.c.type = Console\nappender.c.name = c\n"
+                                                "appender.c.target = SYSTEM_ERR\n")
+    (conf_dir / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions -Dsite=1 -Dlog4j2.configurationFile=file:{conf_dir}/log4j2.properties\n")
+    logdir = make_logdir(tmp_path)
+    r = subprocess.run([*KAFKALOG, "scan", str(logdir), "--engine", "spark", "--master", "local[1]", "--out",
+                        str(tmp_path / "o"), "--conf", "spark.pyspark.python=/nonexistent/env/bin/python"],
+                       capture_output=True, text=True, timeout=240, env={**os.environ, "SPARK_CONF_DIR": str(conf_dir)})
+    assert r.returncode == 2
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: error:")]
+    assert errors == [errors[0]] and "cannot start Python '/nonexistent/env/bin/python'" in errors[0]
+    assert len(r.stderr.splitlines()) <= 6, r.stderr
 
 
 @pytest.mark.slow

@@ -109,6 +109,9 @@ def test_real_broker_files_are_clean():
     logs = [f for f in res.files if f.kind == "log"]
     assert len(logs) > 100
     assert sum(f.batches for f in logs) > 100_000
-    assert [p.to_dict() for p in res.all_problems()] == []
+    # the harvest did not copy 0-byte (empty) nor > 4 MiB (preallocated) .index/.timeindex files (realdata's
+    # PROVENANCE.md): those are missing here, not on the brokers, and verify-crc rightly reports them missing
+    missing = ("index-missing", "timeindex-missing")
+    assert [p.to_dict() for p in res.all_problems() if p.kind not in missing] == []
     assert {n.kind for n in res.all_notes()} <= {"index-chunk-entries", "orphan-index", "zero-tail",
                                                   "index-zero-tail", "timeindex-zero-tail"}

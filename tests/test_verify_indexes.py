@@ -28,6 +28,10 @@ def partition(tmp_path, index_entries=None, time_entries=None, *, index_tail=b""
     if time_entries is not None:
         (tmp_path / "t-0" / "00000000000000000000.timeindex").write_bytes(
             encode_time_index(0, time_entries(seg)) + time_tail)
+    for ext in ("index", "timeindex"):  # the one not under test: empty (a missing one is a finding of its own)
+        other = tmp_path / "t-0" / f"00000000000000000000.{ext}"
+        if not other.exists():
+            other.write_bytes(b"")
     return seg, str(log)
 
 
@@ -112,6 +116,8 @@ def test_companion_files(tmp_path):
     (d / "leader-epoch-checkpoint").write_text(encode_leader_epoch_checkpoint([(0, 0), (3, 10), (2, 20)]))
     (d / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA")
     (d / "00000000000000000000.txnindex").write_bytes(encode_txn_index([AbortedTxn(0, 7, 5, 9, 10)]) + b"xx")
+    for ext in ("index", "timeindex"):  # present and empty: a missing index is a finding of its own
+        (d / f"00000000000000000000.{ext}").write_bytes(b"")
     res = verify_paths([str(tmp_path)])
     found = sorted((p.file.rsplit("/", 1)[1], p.kind, p.severity) for p in res.all_problems())
     assert found == [

@@ -186,6 +186,57 @@ class SegmentRecovery:
 
 
 @dataclass
+class Unrepaired:
+    """A damaged batch the broker's loader does not look at (below the recovery point, or a clean start): it stays,
+    and every read of it fails (LogLoader.java:467 recovers only ``segments.values(recoveryPointCheckpoint, ..)``)."""
+
+    segment: int
+    position: int
+    offset: int  # the first offset it makes unreadable (the kept prefix's next offset)
+    problem: str
+
+    def advice(self, pdir: str, recovery_point: int, clean: bool) -> str:
+        where = ("the broker starts cleanly (.kafka_cleanshutdown) and recovers no segment" if clean else
+                 f"segment {self.segment} lies below the recovery point {recovery_point}, which the broker does not "
+                 "re-check at start-up")
+        return (f"the broker will NOT repair the corrupt batch at byte {self.position} of segment {self.segment} "
+                f"(offset {self.offset}): {where}, so it keeps it; fetches from offset {self.offset} fail "
+                "(CorruptRecordException) and followers replicating it stop; keep every intact batch with "
+                f"'kafkalog salvage {pdir}', or have the broker's recovery cut the segment there (and delete every "
+                f"later segment) with 'kafkalog recover --recovery-point {self.segment} {pdir}' "
+                "(both write only with --execute)")
+
+
+@dataclass(frozen=True)
+class RecoveryReach:
+    """Which segments an unclean start recovers: those from the one holding the recovery point on (LogLoader.java
+    464-476; ``segments.values(from, ..)`` starts at the floor segment of ``from``, LogSegments.java)."""
+
+    clean_shutdown: bool
+    recovery_point: int
+    source: str
+
+    def first_recovered(self, bases: list[int]) -> int | None:
+        """The base of the first segment recovered (None: none is, a clean start or no segment)."""
+        if self.clean_shutdown or not bases:
+            return None
+        floor = [b for b in sorted(bases) if b <= self.recovery_point]
+        return floor[-1] if floor else min(bases)
+
+
+def recovery_reach(partition_dir: str, recovery_point: int | None = None) -> RecoveryReach:
+    """The shutdown marker and recovery point the broker's next start reads for ``partition_dir``;
+    ``recovery_point`` overrides the checkpoint (and models an unclean start: ``recover --recovery-point``)."""
+    pdir = os.path.abspath(partition_dir)
+    logdir = os.path.dirname(os.path.realpath(pdir))
+    if recovery_point is not None:
+        return RecoveryReach(False, recovery_point, f"--recovery-point {recovery_point}, as an unclean start")
+    clean = os.path.exists(os.path.join(logdir, CLEAN_SHUTDOWN))
+    rp, src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, topic_partition(pdir))
+    return RecoveryReach(clean, rp if rp is not None else 0, src if rp is not None else f"{src}: 0 (recover every segment)")
+
+
+@dataclass
 class LoaderPlan:
     partition_dir: str
     kafka_version: str
@@ -209,6 +260,7 @@ class LoaderPlan:
     recovery_point_rewrite: int | None = None
     fatal: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unrepaired: list[Unrepaired] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -465,15 +517,16 @@ def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bo
 def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_ms: int | None = None,
               index_interval_bytes: int = ri.DEFAULT_INTERVAL,
               segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES, lost_detail: bool = True,
-              config: TopicConfig | None = None) -> LoaderPlan:
+              config: TopicConfig | None = None, recovery_point: int | None = None) -> LoaderPlan:
     """Simulate the broker's load of ``partition_dir``; return every file change and what is lost. ``config``
-    (when given) overrides ``index_interval_bytes`` / ``segment_index_bytes``."""
+    (when given) overrides ``index_interval_bytes`` / ``segment_index_bytes``. ``recovery_point``: model an unclean
+    start with this recovery-point checkpoint instead of the one on disk."""
     if config is not None:
         index_interval_bytes, segment_index_bytes = config.index_interval_bytes, config.segment_index_bytes
     holder: list[LoaderPlan] = []
     try:
         return _plan_load(holder, partition_dir, kafka_version, now_ms, index_interval_bytes, segment_index_bytes,
-                          lost_detail)
+                          lost_detail, recovery_point)
     except pst.InvalidTxnStateError as exc:
         plan = holder[0]
         plan.fatal.append(f"{exc.message}: producer-state replay at load throws it and nothing catches it, the "
@@ -483,7 +536,7 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
 
 
 def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
-               segment_index_bytes: int, lost_detail: bool) -> LoaderPlan:
+               segment_index_bytes: int, lost_detail: bool, recovery_point: int | None = None) -> LoaderPlan:
     """``LogLoader.load`` (LogLoader.java:128-256) as data: the leftovers (``_leftovers``), ``loadSegmentFiles``,
     ``recoverLog``, then the leader-epoch cache and producer state (``_LoadModel``)."""
     pdir = os.path.abspath(partition_dir)
@@ -493,11 +546,9 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     version = KafkaVersion.parse(kafka_version)
     logdir = os.path.dirname(os.path.realpath(pdir))
     tp = topic_partition(pdir)
-    clean = os.path.exists(os.path.join(logdir, CLEAN_SHUTDOWN))
-    rp, rp_src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
+    reach = recovery_reach(pdir, recovery_point)
     ls, _ls_src = read_offset_checkpoint(logdir, LOG_START_FILE, tp)
-    plan = LoaderPlan(pdir, str(version), clean, rp if rp is not None else 0,
-                      rp_src if rp is not None else f"{rp_src}: 0 (recover every segment)", ls or 0)
+    plan = LoaderPlan(pdir, str(version), reach.clean_shutdown, reach.recovery_point, reach.source, ls or 0)
     holder.append(plan)  # for plan_load's InvalidTxnStateError path
     try:
         names = sorted(n for n in os.listdir(pdir) if os.path.isfile(os.path.join(pdir, n)))
@@ -515,8 +566,10 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     if not model.load_segment_files(logs, recover_now) or not model.recover_log():
         return plan
     model.finish_load(epoch_file)
-    if rp is not None and rp > plan.log_end_offset:
-        plan.recovery_point_rewrite = plan.new_recovery_point
+    if recovery_point is None:  # the checkpoint's own entry (not a --recovery-point model) above the new log end
+        rp, _src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
+        if rp is not None and rp > plan.log_end_offset:
+            plan.recovery_point_rewrite = plan.new_recovery_point
     return plan
 
 
@@ -675,9 +728,8 @@ class _LoadModel:
         active segment at the log start offset."""
         plan, segs, clean = self.plan, self.segs, self.plan.clean_shutdown
         if not clean and segs:
-            floor = [s for s in segs if s.base <= plan.recovery_point]
-            first = floor[-1].base if floor else segs[0].base
-            todo = [s for s in segs if s.base >= first]
+            first = RecoveryReach(clean, plan.recovery_point, "").first_recovered([s.base for s in segs])
+            todo = [s for s in segs if first is not None and s.base >= first]
             for i, s in enumerate(todo):
                 rec = self.recover_segment(s, "unclean shutdown: at or above the recovery point", segs)
                 if plan.fatal:
@@ -724,6 +776,10 @@ class _LoadModel:
         leo = segs[-1].reader_next_offset
         plan.log_end_offset = leo
         plan.log_start_offset = max(plan.log_start_checkpoint, segs[0].base)
+        for s in segs:  # damage in a segment the loader did not recover stays (its reader walks past it)
+            if s.base not in self.recovered_bases and s.stop is not None and s.valid_bytes < s.size:
+                plan.unrepaired.append(Unrepaired(s.base, s.valid_bytes, s.next_offset,
+                                                  s.problem.message if s.problem else "unreadable bytes"))
         plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
         return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -186,6 +187,7 @@ class ByteProgress:
             "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
             TimeRemainingColumn(), console=Console(file=sys.stderr), transient=True,
         )
+        self._tty = _no_echoctl()
         self.p.__enter__()
         self.task = self.p.add_task(self.description, total=None)
 
@@ -198,4 +200,36 @@ class ByteProgress:
         return advance, set_total
 
     def __exit__(self, *exc: object) -> None:
-        self.p.__exit__(*exc)  # type: ignore[arg-type]
+        try:
+            self.p.__exit__(*exc)  # type: ignore[arg-type]
+        finally:
+            _restore_tty(self._tty)
+
+
+def _no_echoctl() -> tuple[int, list[Any]] | None:
+    """While the bar is live, the terminal must not echo Ctrl-C as '^C' into it (a stray '^' stayed behind the
+    cleared bar, issue 27): clear ECHOCTL on the controlling terminal; returns what to restore."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return None
+        old = termios.tcgetattr(fd)
+        new = list(old)
+        new[3] &= ~termios.ECHOCTL
+        termios.tcsetattr(fd, termios.TCSANOW, new)
+        return fd, old
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+
+
+def _restore_tty(saved: tuple[int, list[Any]] | None) -> None:
+    if saved is None:
+        return
+    import termios
+
+    try:
+        termios.tcsetattr(saved[0], termios.TCSANOW, saved[1])
+    except (OSError, termios.error):
+        pass

@@ -188,7 +188,45 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     if sys.stderr.isatty():  # an operator reading; scripts and Kafka-compatible captures get Kafka's streams only
         for hint in dump_hints(dumper.summary, args):
             err(f"hint: {hint}")
-    sys.exit(dumper.summary.exit_code())
+    verdict = _input_verdicts(args, err)
+    sys.exit(max(dumper.summary.exit_code(), verdict))
+
+
+def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
+    """What Kafka's tool says nothing about (issue 27; docs/commands.md "Empty and non-Kafka inputs"): a stray
+    ``.log`` (``0.log``) the broker never reads is dumped, then named on stderr (exit 1, as verify-crc's
+    ``stray-log``); a directory with no file to dump is an error (exit 2), an empty partition directory a note."""
+    import os
+
+    from kafkalog_cli.storage import layout
+    from kafkalog_cli.storage.partition_name import names_a_partition
+
+    code = 0
+    for a in args:
+        if os.path.isdir(a):
+            try:
+                names = os.listdir(a)
+                files = layout.expand_directory(a)
+            except OSError:
+                continue  # reported by the dump itself
+            strays = layout.stray_logs([n for n in names if os.path.isfile(os.path.join(a, n))])
+            where = a
+        elif os.path.isfile(a):
+            files, strays, where = [a], layout.stray_logs([os.path.basename(a)]), os.path.dirname(a) or "."
+        else:
+            continue
+        for st in strays:
+            err(f"kafkalog: note: {os.path.join(where, st.name)}: not a segment name: {st.fate}")
+            code = max(code, 1)
+        if not files and names_a_partition(a):
+            err(f"kafkalog: note: {a}: no segment in this partition directory: an empty log (the broker creates its "
+                "first segment when it loads the partition)")
+        elif not files:
+            err(f"kafkalog: error: {a}: no file dump reads in this directory (segments, indexes, snapshots, "
+                "checkpoints): is it a Kafka log directory or partition directory?")
+            err("hint: check the path; 'kafkalog verify-crc' and 'kafkalog scan' take the same paths")
+            code = 2
+    return code
 
 
 def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001

@@ -7,6 +7,7 @@ exit 0 whatever they find, 2 for unreadable input or bad flags.
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -85,6 +86,7 @@ def explain_retention(paths: tuple[str, ...], config_file: str | None, retention
     except KafkalogError as exc:
         _fail(exc.describe())
         return
+    _nothing_found(paths, results, notes)
     for n in notes:
         click.echo(f"kafkalog: warning: {n}", err=True)
     if fmt == "json":
@@ -167,6 +169,7 @@ def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanab
     except KafkalogError as exc:
         _fail(exc.describe())
         return
+    _nothing_found(paths, results, notes)
     for n in notes:
         click.echo(f"kafkalog: warning: {n}", err=True)
     if fmt == "json":
@@ -201,3 +204,22 @@ def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanab
             click.echo(f"  estimate unavailable: {e.get('why')}")
         for n in r.notes:
             click.echo(f"  note: {n}")
+
+
+def _nothing_found(paths: tuple[str, ...], results: list, notes: list[str]) -> None:
+    """No partition under any path is not an answer (issue 27): exit 2 naming what was expected, except for empty
+    partition directories (an empty log: a note, exit 0), as verify-crc."""
+    import os
+
+    from kafkalog_cli.storage.partition_name import names_a_partition
+
+    if results:
+        return
+    empty = [p for p in paths if os.path.isdir(p) and names_a_partition(p)
+             and not any(n.endswith(".log") for n in os.listdir(p))]
+    if len(empty) == len(paths):
+        for p in empty:
+            click.echo(f"kafkalog: note: {p}: no segment in this partition directory: an empty log", err=True)
+        sys.exit(0)
+    _fail(f"no partition directories found in {', '.join(paths)}: expected a broker log dir (topic-N directories "
+          "holding .log segments), a folder of log dirs or a partition directory")

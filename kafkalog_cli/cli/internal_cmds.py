@@ -106,7 +106,17 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
     import os
 
     if len(paths) == 1 and os.path.isfile(paths[0]):
-        _transactions_file(paths[0], fmt)
+        from kafkalog_cli.storage import layout
+
+        name = os.path.basename(paths[0])
+        if not name.endswith(".log"):
+            _fail(f"{paths[0]}: not a .log segment ({layout.classify(name)} file): transactions reads a log dir, a "
+                  "partition directory or one .log segment")
+            return
+        strays = layout.stray_logs([name])
+        for st in strays:  # read as asked, then the verdict: the broker never reads it (verify-crc's stray-log)
+            click.echo(f"kafkalog: note: {paths[0]}: not a segment name: {st.fate}", err=True)
+        _transactions_file(paths[0], fmt, stray=bool(strays))
         return
     from kafkalog_cli.internal_topics.transactions import analyse
 
@@ -114,6 +124,22 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
         report = analyse(list(paths), txn_partitions=partitions, now_ms=now_ms, bootstrap=bootstrap)
     except KafkalogError as exc:
         _fail(exc.describe())
+        return
+    from kafkalog_cli.storage.partition_name import names_a_partition
+
+    empty = [p for p in paths if os.path.isdir(p) and names_a_partition(p)
+             and not any(n.endswith(".log") for n in os.listdir(p))]
+    if not report.partitions and not report.coordinator.partitions_present and len(empty) == len(paths):
+        for p in empty:
+            click.echo(f"kafkalog: note: {p}: no segment in this partition directory: an empty log (no transaction)",
+                       err=True)
+        click.echo(f"No open transactions in {len(empty)} empty partition(s).")
+        sys.exit(0)
+    if not report.partitions and not report.coordinator.partitions_present:
+        # nothing to look at is not an all-clear (issue 27)
+        _fail(f"no partition directories found in {', '.join(paths)}: expected a broker log dir (topic-N "
+              "directories holding .log segments), a folder of log dirs (one per broker), a partition directory or "
+              "one .log segment")
         return
     for w in report.warnings:
         click.echo(f"kafkalog: warning: {w}", err=True)
@@ -160,8 +186,12 @@ def _print_transactions(report, partitions: int) -> None:  # noqa: ANN001
             click.echo(f"  producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: "
                        f"{t.first_offset}{cut} lastOffset: {t.last_offset} batches: {t.batches}{age}{tid}")
             click.echo(f"    {t.classification}: {t.reason}")
+            if t.complete_advice:
+                click.echo(f"    {t.complete_advice}")
             if t.abort_command:
-                click.echo(f"    fix: {t.abort_command}")
+                if t.abort_warning:
+                    click.echo(f"    WARNING: {t.abort_warning}")
+                click.echo(f"    {'last resort' if t.abort_warning else 'fix'}: {t.abort_command}")
                 if t.blocked_consumers:
                     names = ", ".join(f"{g['group']} (at {g['committed_offset']})" for g in t.blocked_consumers)
                     click.echo(f"    blocked read_committed consumer groups: {names}")
@@ -177,7 +207,7 @@ def _print_transactions(report, partitions: int) -> None:  # noqa: ANN001
     click.echo(f"{len(findings)} open transaction(s): " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
 
 
-def _transactions_file(path: str, fmt: str) -> None:
+def _transactions_file(path: str, fmt: str, stray: bool = False) -> None:
     """One .log segment: the log-only rule (no producer snapshot, no coordinator)."""
     from kafkalog_cli.internal_topics.transactions import find_open, segment_files
 
@@ -198,4 +228,4 @@ def _transactions_file(path: str, fmt: str) -> None:
             click.echo(f"producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: {t.first_offset} "
                        f"lastOffset: {t.last_offset} lastTimestamp: {t.last_timestamp} batches: {t.batches} "
                        f"segment: {t.segment}")
-    sys.exit(1 if found else 0)
+    sys.exit(1 if found or stray else 0)

@@ -66,24 +66,33 @@ offsets. --execute does exactly that offline (removed files are backed up).
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
               help="A topic config the loader reads (index.interval.bytes, segment.index.bytes; a broker has them "
                    "from metadata); repeatable, other keys are ignored. Default: Kafka's defaults (4096, 10485760).")
+@click.option("--recovery-point", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="Model an unclean start whose recovery-point checkpoint is OFFSET (default: the log dir's "
+                   "checkpoint): the broker only recovers segments from the one holding it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_dir: str | None, now_ms: int | None,
-            configs: tuple[str, ...], fmt: str) -> None:
+            configs: tuple[str, ...], recovery_point: int | None, fmt: str) -> None:
     """Show (or do) what the broker's loader will do to a partition at its next start."""
     from kafkalog_cli.broker import loader as ld
     from kafkalog_cli.ops import recover as rc
 
     out, err = line_writers()
     results = _errors(lambda: rc.run(list(paths), kafka_version, execute=execute, backup_dir=backup_dir,
-                                     now_ms=now_ms, config=ld.TopicConfig.from_pairs(configs)))
+                                     now_ms=now_ms, config=ld.TopicConfig.from_pairs(configs),
+                                     recovery_point=recovery_point))
     fatal = False
     changed = False
+    unrepaired = False
     docs = []
     for plan, recovered, used in results:
         for line in recovered:
             err(f"kafkalog: recovered an interrupted change: {line}")
         fatal |= bool(plan.fatal)
-        changed |= plan.has_changes
+        # removing files already marked for deletion (the broker's pending async deletes) changes no data: the
+        # same verdict as verify-crc's leftover note and scan (issue 27); they are still listed and --execute does it
+        changed |= (plan.recovery_point_rewrite is not None
+                    or any(not (c.kind == "delete" and c.name.endswith(".deleted")) for c in plan.changes))
+        unrepaired |= bool(plan.unrepaired)
         if fmt == "json":
             doc = plan.to_dict()
             doc.update(execute=execute, backup_dirs=used)
@@ -115,6 +124,9 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
                 "new log end: the broker clips it and writes it at its next checkpoint; --execute writes it)")
         out(f"  result: log start offset {plan.log_start_offset}, log end offset {plan.log_end_before} -> "
             f"{plan.log_end_offset}, {plan.lost_records} records lost, recovery point {plan.new_recovery_point}")
+        for u in plan.unrepaired:
+            out(f"  NOT REPAIRED: {u.problem}; "
+                + u.advice(plan.partition_dir, plan.recovery_point, plan.clean_shutdown))
         for f in plan.fatal:
             out(f"  FATAL: {f}")
         for n in plan.notes:
@@ -130,7 +142,7 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
     sys.stdout.flush()
     if fatal:
         sys.exit(2)
-    sys.exit(EXIT_PROBLEMS if changed and not execute else EXIT_CLEAN)
+    sys.exit(EXIT_PROBLEMS if (changed and not execute) or unrepaired else EXIT_CLEAN)
 
 
 @click.command(
@@ -189,7 +201,7 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
             what = "zero-filled tail" if cut.zero_tail else "corrupt range"
             before = ("no intact batch before it in the segment" if cut.last_good_offset is None
                       else f"last good offset {cut.last_good_offset}")
-            after = ("nothing intact after it in the segment" if cut.first_good_offset is None
+            after = ("no intact batch after it in the segment" if cut.first_good_offset is None
                      else f"next good offset {cut.first_good_offset}")
             out(f"  cut {what} bytes {cut.start}..{cut.end} of segment {cut.segment} ({before}, {after})")
         for c in plan.changes:

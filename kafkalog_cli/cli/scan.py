@@ -116,13 +116,22 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
     from kafkalog_cli.scan.listing import Listing
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
+    strays = _input_notes(paths)
     try:
         segments, unmatched = expand(list(paths), listing)
     except (OSError, ValueError) as exc:
         fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
+    empty = [a for a in unmatched if _empty_partition(a)]
+    unmatched = [a for a in unmatched if a not in empty]
+    for arg in empty:  # the documented rule, as verify-crc: an empty log is a note (issue 27)
+        click.echo(f"kafkalog: note: {arg}: no segment in this partition directory: an empty log (the broker creates "
+                   "its first segment when it loads the partition)", err=True)
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
         click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
+    if not segments and empty and not unmatched:
+        click.echo(f"Nothing to scan: {len(empty)} empty partition director{'y' if len(empty) == 1 else 'ies'}.")
+        sys.exit(EXIT_CLEAN)
     if not segments:
         fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
     if engine == "local" and not low_impact and max_read_rate is None:
@@ -203,7 +212,38 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         verify_pass.discard_early()
         if tmp is not None:
             tmp.cleanup()
-    _report(summary, records, unmatched, out_dir, engine, seconds, fmt)
+    _report(summary, records, unmatched, out_dir, engine, seconds, fmt, strays)
+
+
+def _empty_partition(arg: str) -> bool:
+    """A ``<topic>-<partition>`` directory without any file or subdirectory holding a segment: an empty log."""
+    from kafkalog_cli.storage.partition_name import names_a_partition
+
+    if not os.path.isdir(arg) or not names_a_partition(arg):
+        return False
+    try:
+        return not any(n.endswith(".log") or os.path.isdir(os.path.join(arg, n)) for n in os.listdir(arg))
+    except OSError:
+        return False
+
+
+def _input_notes(paths: tuple[str, ...]) -> int:
+    """Files given by name that are not segments: a non-``.log`` file is refused (exit 2), a stray ``.log``
+    (``0.log``, never read by the broker) is scanned and named on stderr; returns how many strays."""
+    from kafkalog_cli.storage import layout
+
+    strays = 0
+    for a in paths:
+        if "://" in a or not os.path.isfile(a):
+            continue
+        name = os.path.basename(a)
+        if not name.endswith(".log") and layout.classify(name) != "log":
+            fail(f"{a}: not a segment file (scan reads .log segments; {layout.classify(name)} file)",
+                 "give a log directory, a partition directory (<topic>-<partition>) or a .log file")
+        for st in layout.stray_logs([name]):
+            click.echo(f"kafkalog: note: {a}: not a segment name: {st.fate}", err=True)
+            strays += 1
+    return strays
 
 
 def _start_first_pass(segments: list[str], jobs: int | None) -> None:
@@ -244,10 +284,12 @@ def _run(engine: str, segments: list[str], target: str, records: bool, master: s
 
 
 def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,
-            fmt: str) -> None:
+            fmt: str, strays: int = 0) -> None:
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if any(n for sev, n in summary["problems"]["by_severity"].items() if sev != "info"):  # notes are not problems
+        code = EXIT_PROBLEMS
+    if strays:  # a .log the broker never reads: a verdict, as verify-crc's stray-log
         code = EXIT_PROBLEMS
     if unmatched or summary["totals"]["unreadable"]:
         code = EXIT_USAGE

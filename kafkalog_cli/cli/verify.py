@@ -42,10 +42,14 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or a path cannot be read.""
 @click.option("--max-batch-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest declared or decompressed batch accepted; larger ones are reported, never allocated.")
 @click.option("--max-problems", type=int, default=10_000, show_default=True,
-              help="Problems kept per file (more are counted, not listed).")
+              help="Problems kept per file (more are counted, not listed). Given, it also lists an index's "
+                   "findings slot by slot (default: one finding per kind with slot ranges).")
 @click.option("--no-index", is_flag=True, help="Skip the .index/.timeindex checks.")
+@click.option("--notes", "show_notes", is_flag=True,
+              help="Also list the info notes (preallocated tails, leftovers the broker deletes, ...); by default "
+                   "they are only counted, JSON always lists them.")
 def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: int, max_batch_size: int,
-               max_problems: int, no_index: bool) -> None:
+               max_problems: int, no_index: bool, show_notes: bool) -> None:
     """Verify CRCs, lengths, offsets, timestamps, indexes and companion files of Kafka log data.
 
     PATH is a segment (.log), a partition directory or a whole log directory."""
@@ -61,8 +65,9 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
         fail(f"--max-problems must be at least 1, found {max_problems}")
     out, err = line_writers()
     progress_ctx = ByteProgress("verifying") if sys.stderr.isatty() else None
+    given = click.get_current_context().get_parameter_source("max_problems") != click.core.ParameterSource.DEFAULT
     kwargs: dict[str, Any] = dict(deep=deep, max_batch_size=max_batch_size, jobs=jobs, max_problems=max_problems,
-                                  indexes=not no_index)
+                                  indexes=not no_index, group_index=not given)
     if progress_ctx is not None:
         with progress_ctx as (advance, set_total):
             result = ops.verify_paths(list(paths), progress=advance, on_total=set_total, **kwargs)
@@ -71,9 +76,9 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
     if fmt == "json":
         out(json.dumps(versioned(_document(result)), separators=(",", ":")))
     elif sys.stdout.isatty() and not plain and shutil.get_terminal_size().columns >= TABLE_MIN_COLUMNS:
-        _rich_report(result)
+        _rich_report(result, show_notes)
     else:
-        for line in _lines(result):
+        for line in _lines(result, show_notes):
             out(line)
     for f in result.files:
         if f.unreadable:
@@ -134,27 +139,41 @@ def _offsets(p: Any) -> str:
     return f" [last good offset {last}, first good offset {first}]"
 
 
-def _lines(result: Any) -> list[str]:
+# notes about the input itself, not about healthy data: shown in the default view too
+INPUT_NOTES = frozenset({"no-segment"})
+
+
+def _shown_notes(result: Any, show_notes: bool) -> list[Any]:
+    """Healthy data prints no info note (issue 27); beside problems the notes are context, so they are listed."""
+    if show_notes or result.all_problems():
+        return result.all_notes()
+    return [n for n in result.all_notes() if n.kind in INPUT_NOTES]
+
+
+def _lines(result: Any, show_notes: bool = True) -> list[str]:
+    """Healthy data prints no info notes by default (issue 27): the summary counts them, ``--notes`` lists them
+    (``_shown_notes``)."""
     lines = []
-    for p in result.all_problems() + result.all_notes():
+    for p in result.all_problems() + _shown_notes(result, show_notes):
         lines.append(f"{p.file}:{p.position}-{p.end}: {p.severity} {p.kind}: {p.message}{_offsets(p)}")
     lines += [f"next: {step}" for step in _next(result)]
     s = _summary(result)
     status = "OK" if s["exit_code"] == 0 else "UNREADABLE" if s["unreadable"] else "PROBLEMS"
     lines.append(
         f"{status}: {s['files']} files, {s['bytes']} bytes, {s['batches']} batches verified; {s['problems']} problems, "
-        f"{s['notes']} notes, {s['corrupt_bytes']} corrupt bytes in {s['corrupt_regions']} regions"
+        f"{s['notes']} notes" + (" (--notes lists them)" if len(_shown_notes(result, show_notes)) < s["notes"] else "")
+        + f", {s['corrupt_bytes']} corrupt bytes in {s['corrupt_regions']} regions"
     )
     return lines
 
 
-def _rich_report(result: Any) -> None:
+def _rich_report(result: Any, show_notes: bool = True) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
-    rows = result.all_problems() + result.all_notes()
+    rows = result.all_problems() + _shown_notes(result, show_notes)
     if rows:
         table = Table(show_lines=False, header_style="bold")
         for col in ("File", "Bytes [start, end)", "Severity", "Kind", "Offsets (last good / first good)", "Message"):

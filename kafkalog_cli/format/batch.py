@@ -200,25 +200,130 @@ class Batch:
             )
         if self.records_count == 0:
             return  # Kafka yields nothing for a count of 0, whatever the payload bytes (errata-dump E14)
+        if self.streams_payload:
+            yield from self._stream_records(buf, limit, copy)
+            return
         data, start = self.payload(buf, limit)
         if data is buf:
             yield from _decode_records(self, buf, start, self.position + self.size, 0)
             return
+        records: list[Record] | None = None
         try:
-            records = list(_decode_records(self, data, 0, len(data), 0, copy=copy))
+            if self.records_count <= LIST_RECORDS:
+                records = list(_decode_records(self, data, 0, len(data), 0, copy=copy))
+            else:  # check them all first (Kafka's full decode), then decode again one at a time: no list of them
+                for _ in _decode_records(self, data, 0, len(data), 0, copy=False):
+                    pass
         except InvalidRecordError as exc:
             exc.message += f" (at byte {exc.position} of the decompressed payload)"
             exc.position = self.position + HEADER_SIZE
             raise
-        yield from records
+        if records is not None:
+            yield from records
+        else:
+            yield from _decode_records(self, data, 0, len(data), 0, copy=copy)
+
+    @property
+    def streams_payload(self) -> bool:
+        """A compressed payload of ``codecs.STREAM_THRESHOLD`` bytes or more is decoded as a stream (never whole)."""
+        return codecs.streams(self.codec, self.size - HEADER_SIZE)
+
+    def _stream_records(self, buf: bytes | memoryview, limit: int, copy: bool) -> Iterator[Record]:
+        """``iter_records`` of a large compressed payload in bounded memory: one pass decompresses and checks every
+        record (Kafka decodes the whole batch before the first record, so an error still comes before any record),
+        a second pass decompresses again and yields them; neither holds the payload or a list of records."""
+        start, end = self.position + HEADER_SIZE, self.position + self.size
+        codecs.codec_name(self.codec)  # raises for ids 5..7
+        try:
+            for _ in _stream_decode(self, codecs.iter_decompress(self.codec, buf[start:end], limit)):
+                pass
+        except InvalidRecordError as exc:
+            exc.message += f" (at byte {exc.position} of the decompressed payload)"
+            exc.position = start
+            raise
+        except KafkalogError as exc:
+            exc.position = start
+            raise
+        yield from _stream_decode(self, codecs.iter_decompress(self.codec, buf[start:end], limit))
 
 
-def _decode_records(batch: Batch, buf: bytes | memoryview, pos: int, end: int, report_base: int, *,
-                    copy: bool = True) -> Iterator[Record]:
-    """Decode ``batch.records_count`` records from buf[pos:end] (DefaultRecord.readFrom)."""
+# a compressed batch of more records than this is checked, then decoded again record by record (not listed)
+LIST_RECORDS = 4096
+_WINDOW_KEEP = 1 << 20  # consumed bytes dropped from the stream window once this many accumulate
+
+
+def _stream_decode(batch: Batch, chunks: Iterator[bytes | bytearray | memoryview]) -> Iterator[Record]:
+    """``_decode_records`` over a payload that arrives in pieces: a window holds the record being decoded (and at
+    most the rest of one piece); positions in errors are those in the whole decompressed payload."""
+    from kafkalog_cli.format.varint import read_varint
+
+    w = bytearray()
+    wbase = 0  # payload position of w[0]
+    p = 0
+    more = True
+    count = batch.records_count
+
+    def fill(need: int) -> bool:
+        nonlocal more
+        while more and len(w) < need:
+            piece = next(chunks, None)
+            if piece is None:
+                more = False
+            else:
+                w.extend(piece)
+        return len(w) >= need
+
+    for i in range(count):
+        if p >= _WINDOW_KEEP:
+            del w[:p]
+            wbase += p
+            p = 0
+        fill(p + 5)  # the size varint: at most 5 bytes
+        try:
+            size, body = read_varint(w, p, len(w))
+        except InvalidRecordError as exc:
+            exc.position = wbase + p if exc.position is None else wbase + exc.position
+            raise
+        if size > 0:
+            fill(body + size)
+        if size < 0 or body + size > len(w):
+            raise InvalidRecordError(
+                "Incorrect declared batch size, premature EOF reached",
+                position=wbase + p,
+                expected=f"record {i} of {count} with {size} bytes",
+                found=f"{len(w) - body} bytes left",
+            )
+        try:
+            rec = next(_decode_records(batch, w, p, body + size, 0, count=1))
+        except InvalidRecordError as exc:
+            if exc.position is not None:
+                exc.position += wbase
+            raise
+        rec.position += wbase  # keys and values are copies (copy=True): the window moves on
+        p = body + size
+        yield rec
+    left = len(w) - p
+    while more:
+        piece = next(chunks, None)
+        if piece is None:
+            break
+        left += len(piece)
+    if left:
+        raise InvalidRecordError(
+            "Incorrect declared batch size, records still remaining in file",
+            position=wbase + p,
+            expected=f"{count} records ending at the batch end",
+            found=f"{left} more bytes",
+        )
+
+
+def _decode_records(batch: Batch, buf: bytes | bytearray | memoryview, pos: int, end: int, report_base: int, *,
+                    copy: bool = True, count: int | None = None) -> Iterator[Record]:
+    """Decode ``batch.records_count`` records (or ``count``) from buf[pos:end] (DefaultRecord.readFrom)."""
     from kafkalog_cli.format.varint import read_varint, read_varlong
 
-    count = batch.records_count
+    if count is None:
+        count = batch.records_count
     base_offset = batch.base_offset
     base_ts = batch.base_timestamp
     log_append = batch.timestamp_type == LOG_APPEND_TIME

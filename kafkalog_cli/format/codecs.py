@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 
 from kafkalog_cli.errors import CompressionError, SizeLimitError
 
@@ -50,7 +51,7 @@ def _rotl(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & _M32
 
 
-def xxh32(data: bytes, seed: int = 0) -> int:
+def xxh32(data: bytes | memoryview, seed: int = 0) -> int:
     """xxHash32, used only for the few bytes of an LZ4 frame descriptor (pure Python is fine there)."""
     n = len(data)
     i = 0
@@ -99,29 +100,12 @@ STEP = 1 << 20  # decompressed bytes produced per call: the output grows in plac
 
 def decompress_gzip(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytearray:
     """Inflate gzip members (as Java's GZIPInputStream does) into one growing buffer, STEP bytes at a time, so that
-    a bomb costs at most ``limit`` + STEP bytes before it is refused (never a second copy of the output)."""
+    a bomb costs at most ``limit`` + STEP bytes before it is refused (never a second copy of the output, nor of the
+    input). The pieces are ``iter_decompress``'s: it used to loop forever on a member that ends in a call cut at
+    STEP bytes with bytes after it (zlib then keeps ``unconsumed_tail`` set after ``eof``)."""
     out = bytearray()
-    buf = bytes(data)
-    try:
-        while buf:
-            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            chunk = d.decompress(buf, STEP)
-            out += chunk
-            while d.unconsumed_tail or (not d.eof and len(chunk) == STEP):
-                if len(out) > limit:
-                    raise _too_big("gzip", limit)
-                chunk = d.decompress(d.unconsumed_tail, STEP)
-                out += chunk
-            if len(out) > limit:
-                raise _too_big("gzip", limit)
-            if not d.eof:
-                raise CompressionError("gzip stream ended prematurely (Unexpected end of ZLIB input stream)")
-            buf = d.unused_data
-            # Java's GZIPInputStream stops at trailing bytes that are not another gzip member
-            if buf[:2] != b"\x1f\x8b":
-                break
-    except zlib.error as exc:
-        raise CompressionError(f"gzip decompression failed: {exc}") from None
+    for chunk in _gzip_chunks(data, limit):
+        out += chunk
     return out
 
 
@@ -140,12 +124,13 @@ def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes | memoryview:
         raise CompressionError(f"snappy decompression failed: {exc}") from None
 
 
-def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes | bytearray | memoryview:
-    buf = bytes(data)
+def _snappy_blocks(data: bytes | memoryview, limit: int) -> Iterator[bytes | memoryview]:
+    """The decoded blocks of a xerial snappy stream (one raw block without that header)."""
+    buf = memoryview(data)
     if len(buf) < 16 or buf[:8] != XERIAL_MAGIC:
-        return _snappy_raw(buf, limit)
-    out = bytearray()
-    pos = 16
+        yield _snappy_raw(buf, limit)
+        return
+    pos, total = 16, 0
     n = len(buf)
     while pos + 4 <= n:
         # snappy-java >= 1.1.x skips a repeated stream header (concatenated streams)
@@ -160,16 +145,34 @@ def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> b
                 expected=f"{clen} bytes of chunk",
                 found=f"{n - pos} bytes",
             )
-        out += _snappy_raw(buf[pos : pos + clen], limit - len(out))
+        piece = _snappy_raw(buf[pos : pos + clen], limit - total)
+        total += len(piece)
+        yield piece
         pos += clen
+
+
+def decompress_snappy(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytes | bytearray | memoryview:
+    buf = bytes(data)
+    if len(buf) < 16 or buf[:8] != XERIAL_MAGIC:
+        return _snappy_raw(buf, limit)
+    out = bytearray()
+    for piece in _snappy_blocks(buf, limit):
+        out += piece
     return out
 
 
 def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, check_header: bool = True) -> bytearray:
     """Decode one Kafka LZ4 frame; ``check_header=False`` for magic v0 (the broken-HC quirk)."""
+    out = bytearray()
+    for piece in _lz4_blocks(data, limit, check_header):
+        out += piece
+    return out
+
+
+def _lz4_blocks(data: bytes | memoryview, limit: int, check_header: bool) -> Iterator[bytes | memoryview]:
     import lz4.block
 
-    buf = bytes(data)
+    buf = memoryview(data)  # no copy of the compressed bytes: a large payload is in the mapped segment already
     n = len(buf)
     if n < 6:
         raise CompressionError("lz4 stream ended prematurely (frame header)")
@@ -200,7 +203,7 @@ def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, chec
             raise CompressionError("lz4 stream frame descriptor corrupted", expected=hex(hc), found=hex(buf[pos]))
     pos += 1
     block_checksum = bool(flg & 0x10)
-    out = bytearray()
+    total = 0
     while True:
         if pos + 4 > n:
             raise CompressionError("lz4 stream ended prematurely (no end mark)")
@@ -222,12 +225,12 @@ def decompress_lz4(data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *, chec
                 piece = lz4.block.decompress(block, uncompressed_size=max_block)
             except Exception as exc:
                 raise CompressionError(f"lz4 block decompression failed: {exc}") from None
-        if len(out) + len(piece) > limit:
+        if total + len(piece) > limit:
             raise _too_big("lz4", limit)
-        out += piece
+        total += len(piece)
+        yield piece
         if block_checksum:
             pos += 4
-    return out
 
 
 def decompress_zstd(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> bytearray:
@@ -246,6 +249,86 @@ def decompress_zstd(data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> byt
     except zstandard.ZstdError as exc:
         raise CompressionError(f"zstd decompression failed: {exc}") from None
     return out
+
+
+# A compressed payload this large is decoded as a stream (``iter_decompress``) instead of into one buffer: with a
+# payload near the cap, holding the compressed bytes, their copy and the output at once was 3x the cap (issue 27).
+# Below it, the whole output (<= the cap) plus the compressed bytes stays under the cap + 2 x STREAM_THRESHOLD.
+STREAM_THRESHOLD = 16 << 20
+
+
+def streams(codec: int, compressed_size: int) -> bool:
+    """Whether a payload of ``compressed_size`` bytes in ``codec`` is decoded as a stream."""
+    return codec != NONE and compressed_size >= STREAM_THRESHOLD
+
+
+def _gzip_chunks(data: bytes | memoryview, limit: int) -> Iterator[bytes]:
+    view = memoryview(data)
+    pos, total = 0, 0
+    try:
+        while pos < len(view):
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            full = False  # the last call filled STEP: output may be pending without more input
+            while not d.eof:
+                src: bytes | memoryview
+                if d.unconsumed_tail:
+                    src = d.unconsumed_tail
+                elif full:
+                    src = b""
+                else:
+                    src = view[pos:pos + STEP]
+                    if not src:
+                        raise CompressionError("gzip stream ended prematurely (Unexpected end of ZLIB input stream)")
+                    pos += len(src)
+                chunk = d.decompress(src, STEP)
+                full = len(chunk) == STEP
+                total += len(chunk)
+                if total > limit:
+                    raise _too_big("gzip", limit)
+                if chunk:
+                    yield chunk
+            tail = d.unused_data
+            pos -= len(tail)
+            # Java's GZIPInputStream stops at trailing bytes that are not another gzip member
+            if bytes(view[pos:pos + 2]) != b"\x1f\x8b":
+                break
+    except zlib.error as exc:
+        raise CompressionError(f"gzip decompression failed: {exc}") from None
+
+
+def _zstd_chunks(data: bytes | memoryview, limit: int) -> Iterator[bytes]:
+    import zstandard
+
+    total = 0
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(memoryview(data), read_across_frames=True)
+        while True:
+            chunk = reader.read(STEP)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                raise _too_big("zstd", limit)
+            yield chunk
+    except zstandard.ZstdError as exc:
+        raise CompressionError(f"zstd decompression failed: {exc}") from None
+
+
+def iter_decompress(codec: int, data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *,
+                    magic: int = 2) -> Iterator[bytes | bytearray | memoryview]:
+    """``decompress`` as a sequence of pieces (about STEP bytes each for gzip and zstd), so that a large payload is
+    never held whole: the same bytes, the same errors and the same cap (raised once the output passes it). lz4 and
+    snappy yield their frames' blocks (<= 4 MiB; a snappy payload without the xerial header is one raw block)."""
+    if codec == GZIP:
+        yield from _gzip_chunks(data, limit)
+    elif codec == ZSTD:
+        yield from _zstd_chunks(data, limit)
+    elif codec == LZ4:
+        yield from _lz4_blocks(data, limit, magic != 0)
+    elif codec == SNAPPY:
+        yield from _snappy_blocks(data, limit)
+    else:
+        yield decompress(codec, data, limit, magic=magic)
 
 
 def decompress(codec: int, data: bytes | memoryview, limit: int = DEFAULT_LIMIT, *,

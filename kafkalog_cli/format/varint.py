@@ -5,7 +5,7 @@ from __future__ import annotations
 from kafkalog_cli.errors import InvalidRecordError
 
 
-def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+def read_varint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
     """Decode a zig-zag varint (at most 5 bytes) at ``pos``; return (value, next position)."""
     result = 0
     shift = 0
@@ -24,7 +24,7 @@ def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     return (result >> 1) ^ -(result & 1), pos
 
 
-def read_varlong(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+def read_varlong(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
     """Decode a zig-zag varlong (at most 10 bytes) at ``pos``; return (value, next position)."""
     result = 0
     shift = 0

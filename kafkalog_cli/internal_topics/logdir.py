@@ -68,9 +68,20 @@ def is_partition_dir(path: str) -> bool:
         return False
 
 
+def _partitions_of(log_dir: str, found: list[PartitionCopy]) -> None:
+    broker = broker_id(log_dir)
+    for name in sorted(os.listdir(log_dir)):
+        sub = os.path.join(log_dir, name)
+        tp = parse_topic_partition_name(name)
+        if tp is None or not tp.is_live or not is_partition_dir(sub):
+            continue
+        topic, part = split_name(name)
+        found.append(PartitionCopy(topic, part, sub, log_dir, broker))
+
+
 def discover(paths: list[str]) -> tuple[list[PartitionCopy], list[str]]:
-    """Partition copies under the given log dirs / partition dirs, sorted by (topic, partition, path); and notes
-    for paths that hold no partition. A missing path raises UnreadableFileError (exit 2)."""
+    """Partition copies under the given log dirs / partition dirs / folders of log dirs (one level down), sorted by
+    (topic, partition, path); and notes for paths that hold no partition. A missing path raises UnreadableFileError (exit 2)."""
     found: list[PartitionCopy] = []
     notes: list[str] = []
     for raw in paths:
@@ -85,15 +96,13 @@ def discover(paths: list[str]) -> tuple[list[PartitionCopy], list[str]]:
             topic, part = split_name(os.path.basename(path))
             found.append(PartitionCopy(topic, part, path, log_dir, broker_id(log_dir)))
             continue
-        broker = broker_id(path)
         before = len(found)
-        for name in sorted(os.listdir(path)):
-            sub = os.path.join(path, name)
-            tp = parse_topic_partition_name(name)
-            if tp is None or not tp.is_live or not is_partition_dir(sub):
-                continue
-            topic, part = split_name(name)
-            found.append(PartitionCopy(topic, part, sub, path, broker))
+        _partitions_of(path, found)
+        if len(found) == before:  # a folder of log dirs (one per broker): one level down, as the other commands
+            for name in sorted(os.listdir(path)):
+                sub = os.path.join(path, name)
+                if os.path.isdir(sub) and not is_partition_dir(sub):
+                    _partitions_of(sub, found)
         if len(found) == before:
             notes.append(f"{raw}: no partition directories (topic-N holding .log segments) found")
     found.sort(key=lambda c: (c.topic, c.partition, c.path))

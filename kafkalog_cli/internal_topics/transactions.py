@@ -125,6 +125,10 @@ class TxnFinding:
     abort_command: str | None = None
     age_ms: int | None = None
     blocked_consumers: list[dict[str, object]] = field(default_factory=list)
+    # the coordinator COMMITTED it (its COMMIT marker is missing here): aborting would hide committed records
+    committed_by_coordinator: bool = False
+    abort_warning: str | None = None
+    complete_advice: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -335,6 +339,12 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
             why = f"the coordinator's {md.state} transaction does not list {t.topic}-{t.partition}"
         t.classification = "hanging"
         t.reason = f"{why} (__transaction_state-{md.coordinator_partition} offset {md.offset}); no marker will come"
+        if md.state == "CompleteCommit" and md.producer_id == t.producer_id and md.producer_epoch in epochs:
+            # the coordinator's outcome is COMMIT: this copy lost (or never got) the marker
+            t.committed_by_coordinator = True
+            t.reason = (f"the coordinator COMMITTED this transaction (CompleteCommit, __transaction_state-"
+                        f"{md.coordinator_partition} offset {md.offset}) but this copy of {t.topic}-{t.partition} has "
+                        "no COMMIT marker for it; no marker will come")
         return
     ids = sorted(view.ids_by_pid.get(t.producer_id, ()))
     if ids:
@@ -456,4 +466,15 @@ def analyse(paths: list[str], *, txn_partitions: int = 50, now_ms: int | None = 
                 t.abort_command = ABORT_TEMPLATE.format(bootstrap=bootstrap, topic=t.topic, partition=part,
                                                         offset=t.first_offset)
                 t.blocked_consumers = [g for g in r.groups if g["blocked"]]
+                if t.committed_by_coordinator:
+                    t.abort_warning = (
+                        f"aborting writes an ABORT marker: read_committed consumers then SKIP the committed records "
+                        f"of this transaction (offsets {t.first_offset}..{t.last_offset}), which the coordinator and "
+                        "the producer's application consider delivered")
+                    t.complete_advice = (
+                        "prefer the coordinator's outcome: a replica of this partition that holds the COMMIT marker "
+                        f"serves the committed records ('kafkalog transactions' on its log dir shows it as "
+                        "marker-retained-elsewhere); make it the leader, or let this broker re-fetch the partition "
+                        f"from it (broker stopped: move {t.path} away, it replicates again). Abort only when no copy "
+                        "has the marker and the records may be lost to read_committed consumers")
     return TxnReport(reports, view, txn_partitions, warnings)

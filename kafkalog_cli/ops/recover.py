@@ -144,9 +144,11 @@ def _refuse_fatal(plan: ld.LoaderPlan) -> None:
 def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True,
         now_ms: int | None = None, config: ld.TopicConfig | None = None,
-        ) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
+        recovery_point: int | None = None) -> list[tuple[ld.LoaderPlan, list[str], list[str]]]:
     """Per partition: (plan, interrupted changes finished first, backup dirs written). ``config``: the topic configs
-    the loader reads (``index.interval.bytes``, ``segment.index.bytes``); Kafka's defaults when None."""
+    the loader reads (``index.interval.bytes``, ``segment.index.bytes``); Kafka's defaults when None.
+    ``recovery_point``: plan an unclean start whose recovery-point checkpoint is this offset (to make the broker's
+    recovery reach a segment below the one on disk)."""
     cfg = config or ld.TopicConfig()
     out: list[tuple[ld.LoaderPlan, list[str], list[str]]] = []
     pdirs = partition_dirs(paths)
@@ -154,16 +156,17 @@ def run(paths: list[str], kafka_version: str = ld.DEFAULT_VERSION, *, execute: b
         # refuse before writing anything: a partition the broker cannot load, found after others were already
         # recovered, must not leave the log dir half changed behind an exit 2 (plans are recomputed under the lock)
         for pdir in pdirs:
-            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False, config=cfg))
+            _refuse_fatal(ld.plan_load(pdir, kafka_version, now_ms=now_ms, lost_detail=False, config=cfg,
+                                       recovery_point=recovery_point))
     for pdir in pdirs:
         if not execute:
-            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, config=cfg)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, config=cfg, recovery_point=recovery_point)
             plan.notes += safety.log_dir_warnings(pdir)
             out.append((plan, [], []))
             continue
         with safety.locked_log_dir(pdir):
             recovered = _interrupted(pdir)
-            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, config=cfg)
+            plan = ld.plan_load(pdir, kafka_version, now_ms=now_ms, config=cfg, recovery_point=recovery_point)
             plan.notes += safety.log_dir_warnings(pdir)
             _refuse_fatal(plan)
             used = execute_plan(plan, backup_dir, keep_backup) if plan.changes else []

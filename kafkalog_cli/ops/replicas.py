@@ -235,6 +235,12 @@ def load_replica(pdir: str, name: str | None = None, broker_id: int | str | None
     batches: list[BatchRef] = []
     corrupt: list[Corruption] = []
     segs = segment_logs(pdir)
+    if not segs and not any(n.endswith(".log") or n == "leader-epoch-checkpoint" for n in os.listdir(pdir)):
+        from kafkalog_cli.storage.partition_name import names_a_partition
+
+        if not names_a_partition(pdir):  # an empty partition is an empty replica; this is not one
+            raise UnreadableFileError("not a partition directory", file=pdir, expected="a directory such as orders-0",
+                                      found="no segment, no leader-epoch-checkpoint and not a <topic>-<n> name")
     leo = 0
     for base, path in segs:
         seg_last = None

@@ -425,7 +425,8 @@ class _Walker:
 
         batch = Batch(self.buf, pos)
         check = self.check_records
-        if check is not None and batch.records_count > 0 and accel.fits_int64(base, last):
+        # a payload decoded as a stream (Batch.streams_payload) is never held whole: Python walks it
+        if check is not None and batch.records_count > 0 and accel.fits_int64(base, last) and not batch.streams_payload:
             try:
                 data, start = batch.payload(self.buf, self.max_size)
             except KafkalogError:
@@ -534,7 +535,7 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                    progress: Callable[[int], None] | None = None,
                    extra_observers: list[Any] | None = None,
                    started: Callable[[SegmentReport], None] | None = None,
-                   progress_every: int = PROGRESS_EVERY) -> SegmentReport:
+                   progress_every: int = PROGRESS_EVERY, group_index: bool = True) -> SegmentReport:
     """Verify one ``.log`` segment (and, with ``indexes``, its ``.index``/``.timeindex`` against it).
 
     Never raises for corrupt content; an unreadable file gives a report with ``unreadable=True`` and one problem.
@@ -577,6 +578,9 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
             for suffix, cls in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
                 ipath = stem + suffix
                 if not os.path.exists(ipath):
+                    missing = _missing_index(ipath, suffix, mf.size)
+                    if missing is not None:
+                        report.add(missing, max_problems)
                     continue
                 try:
                     imf = MappedFile(ipath)
@@ -587,7 +591,9 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
                     report.add(Problem(ipath, 0, 0, "unreadable", exc.describe(), WARNING))
                     continue
                 opened.append(imf)
-                observers.append(cls(ipath, imf.buf, report.base_offset, mf.size, report, max_problems))
+                chk = cls(ipath, imf.buf, report.base_offset, mf.size, report, max_problems)
+                chk.group = group_index
+                observers.append(chk)
         walker = _Walker(mf.buf, report, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
                          observers=observers, progress=progress, extents=mf.data_extents,
                          progress_every=progress_every)
@@ -596,6 +602,8 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
         for obs in observers:
             if hasattr(obs, "finish"):
                 obs.finish(report.last_offset)
+            if hasattr(obs, "flush"):
+                obs.flush()
         apply_read_findings(report, mf.findings(), max_problems)
         for imf in opened:
             for f in imf.findings():
@@ -606,6 +614,34 @@ def verify_segment(path: str, *, deep: bool = False, max_batch_size: int = DEFAU
         mf.close()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _looks_like_partition(d: str) -> bool:
+    """A directory the broker loads (not a lone copied ``.log``): some index or partition state file is there."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return False
+    return any(n.endswith((".index", ".timeindex")) or n in ("leader-epoch-checkpoint", "partition.metadata")
+               for n in names)
+
+
+def _missing_index(ipath: str, suffix: str, log_size: int) -> Problem | None:
+    """A segment's missing ``.index`` / ``.timeindex``, as rebuild-index reports it ("missing"), with what the
+    broker's loader does (LogLoader.java:372-382 loadSegmentFiles, LogSegment.sanityCheck)."""
+    d = os.path.dirname(ipath) or "."
+    if not _looks_like_partition(d):
+        return None
+    if suffix == ".index":
+        kind, what = "index-missing", (
+            f"offset index missing: the broker rebuilds it at its next start by recovering the segment (a full read "
+            f"of its {log_size} bytes, also after a clean shutdown); 'kafkalog rebuild-index {d}' writes it now")
+    else:
+        kind, what = "timeindex-missing", (
+            "time index missing: the broker creates it empty and rebuilds it only when it recovers the segment "
+            "(unclean shutdown, at or above the recovery point); until then lookups by timestamp and time-based "
+            f"retention do not see this segment's timestamps; 'kafkalog rebuild-index {d}' writes it now")
+    return Problem(ipath, 0, 0, kind, what, WARNING)
 
 
 def _finding_problem(f: ReadFinding, **kw: Any) -> Problem:
@@ -756,16 +792,18 @@ def _unreadable(path: str, message: str) -> FileReport:
     return rep
 
 
-def _verify_segment_task(args: tuple[str, bool, int, int, bool]) -> SegmentReport:
-    path, deep, max_batch_size, max_problems, indexes = args
-    return verify_segment(path, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems, indexes=indexes)
+def _verify_segment_task(args: tuple[str, bool, int, int, bool, bool]) -> SegmentReport:
+    path, deep, max_batch_size, max_problems, indexes, group_index = args
+    return verify_segment(path, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems, indexes=indexes,
+                          group_index=group_index)
 
 
 def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
                  jobs: int = 1, max_problems: int = DEFAULT_MAX_PROBLEMS, indexes: bool = True,
                  progress: Callable[[int], None] | None = None,
-                 on_total: Callable[[int], None] | None = None) -> VerifyResult:
+                 on_total: Callable[[int], None] | None = None, group_index: bool = True) -> VerifyResult:
     """Verify segment files, partition directories or whole log directories.
+    ``group_index``: per-slot index findings of one kind are one finding with slot ranges (False: one per slot).
 
     ``jobs`` > 1 verifies segments in that many processes. ``on_total`` receives the byte total before work
     starts and ``progress`` byte increments (per 32 MiB in-process, per file with ``jobs`` > 1).
@@ -785,7 +823,8 @@ def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: in
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_verify_segment_task, (p, deep, max_batch_size, max_problems, indexes)): p for p in logs}
+            futures = {pool.submit(_verify_segment_task, (p, deep, max_batch_size, max_problems, indexes,
+                                                          group_index)): p for p in logs}
             done: dict[str, SegmentReport] = {}
             for fut in as_completed(futures):
                 rep = fut.result()
@@ -796,7 +835,7 @@ def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: in
     else:
         for p in logs:
             reports.append(verify_segment(p, deep=deep, max_batch_size=max_batch_size, max_problems=max_problems,
-                                          indexes=indexes, progress=progress))
+                                          indexes=indexes, progress=progress, group_index=group_index))
     result.files.extend(reports)
     result.problems.extend(cross_segment_problems(reports))
     for path, kind in companions:

@@ -40,6 +40,33 @@ def _used_slots(buf: Any, entry_size: int) -> int:
     return 0
 
 
+class _Group:
+    """The findings of one kind in one index file: the first, how many, their slot ranges (the first few)."""
+
+    SHOWN = 6
+
+    def __init__(self, p: v.Problem) -> None:
+        self.first, self.count, self.end = p, 0, p.end
+        self.ranges: list[list[int]] = []
+        self.nranges = 0
+        self.last: list[int] | None = None
+        self.add(p, 0)
+
+    def add(self, p: v.Problem, es: int) -> None:
+        if self.count:
+            self.end = max(self.end, p.end)
+        self.count += 1
+        es = es or max(p.end - p.position, 1)
+        a, b = p.position // es, max(p.end - 1, p.position) // es
+        if self.last is not None and self.last[0] <= a <= self.last[1] + 1:
+            self.last[1] = max(self.last[1], b)
+            return
+        self.last = [a, b]
+        self.nranges += 1
+        if len(self.ranges) < self.SHOWN:
+            self.ranges.append(self.last)
+
+
 class _IndexCheck:
     entry_size = _OSIZE
     label = "index"
@@ -57,6 +84,7 @@ class _IndexCheck:
         self.i = 0
         self.prev: tuple[int, int] | None = None  # last accepted entry (key fields)
         self.regions: list[tuple[int, int]] = []  # corrupt log regions since the previous good batch
+        self.held: dict[tuple[str, str], _Group] = {}  # findings per (kind, severity) until ``flush``
         report.bytes_checked += len(buf)
         if len(buf) % es:
             self.problem(self.slots * es, len(buf), f"{self.label}-size",
@@ -67,10 +95,35 @@ class _IndexCheck:
                          f"{zero} zero-filled slots after {self.used} entries (preallocated index of an active "
                          "segment or an unclean shutdown; the broker rebuilds it)", v.INFO)
 
+    group = True  # per-slot findings of one kind become one finding with slot ranges (``flush``)
+
     def problem(self, position: int, end: int, kind: str, message: str, severity: str = v.ERROR,
                 offset: int | None = None) -> None:
-        self.report.add(v.Problem(self.path, position, end, kind, message, severity, offset=offset),
-                        self.max_problems)
+        p = v.Problem(self.path, position, end, kind, message, severity, offset=offset)
+        if not self.group:
+            self.report.add(p, self.max_problems)
+            return
+        g = self.held.get((kind, severity))
+        if g is None:
+            self.held[(kind, severity)] = _Group(p)
+        else:
+            g.add(p, self.entry_size)
+
+    def flush(self) -> None:
+        """One finding per kind: a damaged index gave one line per slot (40 bad bytes: 49 lines, 100 KB of garbage:
+        10,003). A kind found once keeps its own message; more become 'N slots (ranges): first message'."""
+        for (kind, severity), g in self.held.items():
+            if g.count == 1:
+                self.report.add(g.first, self.max_problems)
+                continue
+            shown = ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in g.ranges)
+            if g.nranges > len(g.ranges):
+                shown += f", ... ({g.nranges} ranges)"
+            msg = (f"{g.count} slots ({shown}) with this finding; the first: {g.first.message} (--max-problems N "
+                   "lists them one by one)")
+            self.report.add(v.Problem(self.path, g.first.position, g.end, kind, msg, severity,
+                                      offset=g.first.offset), self.max_problems)
+        self.held.clear()
 
     def on_region(self, start: int, end: int, is_error: bool) -> None:
         if is_error:

@@ -64,8 +64,8 @@ def records_span(batch: Batch, buf, limit: int):  # noqa: ANN001, ANN201
     """(data, start, end) of a v2 batch's records for the compiled record formatters (the mapped segment, or the
     decompressed payload), or None where Python formats the batch: a control batch, a negative count, a short
     header, a payload that does not decompress."""
-    if batch.is_control or batch.records_count < 0 or batch.size < V2_HEADER_SIZE:
-        return None
+    if batch.is_control or batch.records_count < 0 or batch.size < V2_HEADER_SIZE or batch.streams_payload:
+        return None  # a payload decoded as a stream is never held whole: Python formats it record by record
     try:
         data, start = batch.payload(buf, limit)
     except KafkalogError:
@@ -108,6 +108,7 @@ def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_h
 
     dump_run = _accel.dump_run
     decompress = codecs.decompress
+    streams = codecs.streams
     labels = (_LABELS[0], _LABELS[1])
     names = [(CODEC_NAMES[k].upper() if codec_upper else CODEC_NAMES[k]).encode() for k in range(5)]
     codec_names = (names[0], names[1], names[2], names[3], names[4])
@@ -117,6 +118,8 @@ def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_h
     def decompressor(limit: int) -> Callable[[int, object, int, int], object]:
         """What Batch.payload does for a compressed batch (the same codecs, the same size cap)."""
         def dec(codec: int, buf, start: int, end: int):  # noqa: ANN001, ANN202
+            if streams(codec, end - start):  # declined (the run stops): Python streams this batch's records
+                raise KafkalogError("payload decoded as a stream")
             return decompress(codec, buf[start:end], limit, magic=2)
 
         return decompressors.setdefault(limit, dec)

@@ -18,7 +18,7 @@ LOG_DAMAGE = frozenset({"crc-mismatch", "bad-size", "size-too-large", "bad-magic
 RECORD_DAMAGE = frozenset({"bad-records", "bad-count", "bad-codec"})
 INDEX_DAMAGE = frozenset({"index-size", "timeindex-size", "index-position", "index-order", "index-offset",
                           "timeindex-offset", "timeindex-order",
-                          "timeindex-mismatch"})
+                          "timeindex-mismatch", "index-missing", "timeindex-missing"})
 ORDER = frozenset({"offset-order", "segment-order", "offset-below-base"})
 STATE_FILES = frozenset({"leader-epoch-checkpoint", "leader-epoch", "snapshot", "txnindex", "leftover",
                          "offset-overflow"})
@@ -28,15 +28,54 @@ def _partition_dir(path: str) -> str:
     return path if os.path.isdir(path) else os.path.dirname(path) or "."
 
 
+def _segment_base(path: str) -> int | None:
+    from kafkalog_cli.storage.layout import is_segment_name
+
+    name = os.path.basename(path)
+    return int(name[:20]) if name.endswith(".log") and is_segment_name(name) else None
+
+
+def _log_damage_steps(d: str, first_bad: dict[int, Any]) -> list[str]:
+    """The broker recovers only the segments from the one holding the recovery point, and only after an unclean
+    shutdown (LogLoader.java:464-476): damage below it stays. The same rule and words as ``recover``'s NOT REPAIRED
+    line (``loader.Unrepaired``), so both commands tell one story."""
+    from kafkalog_cli.broker import loader as ld
+    from kafkalog_cli.storage.layout import segment_bases
+
+    try:
+        reach = ld.recovery_reach(d)
+        first = reach.first_recovered(segment_bases(d))
+    except Exception:  # noqa: BLE001 - an unreadable dir or checkpoint: fall back to the unclean-start rule
+        reach, first = None, min(first_bad)
+    steps = []
+    for base in sorted(first_bad):
+        if reach is not None and (first is None or base < first):
+            p = first_bad[base]
+            off = p.last_good_offset + 1 if p.last_good_offset is not None else base
+            steps.append(f"{d}: " + ld.Unrepaired(base, p.position, off, p.kind).advice(
+                d, reach.recovery_point, reach.clean_shutdown))
+    if any(first is not None and base >= first for base in first_bad) or reach is None:
+        steps.append(f"{d}: at its next unclean start the broker truncates the first damaged segment at the bad "
+                     f"batch and deletes every later segment; preview that with 'kafkalog recover {d}', or keep "
+                     f"every intact batch with 'kafkalog salvage {d}' (both write only with --execute)")
+    return steps
+
+
 def next_steps(problems: Iterable[Any]) -> list[str]:
     """One sentence per (partition, cause) for the errors and warnings among ``problems`` (info has no step)."""
     causes: dict[tuple[str, str], None] = {}
+    log_damage: dict[str, dict[int, Any]] = {}
     for p in problems:
         if p.severity == "info":
             continue
         d = _partition_dir(p.file)
         if p.kind in LOG_DAMAGE:
             causes[(d, "log")] = None
+            base = _segment_base(p.file)
+            if base is not None:
+                seg = log_damage.setdefault(d, {})
+                if base not in seg or p.position < seg[base].position:
+                    seg[base] = p
         elif p.kind in RECORD_DAMAGE:
             causes[(d, "records")] = None
         elif p.kind in INDEX_DAMAGE:
@@ -49,7 +88,9 @@ def next_steps(problems: Iterable[Any]) -> list[str]:
             causes[(d, "state")] = None
     steps = []
     for d, cause in causes:
-        if cause == "log":
+        if cause == "log" and d in log_damage:
+            steps += _log_damage_steps(d, log_damage[d])
+        elif cause == "log":
             steps.append(f"{d}: at its next unclean start the broker truncates the first damaged segment at the bad "
                          f"batch and deletes every later segment; preview that with 'kafkalog recover {d}', or keep "
                          f"every intact batch with 'kafkalog salvage {d}' (both write only with --execute)")

@@ -70,11 +70,13 @@ def _footer(summary: dict[str, Any], out_dir: str | None, engine: str, seconds: 
     pr = summary["problems"]
     lines = [f"{t['partitions']} partitions, {t['segments']} segments, {t['batches']} batches, {t['records']} records, "
              f"{_bytes(t['bytes'])} scanned by the {engine} engine in {seconds:.1f} s"]
-    if pr["total"]:
+    notes = pr["by_severity"].get("info", 0)
+    problems = pr["total"] - notes
+    if problems:
         kinds = ", ".join(f"{k}: {n}" for k, n in pr["by_kind"].items())
-        lines.append(f"{pr['total']} problems ({kinds})")
-    else:
-        lines.append("no problems found")
+        lines.append(f"{problems} problems" + (f", {notes} notes" if notes else "") + f" ({kinds})")
+    else:  # notes (info) are not problems: healthy data says so without listing them (issue 27)
+        lines.append("no problems found" + (f" ({notes} notes in the problems dataset)" if notes else ""))
     if out_dir:
         lines.append(f"datasets written to {out_dir}/{{batches,problems{',records' if t.get('with_records') else ''}}}")
     return lines
@@ -94,8 +96,8 @@ def render_text(summary: dict[str, Any], out: Callable[[str], None], *, out_dir:
 
 def _problems_text(summary: dict[str, Any], out: Callable[[str], None]) -> None:
     pr = summary["problems"]
-    if not pr["total"]:
-        return
+    if not pr["total"] - pr["by_severity"].get("info", 0):
+        return  # only notes: not listed in the default view
     out("")
     shown = len(pr["first"])
     out(f"problems (first {shown} of {pr['total']}; all in the problems dataset):" if shown < pr["total"]
@@ -119,7 +121,7 @@ def render_rich(summary: dict[str, Any], *, out_dir: str | None, engine: str, se
         table.add_row(*r, style=style)
     console.print(table)
     pr = summary["problems"]
-    if pr["total"]:
+    if pr["total"] - pr["by_severity"].get("info", 0):
         pt = Table(title=f"problems (first {len(pr['first'])} of {pr['total']})", title_justify="left")
         for h in ("file", "bytes", "kind", "severity", "message"):
             pt.add_column(h, overflow="fold")

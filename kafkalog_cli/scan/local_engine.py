@@ -177,6 +177,11 @@ class _Tee:
 # ------------------------------------------------------------------------------------------------------ workers
 def _worker(conn: Connection, records: bool) -> None:
     """Worker loop: receive a Task, send ("chunk", tables, runs, done, progress) messages, then ("end",)."""
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent stops the scan (and kills its workers, Pool.run's finally);
+    # a worker's own KeyboardInterrupt only printed a traceback per worker over the progress bar (issue 27)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["KAFKALOG_SCAN_WORKER"] = "1"
     one_crc_thread()
     while True:
@@ -249,7 +254,15 @@ class _Pool:
     def _start(self) -> Connection:
         parent, child = self.ctx.Pipe()
         proc = self.ctx.Process(target=_worker, args=(child, self.records), daemon=True)
-        proc.start()
+        import signal
+
+        # a Ctrl-C while the worker's interpreter starts (before _worker ignores SIGINT) printed its traceback:
+        # the child inherits SIGINT blocked; this process gets a pending one when it unblocks (issue 27)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         child.close()
         self.workers[parent] = (proc, None)
         return parent

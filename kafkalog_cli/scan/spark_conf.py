@@ -110,8 +110,13 @@ def resolve(master: str | None, user: dict[str, str], site: dict[str, str], jobs
     for key, value in CONVENIENCES.items():
         if key not in taken:
             conf[key] = value
+    quiet = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
     if "spark.driver.extraJavaOptions" not in taken:
-        conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+        conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {quiet}"
+    elif "spark.driver.extraJavaOptions" not in user:
+        # the site's driver options stay, whole; the quiet log4j goes last (the last -D of a property wins), so
+        # a failure is kafkalog's one error line whatever the site sets, not ~200 lines of Spark logs (issue 27)
+        conf["spark.driver.extraJavaOptions"] = f"{site['spark.driver.extraJavaOptions']} {quiet}".strip()
     for key, value in FORMAT.items():
         if key not in user:
             conf[key] = value

@@ -63,3 +63,12 @@ def parse_topic_partition_name(name: str) -> TopicPartitionName | None:
     if partition is None:
         return None
     return TopicPartitionName(topic, partition, suffix)
+
+
+def names_a_partition(path: str) -> bool:
+    """Is ``path``'s last component a live partition directory name (``topic-N``)? What the commands ask of a PATH
+    argument that holds no segment: an empty partition (a note) rather than something that is not Kafka's."""
+    import os
+
+    tp = parse_topic_partition_name(os.path.basename(os.path.abspath(path)))
+    return tp is not None and tp.is_live
