@@ -63,6 +63,18 @@ def test_damage_below_recovery_point_one_story(tmp_path):
     assert doc["unrepaired"] == [{"segment": 0, "position": 120, "offset": 1, "problem": "batch CRC mismatch"}]
 
 
+def test_salvage_says_the_broker_keeps_damage_below_the_recovery_point(tmp_path):
+    """salvage's comparison line must not read as an all-clear: the broker loses nothing there because it repairs
+    nothing (the same story as verify-crc's next: and recover's NOT REPAIRED)."""
+    pdir = _below_rp_partition(str(tmp_path))
+    r = _run("salvage", pdir)
+    lines = r.output.splitlines()
+    i = next(k for k, ln in enumerate(lines) if "the broker's own recovery would lose: nothing" in ln)
+    assert "will NOT repair the corrupt batch at byte 120 of segment 0 (offset 1)" in lines[i + 1], r.output
+    doc = json.loads(_run("salvage", "--format", "json", pdir).output)
+    assert doc["broker_unrepaired"] == [{"segment": 0, "position": 120, "offset": 1, "problem": "batch CRC mismatch"}]
+
+
 def test_recover_with_recovery_point_lowered_cuts_like_the_broker(tmp_path):
     pdir = _below_rp_partition(str(tmp_path))
     doc = json.loads(_run("recover", "--recovery-point", "0", "--format", "json", pdir).output)

@@ -216,6 +216,12 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
                   f"{plan.broker_lost_records} intact records, offsets {plan.broker_lost_offsets[0]}.."
                   f"{plan.broker_lost_offsets[1]}")
         out(f"  the broker's own recovery would lose: {broker} (log end offset {plan.broker_log_end_offset})")
+        for u in plan.broker_unrepaired:
+            # the same story as recover's NOT REPAIRED line and verify-crc's next: (issue 27): "loses nothing" is
+            # not "repairs it"
+            out(f"  but the broker will NOT repair the corrupt batch at byte {u.position} of segment {u.segment} "
+                f"(offset {u.offset}): it keeps it, and fetches from offset {u.offset} and followers fail; "
+                "salvage --execute removes it")
         if not plan.changes:
             out("  (nothing to change)")
         elif written:

@@ -78,6 +78,8 @@ class SalvagePlan:
     broker_lost_records: int = 0
     broker_lost_offsets: tuple[int, int] | None = None
     broker_log_end_offset: int = 0
+    #: the corrupt batches the broker's own start does NOT repair (below the recovery point, or a clean start)
+    broker_unrepaired: list[ld.Unrepaired] = field(default_factory=list)
     epochs_before: list[tuple[int, int]] = field(default_factory=list)
     epochs_after: list[tuple[int, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -141,6 +143,7 @@ def _broker_loss(plan: SalvagePlan, kafka_version: str, now_ms: int | None) -> l
     broker = ld.plan_load(plan.partition_dir, kafka_version, now_ms=now_ms)
     plan.broker_lost_records = broker.lost_records
     plan.broker_log_end_offset = broker.log_end_offset
+    plan.broker_unrepaired = list(broker.unrepaired)
     lost_firsts = [r.lost.first_offset for r in broker.recovered if r.lost and r.lost.first_offset is not None]
     lost_firsts += [r.next_offset for r in broker.recovered if r.outcome != "intact"]
     lost_lasts = [d.last_offset for d in broker.deleted_segments if d.last_offset is not None]
