@@ -566,10 +566,11 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     if not model.load_segment_files(logs, recover_now) or not model.recover_log():
         return plan
     model.finish_load(epoch_file)
-    if recovery_point is None:  # the checkpoint's own entry (not a --recovery-point model) above the new log end
-        rp, _src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
-        if rp is not None and rp > plan.log_end_offset:
-            plan.recovery_point_rewrite = plan.new_recovery_point
+    # the checkpoint file's own entry above the new log end (also under a --recovery-point model: the file keeps its
+    # entry, which the broker clips and writes at its next checkpoint)
+    rp, _src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
+    if rp is not None and rp > plan.log_end_offset:
+        plan.recovery_point_rewrite = plan.new_recovery_point
     return plan
 
 

@@ -193,7 +193,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
 
 
 def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
-    """What Kafka's tool says nothing about (issue 27; docs/commands.md "Empty and non-Kafka inputs"): a stray
+    """What Kafka's tool says nothing about (issue 27; the table of empty and non-Kafka inputs in docs/commands.md): a stray
     ``.log`` (``0.log``) the broker never reads is dumped, then named on stderr (exit 1, as verify-crc's
     ``stray-log``); a directory with no file to dump is an error (exit 2), an empty partition directory a note."""
     import os
