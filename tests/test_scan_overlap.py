@@ -246,10 +246,7 @@ def test_the_cli_starts_the_first_pass_early_only_when_it_walks_that_segment_its
     from click.testing import CliRunner
 
     from kafkalog_cli.cli.scan import scan
-    from kafkalog_cli.scan import impact
 
-    for env in (impact.LOW_IMPACT_ENV, impact.RATE_ENV):  # the CLI sets them in this process: restored after the test
-        monkeypatch.setenv(env, "")
     for name in ("a-0", "b-0"):
         (tmp_path / "logs" / name).mkdir(parents=True)
         (tmp_path / "logs" / name / "00000000000000000000.log").write_bytes(make_segment(3).data)

@@ -56,6 +56,26 @@ def test_spark_equals_local_on_generated_logdir(tmp_path: Path, spark) -> None:
     assert summarize(str(local)) == summarize(str(remote))
 
 
+def test_spark_tasks_get_the_scan_settings_in_their_closure(tmp_path: Path, spark) -> None:
+    """--broker-id travels to the Spark tasks in the pickled ScanSettings (no spark.executorEnv, no os.environ):
+    every row of both engines carries it, and the driver's own settings are untouched."""
+    from kafkalog_cli.scan.settings import ScanSettings, current
+    from kafkalog_cli.scan.spark_engine import run_spark
+
+    segments, _ = expand([str(make_logdir(tmp_path))])
+    chosen = ScanSettings(broker_id=12)
+    local, remote = tmp_path / "local", tmp_path / "spark"
+    for d in (local, remote):
+        output.prepare(str(d), False)
+    run_local(segments, str(local), jobs=2, settings=chosen)
+    run_spark(segments, str(remote), spark=spark, settings=chosen)
+    for name in ("batches", "problems"):
+        a, b = load_sorted(local, name), load_sorted(remote, name)
+        assert a and {r["broker_id"] for r in a} == {12}, name
+        assert a == b, name
+    assert current() == ScanSettings()
+
+
 @pytest.mark.realdata
 def test_spark_equals_local_on_realdata(tmp_path: Path, spark) -> None:
     dirs = realdata_dirs()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import shutil
 import sys
-import time
 from typing import TYPE_CHECKING
 
 import click
@@ -67,8 +66,6 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
 
     Problems: everything verify-crc reports per segment, plus producer sequence gaps, out-of-order batch
     timestamps and offsets across segment boundaries, checked per partition."""
-    from kafkalog_cli.scan.paths import expand
-
     if not paths:
         fail("no PATH given", "kafkalog scan /var/lib/kafka --out /tmp/scan")
     if (master is not None or confs) and engine != "spark":
@@ -98,8 +95,6 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
                                                                    "runtime on PATH"))
     from kafkalog_cli.scan import uri
 
-    if endpoint_url:
-        os.environ["AWS_ENDPOINT_URL_S3"] = endpoint_url  # inherited by the workers (pyarrow ignores it: uri.py)
     remote_out = None
     if out_dir is not None:
         try:
@@ -113,7 +108,54 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
                      "disks", "give --out a path every executor and this host share, or use --engine local")
         elif uri.is_uri(out_dir):
             fail(f"{out_dir}: unsupported --out URI (use a path, file:///path or s3://bucket/prefix)")
+    from kafkalog_cli.scan.settings import ScanSettings, applied
+
+    # the scan's settings, applied in this process (listing s3:// input, the log dirs' check) and handed by the
+    # engines to their workers: no environment variable carries them (scan/settings.py)
+    settings = ScanSettings(broker_id=broker_id, low_impact=low_impact, endpoint_url=endpoint_url or None)
+    with applied(settings):
+        listing, strays, segments, unmatched, empty = _list_input(paths)
+    if not segments and empty and not unmatched:
+        click.echo(f"Nothing to scan: {len(empty)} empty partition director{'y' if len(empty) == 1 else 'ies'}.")
+        sys.exit(EXIT_CLEAN)
+    if not segments:
+        fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
+    if engine == "local" and not low_impact and max_read_rate is None:
+        _start_first_pass(segments, jobs)
+
+    from kafkalog_cli.scan import identity
+    from kafkalog_cli.scan.local_engine import default_jobs
+    from kafkalog_cli.scan.paths import locate
+
+    with applied(settings):
+        try:
+            identity.check_log_dirs(sorted({locate(s).log_dir for s in segments}))
+        except KafkalogError as exc:
+            fail(exc.describe(), "fix meta.properties or give --broker-id")
+
+    jobs = jobs or default_jobs()
+    if max_read_rate is not None:
+        from kafkalog_cli.scan import impact
+
+        try:
+            settings = dataclasses.replace(settings, max_read_rate=impact.parse_rate(max_read_rate))
+        except ValueError as exc:
+            fail(str(exc))
+    from kafkalog_cli.scan.run import ScanRefused, run_scan
+
+    try:
+        result = run_scan(segments, listing, settings, engine=engine, records=records, jobs=jobs,
+                          out_dir=out_dir, remote_out=remote_out, master=master, spark_conf=spark_settings)
+    except ScanRefused as exc:
+        fail(exc.message, exc.hint)
+    _report(result.summary, records, unmatched, out_dir, engine, result.seconds, fmt, strays)
+
+
+def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[str], list[str]]:
+    """(listing, stray .log files named, segments, arguments that matched nothing, empty partition directories);
+    the notes and errors of the arguments printed on stderr."""
     from kafkalog_cli.scan.listing import Listing
+    from kafkalog_cli.scan.paths import expand
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
     strays = _input_notes(paths)
@@ -129,90 +171,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
     for arg in unmatched:
         click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
         click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
-    if not segments and empty and not unmatched:
-        click.echo(f"Nothing to scan: {len(empty)} empty partition director{'y' if len(empty) == 1 else 'ies'}.")
-        sys.exit(EXIT_CLEAN)
-    if not segments:
-        fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
-    if engine == "local" and not low_impact and max_read_rate is None:
-        _start_first_pass(segments, jobs)
-
-    from kafkalog_cli.scan import fleet, identity
-    from kafkalog_cli.scan.local_engine import default_jobs
-    from kafkalog_cli.scan.paths import locate
-
-    if broker_id is not None:
-        os.environ[identity.OVERRIDE_ENV] = str(broker_id)  # inherited by the worker processes
-        spark_settings.setdefault(f"spark.executorEnv.{identity.OVERRIDE_ENV}", str(broker_id))
-    try:
-        identity.check_log_dirs(sorted({locate(s).log_dir for s in segments}))
-    except KafkalogError as exc:
-        fail(exc.describe(), "fix meta.properties or give --broker-id")
-
-    jobs = jobs or default_jobs()
-    from kafkalog_cli.scan import impact
-
-    if low_impact:
-        os.environ[impact.LOW_IMPACT_ENV] = "1"
-        spark_settings.setdefault(f"spark.executorEnv.{impact.LOW_IMPACT_ENV}", "1")
-    if max_read_rate is not None:
-        try:
-            rate = impact.parse_rate(max_read_rate)
-        except ValueError as exc:
-            fail(str(exc))
-        # each local worker process gets its share; each Spark Python worker the whole rate (spark.executorEnv)
-        share = rate if engine == "spark" else max(1, rate // min(jobs, max(1, len(segments))))
-        os.environ[impact.RATE_ENV] = str(share)
-        spark_settings.setdefault(f"spark.executorEnv.{impact.RATE_ENV}", str(rate))
-    import tempfile
-
-    tmp = None
-    if out_dir is None or remote_out is not None:
-        tmp = tempfile.TemporaryDirectory(prefix="kafkalog-scan-")
-        target = tmp.name
-    else:
-        target = out_dir
-    try:
-        from kafkalog_cli.scan import output
-
-        try:
-            output.prepare(target, records, replace=False)
-        except (ValueError, OSError) as exc:
-            fail(str(exc))
-        # this scan's files go to a private staging directory first; publish() moves them into the shared
-        # datasets under unique names and replaces only this source's earlier files (fleet.py)
-        scan_id = fleet.new_scan_id()
-        staging = fleet.staging_dir(target, scan_id)
-        names = ["batches", "problems"] + (["records"] if records else [])
-        t0 = time.perf_counter()
-        try:
-            try:
-                summary = _run(engine, segments, staging, records, master, jobs, spark_settings, listing)
-                source = fleet.source_key(segments)
-                fleet.publish(target, scan_id, source, names)
-            except OSError as exc:  # the engine turns input errors into problem rows: this is the output side
-                if engine != "local":
-                    raise
-                fail(f"{out_dir or target}: cannot write the scan datasets: {exc}",
-                     "free space on that file system, or give --out a directory on another one")
-            if remote_out is not None:  # publish to the bucket: upload, then drop this source's older objects
-                try:
-                    for name in names:
-                        uri.upload_tree(os.path.join(target, name), f"{remote_out}/{name}")
-                        uri.remove_matching(f"{remote_out}/{name}", f"part-{source}-", f"part-{source}-{scan_id}-")
-                except OSError as exc:
-                    fail(f"{remote_out}: cannot write the datasets: {exc}",
-                         "check the bucket, the AWS_* credentials and --endpoint-url")
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        seconds = time.perf_counter() - t0
-    finally:
-        from kafkalog_cli.scan import verify_pass
-
-        verify_pass.discard_early()
-        if tmp is not None:
-            tmp.cleanup()
-    _report(summary, records, unmatched, out_dir, engine, seconds, fmt, strays)
+    return listing, strays, segments, unmatched, empty
 
 
 def _empty_partition(arg: str) -> bool:
@@ -249,38 +208,14 @@ def _input_notes(paths: tuple[str, ...]) -> int:
 def _start_first_pass(segments: list[str], jobs: int | None) -> None:
     """When this process will walk the first segment itself (one partition, or ``--jobs 1``: ``run_local``), start
     its verify pass now, while pyarrow and the writers load (``verify_pass.start_early``). Not with --low-impact or
-    --max-read-rate (set here or in the environment): they account for each segment's reads around its walk."""
-    from kafkalog_cli.scan import impact, verify_pass
+    --max-read-rate (the caller checks): they account for each segment's reads around its walk."""
+    from kafkalog_cli.scan import verify_pass
 
     first = segments[0]
-    if "://" in first or os.environ.get(impact.LOW_IMPACT_ENV) or os.environ.get(impact.RATE_ENV):
+    if "://" in first:
         return
     if jobs == 1 or len({os.path.dirname(s) for s in segments}) == 1:
         verify_pass.start_early(first)
-
-
-def _run(engine: str, segments: list[str], target: str, records: bool, master: str | None, jobs: int,
-         spark_settings: dict[str, str], listing: Listing) -> dict:
-    """Run one engine into ``target``, then the listing's problem rows (unlistable directories, leftovers); the
-    report's aggregates."""
-    if engine == "spark":
-        from kafkalog_cli.scan.spark_conf import ExecutorEnvironmentError
-        from kafkalog_cli.scan.spark_engine import run_spark
-        from kafkalog_cli.scan.summary import summarize
-
-        try:
-            run_spark(segments, target, records=records, master=master, parallelism=jobs, conf=spark_settings)
-        except ExecutorEnvironmentError as exc:
-            fail(str(exc))
-        listing.write(target)
-        return summarize(target, segments)  # Spark SQL wrote the files; aggregate them, streaming
-    from kafkalog_cli.scan.local_engine import run_local
-    from kafkalog_cli.scan.summary import Summary
-
-    acc = Summary(segments)  # aggregated from the chunks as they are written: no second read
-    run_local(segments, target, records=records, jobs=jobs, summary=acc)
-    acc.add("problems", listing.write(target))
-    return acc.result()
 
 
 def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,

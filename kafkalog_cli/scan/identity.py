@@ -3,18 +3,16 @@
 Why: a fleet writes one shared dataset; a row must say which broker's disk it came from, and the dataset is
 partitioned by it. The id is the log dir's ``meta.properties`` (``node.id`` in KRaft mode, ``broker.id`` in
 ZooKeeper mode, ``storage.meta_properties``); ``--broker-id`` overrides it for a whole scan (a copied log dir
-without its meta.properties). The override travels to worker processes and Spark executors as the environment
-variable ``KAFKALOG_BROKER_ID`` (the CLI sets it, and ``spark.executorEnv.KAFKALOG_BROKER_ID`` for a cluster).
+without its meta.properties). The override travels to worker processes and Spark tasks in the scan's settings
+(``scan/settings.py``).
 """
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 from kafkalog_cli.errors import KafkalogError
-
-OVERRIDE_ENV = "KAFKALOG_BROKER_ID"
+from kafkalog_cli.scan.settings import current
 
 
 @lru_cache(maxsize=4096)
@@ -29,9 +27,9 @@ def _from_meta(log_dir: str) -> int | None:
 
 def broker_id(log_dir: str) -> int | None:
     """The broker id of rows from ``log_dir``: the override, else meta.properties, else None."""
-    override = os.environ.get(OVERRIDE_ENV)
-    if override:
-        return int(override)
+    override = current().broker_id
+    if override is not None:
+        return override
     if "://" in log_dir:
         return _from_object_meta(log_dir)
     return _from_meta(log_dir)
@@ -56,10 +54,11 @@ def _from_object_meta(log_dir: str) -> int | None:
 
 
 def check_log_dirs(log_dirs: list[str]) -> None:
-    """Raise the typed error of a meta.properties whose id is not an integer (checked once, on the driver)."""
+    """Raise the typed error of a meta.properties whose id is not an integer (checked once, on the driver; not
+    with ``--broker-id``, which overrides them)."""
     from kafkalog_cli.storage.meta_properties import broker_id_of
 
-    if os.environ.get(OVERRIDE_ENV):
+    if current().broker_id is not None:
         return
     for d in log_dirs:
         if "://" not in d:

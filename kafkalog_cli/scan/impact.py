@@ -9,11 +9,12 @@ were NOT cached before. Pages the broker had cached (the hot tail) stay; what th
 (a segment the broker is writing) are not dropped by the kernel: that is its rule, not ours.
 
 ``--max-read-rate BYTES/s`` is a token rule at segment granularity: after each segment the worker sleeps until its
-bytes read so far divided by the time since it started is at most its share of the rate (the CLI divides the rate
-among the local workers; on Spark each Python worker gets the rate given in ``spark.executorEnv``). The average is
+bytes read so far divided by the time since it started is at most its share of the rate (``scan/run.py`` divides the
+rate among the local workers; on Spark each Python worker gets the whole rate). The average is
 bounded; within one segment the reads go at disk speed (documented simpler rule).
 
-The settings travel to worker processes and executors as environment variables, like ``--broker-id``.
+The settings travel to worker processes and Spark tasks in the scan's settings object (``scan/settings.py``), like
+``--broker-id``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-LOW_IMPACT_ENV = "KAFKALOG_LOW_IMPACT"
-RATE_ENV = "KAFKALOG_MAX_READ_RATE"  # bytes per second for THIS process
 PAGE = mmap.PAGESIZE
 COMPANIONS = (".index", ".timeindex", ".txnindex")
 
@@ -139,8 +138,10 @@ _rate = _Rate()
 @contextmanager
 def gentle(segment: str) -> Iterator[None]:
     """Around the scan of one local segment: the --low-impact page-cache rule and the --max-read-rate pause."""
-    low = bool(os.environ.get(LOW_IMPACT_ENV))
-    rate = float(os.environ.get(RATE_ENV) or 0)
+    from kafkalog_cli.scan.settings import current
+
+    low = current().low_impact
+    rate = float(current().max_read_rate)
     if not low and not rate:
         yield
         return

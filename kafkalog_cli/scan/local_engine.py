@@ -32,6 +32,7 @@ from kafkalog_cli.scan.fleet import PartitionedWriter
 from kafkalog_cli.scan.output import DatasetWriter
 from kafkalog_cli.scan.paths import file_size, locate
 from kafkalog_cli.scan.schema import to_table
+from kafkalog_cli.scan.settings import ScanSettings, applied, current, install
 from kafkalog_cli.scan.summary import Summary
 from kafkalog_cli.scan.work import SmallRows, scan_partition
 
@@ -100,17 +101,21 @@ def bins(parts: list[list[str]], n: int) -> list[list[int]]:
 
 
 def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs: int = 1,
-              progress: Callable[[str], None] | None = None, summary: Summary | None = None) -> dict[str, Any]:
+              progress: Callable[[str], None] | None = None, summary: Summary | None = None,
+              settings: ScanSettings | None = None) -> dict[str, Any]:
     """Scan ``segments`` (absolute paths, sorted by partition then base offset) into ``out_dir``. With ``summary``,
-    every chunk written is also aggregated into it (the report, without reading the datasets back).
+    every chunk written is also aggregated into it (the report, without reading the datasets back). ``settings``
+    (default: this process's ``settings.current()``) apply here and are handed to every worker process.
 
     Returns a few facts about the run (rows and row groups per dataset, workers that died)."""
     # The scan allocates a few objects per window, never cycles of interest; without this the collector's full
     # passes walk every object of pyarrow and the CLI again and again (3.5 % of a 256 MiB scan's CPU under perf).
     gc.freeze()
     before = one_crc_thread()
+    chosen = current() if settings is None else settings
     try:
-        return _run_local(segments, out_dir, records, jobs, progress, summary)
+        with applied(chosen):
+            return _run_local(segments, out_dir, records, jobs, progress, summary, chosen)
     finally:
         if before is not None:
             from kafkalog_cli.storage import accel
@@ -119,7 +124,8 @@ def run_local(segments: list[str], out_dir: str, *, records: bool = False, jobs:
 
 
 def _run_local(segments: list[str], out_dir: str, records: bool, jobs: int,
-               progress: Callable[[str], None] | None, summary: Summary | None) -> dict[str, Any]:
+               progress: Callable[[str], None] | None, summary: Summary | None,
+               settings: ScanSettings) -> dict[str, Any]:
     parts = group_partitions(segments)
     names = ("batches", "problems", "records") if records else ("batches", "problems")
     writers: dict[str, Any] = {name: PartitionedWriter(out_dir, name) for name in names}  # broker_id=<id>/
@@ -141,7 +147,7 @@ def _run_local(segments: list[str], out_dir: str, records: bool, jobs: int,
             for name, table, _runs in small.tables():
                 writers[name].write(table)
         else:
-            _Pool(parts, writers, records, jobs, progress, stats).run()
+            _Pool(parts, writers, records, jobs, progress, stats, settings).run()
     finally:
         for w in writers.values():
             w.close()
@@ -175,14 +181,15 @@ class _Tee:
 
 
 # ------------------------------------------------------------------------------------------------------ workers
-def _worker(conn: Connection, records: bool) -> None:
-    """Worker loop: receive a Task, send ("chunk", tables, runs, done, progress) messages, then ("end",)."""
+def _worker(conn: Connection, records: bool, settings: ScanSettings) -> None:
+    """Worker loop: receive a Task, send ("chunk", tables, runs, done, progress) messages, then ("end",).
+    ``settings``: the scan's, pickled by the spawn context (no environment variable carries them)."""
     import signal
 
     # Ctrl-C reaches the whole process group: the parent stops the scan (and kills its workers, Pool.run's finally);
     # a worker's own KeyboardInterrupt only printed a traceback per worker over the progress bar (issue 27)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.environ["KAFKALOG_SCAN_WORKER"] = "1"
+    install(settings, worker=True)
     one_crc_thread()
     while True:
         task = conn.recv()
@@ -237,8 +244,9 @@ class _Pool:
     """A few worker processes, each with its own pipe; see the module docstring."""
 
     def __init__(self, parts: list[list[str]], writers: dict[str, Any], records: bool, jobs: int,
-                 progress: Callable[[str], None] | None, stats: dict[str, Any]) -> None:
+                 progress: Callable[[str], None] | None, stats: dict[str, Any], settings: ScanSettings) -> None:
         self.parts = parts
+        self.settings = settings
         self.writers = writers
         self.records = records
         self.jobs = min(jobs, len(parts))
@@ -253,7 +261,7 @@ class _Pool:
 
     def _start(self) -> Connection:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker, args=(child, self.records), daemon=True)
+        proc = self.ctx.Process(target=_worker, args=(child, self.records, self.settings), daemon=True)
         import signal
 
         # a Ctrl-C while the worker's interpreter starts (before _worker ignores SIGINT) printed its traceback:

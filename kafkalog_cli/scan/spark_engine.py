@@ -15,11 +15,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from kafkalog_cli.scan.schema import DATASETS
+
+if TYPE_CHECKING:
+    from kafkalog_cli.scan.settings import ScanSettings
 
 INSTALL_HINT = "pip install '.[spark]' in a kafkalog source checkout (pyspark >= 3.5, about 450 MB) and a Java 17 runtime on PATH"
 
@@ -76,13 +79,17 @@ def get_session(master: str | None = None, *, parallelism: int | None = None,
     return spark
 
 
-def _scan_partitions(records: bool):
+def _scan_partitions(records: bool, settings: ScanSettings | None = None):
     """mapPartitions function over bins of partitions (lists of segment paths): yield (dataset, row tuple).
-    A closure over plain values only."""
+    A closure over plain values only: ``records`` and the scan's ``ScanSettings`` (pickled with the task and
+    applied in the Python worker that runs it; None: the defaults)."""
 
     def run(bins: Any) -> Any:
         from kafkalog_cli.scan.schema import DATASETS as D
+        from kafkalog_cli.scan.settings import ScanSettings, install
         from kafkalog_cli.scan.work import SmallRows, scan_partition
+
+        install(settings if settings is not None else ScanSettings())
 
         names = {n: D[n].names for n in D}
 
@@ -105,12 +112,15 @@ def _scan_partitions(records: bool):
 
 
 def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark: Any = None,
-              master: str | None = None, parallelism: int | None = None, conf: dict[str, str] | None = None) -> None:
+              master: str | None = None, parallelism: int | None = None, conf: dict[str, str] | None = None,
+              settings: ScanSettings | None = None) -> None:
     """Scan ``segments`` into ``out_dir`` with Spark. ``spark``: an existing session (tests share one); ``conf``:
-    the user's ``--conf`` settings."""
+    the user's ``--conf`` settings; ``settings``: the scan's ``ScanSettings``, sent to every task (default: this
+    process's ``settings.current()``)."""
     from pyspark import StorageLevel
 
     from kafkalog_cli.scan.local_engine import bins, group_partitions
+    from kafkalog_cli.scan.settings import current
 
     session = spark or get_session(master, parallelism=parallelism, conf=conf)
     sc = session.sparkContext
@@ -119,7 +129,8 @@ def run_spark(segments: list[str], out_dir: str, *, records: bool = False, spark
     # so one big partition does not start last and tiny inputs do not pay for hundreds of tasks
     parts = group_partitions(segments)
     groups = [[parts[i] for i in b] for b in bins(parts, max(1, min(len(parts), 2 * sc.defaultParallelism)))]
-    tagged = sc.parallelize(groups, max(1, len(groups))).mapPartitions(_scan_partitions(records))
+    tagged = sc.parallelize(groups, max(1, len(groups))).mapPartitions(
+        _scan_partitions(records, current() if settings is None else settings))
     tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         writes = ["batches", "problems"] + (["records"] if records else [])

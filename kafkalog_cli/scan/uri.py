@@ -7,7 +7,7 @@ relabelled with the object's location, so they equal a local scan of the same by
 
 Credentials and endpoint come from the standard AWS variables. pyarrow's S3 client reads the keys and the region
 itself but ignores ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3`` (the service-specific one wins, as in the AWS
-SDKs), so they are read here; ``--endpoint-url`` sets ``AWS_ENDPOINT_URL_S3`` for the scan and its workers.
+SDKs), so they are read here; ``--endpoint-url`` wins over both, for the scan and its workers (``ScanSettings.endpoint_url``).
 """
 
 from __future__ import annotations
@@ -47,9 +47,11 @@ def s3_filesystem(env: dict[str, str] | None = None) -> Any:
     """A pyarrow S3FileSystem configured from the AWS environment variables (see the module docstring)."""
     from pyarrow import fs
 
+    from kafkalog_cli.scan.settings import current
+
     env = dict(os.environ) if env is None else env
     kwargs: dict[str, Any] = {}
-    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    endpoint = current().endpoint_url or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
     if endpoint:
         u = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
         kwargs["endpoint_override"] = u.netloc

@@ -106,11 +106,13 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
     """Chunks ``(dataset, table)`` for the segments ``paths[start:]`` of ONE partition directory (in offset order),
     followed by the problems of the partition pass. With ``small``, segments of at most SMALL_SEGMENT bytes go
     into it as rows (tagged ``part``) instead of coming out as tables. ``on_segment(k)`` runs after segment ``k``."""
+    from kafkalog_cli.scan.settings import in_worker
+
     pp = PartitionPass()
-    crash_on = os.environ.get(CRASH_ENV)
+    crash_on = os.environ.get(CRASH_ENV)  # a test's hook (test_scan_failing_disk), read, never written
     for k in range(start, len(paths)):
         path = paths[k]
-        if crash_on and crash_on == path and os.environ.get("KAFKALOG_SCAN_WORKER"):
+        if crash_on and crash_on == path and in_worker():
             import signal
 
             os.kill(os.getpid(), signal.SIGKILL)
