@@ -488,7 +488,7 @@ class Dumper:
     #      entries, options or versions the C code does not print exactly, a batch it declined).
     # Damage: ``_log_unknown_codec`` (Kafka's partial line, then the abort), ``_log_damage`` (unreadable bytes:
     # report and resync), ``_log_end`` (findings, gaps, ``TrailingBytes``). A change to what is printed for a
-    # batch goes to the tier that prints it, and usually to all three (render/accel.py, _accel.c, render/dls.py).
+    # batch goes to the tier that prints it, and usually to all three (accel/*.c, render/accel.py, render/dls.py).
     def _log(self, arg: str, kind: str) -> Iterator[Any]:
         """Dump one .log/.checkpoint: the header, then stretches of tiers 1-3 separated by resyncs over damage."""
         header = self._log_header(arg, kind)
