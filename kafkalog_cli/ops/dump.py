@@ -9,7 +9,7 @@ the next file, and the end-of-run summaries are still produced.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from kafkalog_cli.errors import (
     UnreadableFileError,
 )
 from kafkalog_cli.format import control as ctl
-from kafkalog_cli.format.batch import Record
+from kafkalog_cli.format.batch import Batch, Record
 from kafkalog_cli.format.codecs import DEFAULT_LIMIT
 from kafkalog_cli.format.layouts import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -323,6 +323,15 @@ def next_valid_entry(buf: Any, start: int, end: int) -> int | None:
     return find_next_valid(buf[:end] if end < len(buf) else buf, start)
 
 
+def _crc_check(entry: Entry, buf: Any) -> tuple[bool, int]:
+    """(valid, computed CRC) of an entry as Kafka's tool judges it: a legacy entry by its own rule, a v2 batch
+    shorter than its header as invalid with CRC 0 (there is nothing to compute it over)."""
+    if entry.is_legacy:
+        return entry.is_valid(buf), entry.computed_crc(buf)
+    computed = entry.computed_crc(buf) if entry.size >= V2_HEADER_SIZE else 0
+    return entry.size >= V2_HEADER_SIZE and computed == entry.crc, computed
+
+
 MAX_JSON_DEPTH = 64
 
 
@@ -340,6 +349,30 @@ def json_depth(text: str) -> int:
         elif t in "]}":
             depth -= 1
     return best
+
+
+_BACK_TO_RUNS = -1  # what ``Dumper._log_walk`` returns when the run formatter is due again (positions are >= 0)
+
+
+class _LogWalk:
+    """The state of one .log walk that the tiers share: where the next entry is, the bytes accounted for (the
+    rest are trailing bytes), the last offset and the gaps (Kafka's offset-gap tracker), the run formatter's
+    back-off (``wait``, ``cooldown``) and the read findings already reported."""
+
+    __slots__ = ("mf", "buf", "arg", "end", "start", "valid_bytes", "last", "gaps", "wait", "cooldown", "reported")
+
+    def __init__(self, mf: MappedFile, arg: str, end: int) -> None:
+        self.mf = mf
+        self.buf = mf.buf
+        self.arg = arg
+        self.end = end
+        self.start = 0
+        self.valid_bytes = 0
+        self.last = -1
+        self.gaps: list[tuple[int, int]] = []
+        self.wait = 0  # batches the Python walk takes before the run formatter is tried again
+        self.cooldown = 0  # grows while the run formatter takes nothing (a compressed or binary segment)
+        self.reported: set[tuple[str, int, int]] = set()
 
 
 # ---------------------------------------------------------------------------------------------------- driver
@@ -446,161 +479,214 @@ class Dumper:
         return mf
 
     # ------------------------------------------------------------------------------------------- .log
+    # A .log (or KRaft .checkpoint) is dumped by three speed tiers over one walk state (``_LogWalk``):
+    #   1. ``_log_runs``: the compiled run formatter (``opts.fast_run``) takes a whole run of clean v2 batches in
+    #      one C call; it stops at the first batch it declines, which the Python walk then takes.
+    #   2. ``_log_batch_fast``: the compiled batch formatter (``opts.fast``) formats one v2 batch the Python walk
+    #      has read and CRC-checked.
+    #   3. ``_log_entry_python``: ``BatchEvent`` and one ``RecordEvent`` per record, for everything else (legacy
+    #      entries, options or versions the C code does not print exactly, a batch it declined).
+    # Damage: ``_log_unknown_codec`` (Kafka's partial line, then the abort), ``_log_damage`` (unreadable bytes:
+    # report and resync), ``_log_end`` (findings, gaps, ``TrailingBytes``). A change to what is printed for a
+    # batch goes to the tier that prints it, and usually to all three (accel/*.c, render/accel.py, render/dls.py).
     def _log(self, arg: str, kind: str) -> Iterator[Any]:
-        name = os.path.basename(arg)
-        if kind == "checkpoint":
-            if name == "bootstrap.checkpoint":
-                header = LogHeader("bootstrap")
-            else:
-                parsed = comp.kraft_snapshot_name(name)
-                if parsed is None:
-                    raise CorruptRecordError(
-                        "KRaft snapshot file name does not parse",
-                        file=arg,
-                        expected="<20-digit end offset>-<10-digit epoch>.checkpoint",
-                        found=name,
-                    )
-                header = LogHeader("kraft-snapshot", end_offset=parsed[0], epoch=parsed[1])
-            base = 0
-        else:
-            try:
-                base = comp.base_offset_of(name)
-            except ValueError:
-                raise KafkalogError(
-                    "segment file name does not start with a base offset (Kafka's tool aborts here too; "
-                    "copy the file to a name like 00000000000000000000.log to dump it)",
-                    file=arg, expected="<20-digit offset>.log", found=name,
-                ) from None
-            header = LogHeader("log", base_offset=base)
+        """Dump one .log/.checkpoint: the header, then stretches of tiers 1-3 separated by resyncs over damage."""
+        header = self._log_header(arg, kind)
         with MappedFile(arg) as mf:
             mf.advise_sequential()
-            buf = mf.buf
             yield header
-            end = min(mf.size, self.opts.max_bytes)
-            valid_bytes = 0
-            opts = self.opts
-            deep = opts.deep
-            abs_path = java_abs(arg)
-            last = -1
-            java_gaps = opts.gap_tracker == "java"
-            fast = opts.fast
-            gaps: list[tuple[int, int]] = []
-            reported: set[tuple[str, int, int]] = set()
-            start = 0
-            run = opts.fast_run
-            max_codec = 4 if self.profile.zstd_known else 3
-            wait = 0  # batches the Python walk takes before the run formatter is tried again
-            cooldown = 0  # grows while the run formatter takes nothing (a compressed or binary segment)
+            w = _LogWalk(mf, arg, min(mf.size, self.opts.max_bytes))
             while True:
-                resume = None
-                again = False
                 try:
-                    if run is not None and wait <= 0:
-                        text, npos, nb, nrec, last, new_gaps, full = run(buf, start, end, deep, max_codec, last,
-                                                                         java_gaps, opts.decompress_limit)
-                        if nb:
-                            if new_gaps:
-                                gaps.extend(new_gaps)
-                            self.summary.batches += nb
-                            if deep:
-                                self.summary.records += nrec
-                            yield FormattedRun(text, npos - start, nb)
-                            valid_bytes += npos - start
-                            start = npos
-                            cooldown = 0
-                            if full:
-                                continue
-                            wait = 1  # the batch at npos is the Python path's
-                        else:
-                            cooldown = min(2 * cooldown + 1, 64)
-                            wait = cooldown
-                    for pos, size, magic in walk(buf, start, end, file=arg):
-                        if run is not None:
-                            if wait <= 0:  # back to the run formatter from here
-                                start = pos
-                                again = True
-                                break
-                            wait -= 1
-                        entry = read_entry(buf, pos, magic, file=arg)
-                        if entry.codec > 4 or (entry.codec == 4 and not self.profile.zstd_known):
-                            if _lost(mf, pos, pos + size):
-                                resume = pos
-                                break
-                            # Kafka's tool prints the batch line up to the codec, then aborts
-                            yield PartialBatch(entry)
-                            raise CompressionError(
-                                f"Unknown compression type id: {entry.codec}",
-                                file=arg,
-                                position=pos + (LEGACY_ATTRIBUTES_OFFSET if entry.is_legacy else V2_CODEC_BYTE),  # the codec bits
-                                expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
-                                else "a codec id 0..3 (none, gzip, snappy, lz4)",
-                                found=str(entry.codec),
-                            )
-                        if entry.is_legacy:
-                            valid = entry.is_valid(buf)
-                            computed = entry.computed_crc(buf)
-                        else:
-                            computed = entry.computed_crc(buf) if entry.size >= V2_HEADER_SIZE else 0
-                            valid = entry.size >= V2_HEADER_SIZE and computed == entry.crc
-                        if not valid and _lost(mf, pos, pos + size):
-                            resume = pos  # bytes of this entry could not be read: report them, resync after
-                            break
-                        self.summary.batches += 1
-                        if not valid:
-                            self.summary.invalid_batches += 1
-                        if fast is not None and not entry.is_legacy:
-                            res = fast(entry, buf, valid, deep, last, java_gaps, opts.decompress_limit)
-                            if res is not None:
-                                text, last, new_gaps = res
-                                if new_gaps:
-                                    gaps.extend(new_gaps)
-                                if deep:
-                                    self.summary.records += entry.records_count
-                                yield FormattedBatch(entry, valid, text)
-                                valid_bytes += size
-                                continue
-                        yield BatchEvent(entry, valid, computed, arg)
-                        if deep:
-                            for rec in entry.iter_records(buf, opts.decompress_limit, copy=opts.print_data_log):
-                                self.summary.records += 1
-                                if java_gaps or last != -1:
-                                    if rec.offset != int64(last + 1):
-                                        gaps.append((last, rec.offset))
-                                last = rec.offset
-                                try:
-                                    ev = self._record_event(entry, rec)
-                                except KafkalogError:
-                                    yield PartialRecord(entry, rec)  # Kafka printed the metadata, then the parser threw
-                                    raise
-                                yield ev
-                        valid_bytes += size
+                    if self.opts.fast_run is not None and w.wait <= 0:
+                        if (yield from self._log_runs(w)):
+                            continue  # the run formatter reached the end of the range
+                    resume = yield from self._log_walk(w)
                 except CorruptRecordError as exc:
                     if exc.position is None or not _lost(mf, exc.position, exc.position + HEADER_SIZE_UP_TO_MAGIC):
                         raise
-                    resume = exc.position
-                if again:
+                    resume = exc.position  # the corrupt bytes are unreadable ones: a finding, not an error
+                if resume == _BACK_TO_RUNS:
                     continue
-                if resume is None:
+                if resume is None or not (yield from self._log_damage(w, resume)):
                     break
-                # unreadable bytes (read as zeros) under the entry at ``resume``: report them and go on at the next
-                # valid entry after them, as verify-crc does; the skipped bytes are accounted for by the finding
-                after = max((b for a, b in mf.unreadable_ranges() if b > resume), default=resume + 1)
-                nxt = next_valid_entry(buf, after, end)
-                yield from self._findings(mf, reported)  # after the resync, which touched every page up to nxt
-                stop = nxt if nxt is not None else end
-                valid_bytes += stop - resume
-                if nxt is None:
-                    break
-                start = nxt
-            yield from self._findings(mf, reported)
-            if gaps:
-                self.summary.gaps.setdefault(abs_path, []).extend(gaps)
-            trailing = end - valid_bytes
-            if trailing > 0:
-                if end == mf.size:  # bytes cut off by --max-bytes are not a problem of the file
-                    self.summary.trailing_files += 1
-                shown = not (self.profile.trailing_needs_no_max_bytes and opts.max_bytes_given)
-                yield TrailingBytes(trailing, name, shown)
+            yield from self._log_end(w, os.path.basename(arg))
+
+    def _log_header(self, arg: str, kind: str) -> LogHeader:
+        """The ``LogHeader`` from the file name (segment base offset, KRaft snapshot end offset and epoch, or
+        bootstrap); a name Kafka's tool cannot parse fails here, before the file is opened, as in Kafka."""
+        name = os.path.basename(arg)
+        if kind == "checkpoint":
+            if name == "bootstrap.checkpoint":
+                return LogHeader("bootstrap")
+            parsed = comp.kraft_snapshot_name(name)
+            if parsed is None:
+                raise CorruptRecordError(
+                    "KRaft snapshot file name does not parse",
+                    file=arg,
+                    expected="<20-digit end offset>-<10-digit epoch>.checkpoint",
+                    found=name,
+                )
+            return LogHeader("kraft-snapshot", end_offset=parsed[0], epoch=parsed[1])
+        try:
+            base = comp.base_offset_of(name)
+        except ValueError:
+            raise KafkalogError(
+                "segment file name does not start with a base offset (Kafka's tool aborts here too; "
+                "copy the file to a name like 00000000000000000000.log to dump it)",
+                file=arg, expected="<20-digit offset>.log", found=name,
+            ) from None
+        return LogHeader("log", base_offset=base)
+
+    def _log_runs(self, w: _LogWalk) -> Generator[Any, None, bool]:
+        """Tier 1: one ``opts.fast_run`` call formats the clean v2 batches from ``w.start`` as one ``FormattedRun``.
+        Returns True when it reached the end of the range. When it takes nothing (a compressed or legacy segment)
+        it backs off: the Python walk takes ``w.wait`` entries (1, 3, 7, ... up to 64) before the next try, so a
+        segment the C code never takes costs few wasted calls."""
+        opts = self.opts
+        deep = opts.deep
+        max_codec = 4 if self.profile.zstd_known else 3
+        text, npos, nb, nrec, w.last, new_gaps, full = opts.fast_run(
+            w.buf, w.start, w.end, deep, max_codec, w.last, opts.gap_tracker == "java", opts.decompress_limit)
+        if nb:
+            if new_gaps:
+                w.gaps.extend(new_gaps)
+            self.summary.batches += nb
+            if deep:
+                self.summary.records += nrec
+            yield FormattedRun(text, npos - w.start, nb)
+            w.valid_bytes += npos - w.start
+            w.start = npos
+            w.cooldown = 0
+            if full:
+                return True
+            w.wait = 1  # the batch at npos is the Python path's
+        else:
+            w.cooldown = min(2 * w.cooldown + 1, 64)
+            w.wait = w.cooldown
+        return False
+
+    def _log_walk(self, w: _LogWalk) -> Generator[Any, None, int | None]:
+        """The Python walk from ``w.start`` (Kafka's ``FileLogInputStream``: ``walk``, ``read_entry``, the CRC
+        check), each entry then formatted by tier 2 or tier 3. Returns None at the end of the range,
+        ``_BACK_TO_RUNS`` when tier 1 is due again (``w.start`` set), or the position of an entry whose bytes
+        could not be read (``_log_damage`` resyncs after it)."""
+        buf = w.buf
+        arg = w.arg
+        mf = w.mf
+        run = self.opts.fast_run
+        fast = self.opts.fast
+        summary = self.summary
+        zstd_known = self.profile.zstd_known
+        for pos, size, magic in walk(buf, w.start, w.end, file=arg):
+            if run is not None:
+                if w.wait <= 0:  # back to the run formatter from here
+                    w.start = pos
+                    return _BACK_TO_RUNS
+                w.wait -= 1
+            entry = read_entry(buf, pos, magic, file=arg)
+            if entry.codec > 4 or (entry.codec == 4 and not zstd_known):
+                if _lost(mf, pos, pos + size):
+                    return pos
+                # Kafka's tool prints the batch line up to the codec, then aborts
+                yield PartialBatch(entry)
+                raise self._log_unknown_codec(arg, entry, pos)
+            valid, computed = _crc_check(entry, buf)
+            if not valid and _lost(mf, pos, pos + size):
+                return pos  # bytes of this entry could not be read: report them, resync after
+            summary.batches += 1
+            if not valid:
+                summary.invalid_batches += 1
+            if fast is not None and not entry.is_legacy:
+                ev = self._log_batch_fast(w, entry, valid)
+                if ev is not None:
+                    yield ev
+                    w.valid_bytes += size
+                    continue
+            yield from self._log_entry_python(w, entry, valid, computed)
+            w.valid_bytes += size
+        return None
+
+    def _log_unknown_codec(self, arg: str, entry: Entry, pos: int) -> CompressionError:
+        """The error Kafka's tool throws at a codec id it does not know (after the ``PartialBatch`` line it
+        printed up to the codec); located at the codec bits of the v2 or legacy attributes."""
+        return CompressionError(
+            f"Unknown compression type id: {entry.codec}",
+            file=arg,
+            position=pos + (LEGACY_ATTRIBUTES_OFFSET if entry.is_legacy else V2_CODEC_BYTE),  # the codec bits
+            expected="a codec id 0..4 (none, gzip, snappy, lz4, zstd)" if self.profile.zstd_known
+            else "a codec id 0..3 (none, gzip, snappy, lz4)",
+            found=str(entry.codec),
+        )
+
+    def _log_batch_fast(self, w: _LogWalk, entry: Batch, valid: bool) -> FormattedBatch | None:
+        """Tier 2: ``opts.fast`` formats one read, CRC-checked v2 batch (records and gaps included) in C; None
+        when it declines the batch (tier 3 then prints it). A plain call, not a generator: it runs per batch."""
+        opts = self.opts
+        deep = opts.deep
+        res = opts.fast(entry, w.buf, valid, deep, w.last, opts.gap_tracker == "java", opts.decompress_limit)
+        if res is None:
+            return None
+        text, w.last, new_gaps = res
+        if new_gaps:
+            w.gaps.extend(new_gaps)
+        if deep:
+            self.summary.records += entry.records_count
+        return FormattedBatch(entry, valid, text)
+
+    def _log_entry_python(self, w: _LogWalk, entry: Entry, valid: bool, computed: int) -> Iterator[Any]:
+        """Tier 3: ``BatchEvent`` and, when deep, one ``RecordEvent`` per record with Kafka's offset-gap rule
+        (``last + 1``; the Java tracker also checks the first record). A record Kafka's tool would throw on gets
+        the ``PartialRecord`` line Kafka printed before the throw, then the error goes on up."""
+        opts = self.opts
+        yield BatchEvent(entry, valid, computed, w.arg)
+        if not opts.deep:
+            return
+        java_gaps = opts.gap_tracker == "java"
+        gaps = w.gaps
+        last = w.last
+        try:
+            for rec in entry.iter_records(w.buf, opts.decompress_limit, copy=opts.print_data_log):
+                self.summary.records += 1
+                if java_gaps or last != -1:
+                    if rec.offset != int64(last + 1):
+                        gaps.append((last, rec.offset))
+                last = rec.offset
+                try:
+                    ev = self._record_event(entry, rec)
+                except KafkalogError:
+                    yield PartialRecord(entry, rec)  # Kafka printed the metadata, then the parser threw
+                    raise
+                yield ev
+        finally:
+            w.last = last  # also when a record's unreadable bytes make _log resync and go on
+
+    def _log_damage(self, w: _LogWalk, resume: int) -> Generator[Any, None, bool]:
+        """Unreadable bytes (read as zeros) under the entry at ``resume``: report them and go on at the next valid
+        entry after them, as verify-crc does; the skipped bytes are accounted for by the finding, not as trailing
+        bytes. Returns False when no valid entry follows (the walk ends)."""
+        after = max((b for a, b in w.mf.unreadable_ranges() if b > resume), default=resume + 1)
+        nxt = next_valid_entry(w.buf, after, w.end)
+        yield from self._findings(w.mf, w.reported)  # after the resync, which touched every page up to nxt
+        stop = nxt if nxt is not None else w.end
+        w.valid_bytes += stop - resume
+        if nxt is None:
+            return False
+        w.start = nxt
+        return True
+
+    def _log_end(self, w: _LogWalk, name: str) -> Iterator[Any]:
+        """After the walk: the read findings not yet reported, the offset gaps into the summary, and
+        ``TrailingBytes`` for what no entry covered (Kafka's "Found N invalid bytes at the end of <file>")."""
+        yield from self._findings(w.mf, w.reported)
+        if w.gaps:
+            self.summary.gaps.setdefault(java_abs(w.arg), []).extend(w.gaps)
+        trailing = w.end - w.valid_bytes
+        if trailing > 0:
+            if w.end == w.mf.size:  # bytes cut off by --max-bytes are not a problem of the file
+                self.summary.trailing_files += 1
+            shown = not (self.profile.trailing_needs_no_max_bytes and self.opts.max_bytes_given)
+            yield TrailingBytes(trailing, name, shown)
 
     def _record_event(self, entry: Entry, rec: Record) -> RecordEvent:
         ev = RecordEvent(entry, rec)
