@@ -159,22 +159,21 @@ class SkimpyOffsetMap:
 
 
 # ------------------------------------------------------------------------------------------ the index rule
-class IndexBuilder:
-    """``rebuild_index.rebuild_segment_py``'s rule (LogSegment.recover, spec §6.5) for v2 batches fed one at a time.
+class _IndexWriter:
+    """What both index rules share: the offset and time index being written, the range and capacity checks of one
+    index point, and TimeIndex.maybeAppend (only a larger timestamp is added). Any check that fails raises
+    CorruptRecordError: our own output must never be one the broker truncates or refuses."""
 
-    Raises CorruptRecordError where recovery would stop (our own output must never be one the broker truncates)."""
-
-    def __init__(self, base_offset: int, interval: int, segment_index_bytes: int, file: str) -> None:
+    def __init__(self, base_offset: int, interval: int, file: str, max_off_entries: int, max_time_entries: int) -> None:
         self.base = base_offset
         self.interval = interval
         self.file = file
-        self.max_off_entries = segment_index_bytes // 8
-        self.max_time_entries = segment_index_bytes // 12 - 1
+        self.max_off_entries = max_off_entries
+        self.max_time_entries = max_time_entries
         self.index = bytearray()
         self.timeindex = bytearray()
         self.valid = 0
-        self.last_indexed = 0
-        self.max_ts = -1
+        self.max_ts = -1  # an empty time index's lastEntry is (-1, base offset)
         self.max_ts_off = base_offset
         self.last_index_off = -1
         self.last_time_ts = -1
@@ -184,32 +183,53 @@ class IndexBuilder:
         raise CorruptRecordError(f"compacted output failed validation: {message}", file=self.file, position=self.valid,
                                  expected=expected, found=found)
 
-    def add(self, size: int, last_offset: int, max_timestamp: int) -> None:
+    def _relative(self, offset: int) -> int:
+        """The position and ``offset`` of the next batch as the index stores them (LogSegment.ensureOffsetInRange)."""
         if self.valid > INT_MAX:
             self._stop("batch position above 2^31-1", f"position <= {INT_MAX}", str(self.valid))
-        rel = last_offset - self.base
+        rel = offset - self.base
         if rel < 0 or rel > INT_MAX:
             self._stop("batch offset outside the segment's 32-bit relative range",
-                       f"offset in [{self.base}, {self.base + INT_MAX}]", str(last_offset))
+                       f"offset in [{self.base}, {self.base + INT_MAX}]", str(offset))
+        return rel
+
+    def _index_point(self, rel: int, offset: int) -> None:
+        """One offset entry (``offset`` at the current position) and the time entry that goes with it."""
+        if len(self.index) // 8 >= self.max_off_entries:
+            self._stop("offset index over capacity (segment.index.bytes)", f"<= {self.max_off_entries} entries",
+                       "more")
+        if self.index and offset <= self.last_index_off:
+            self._stop("non-increasing offset at an index point", f"offset > {self.last_index_off}", str(offset))
+        self.index += OFFSET_ENTRY.pack(rel, self.valid)
+        self.last_index_off = offset
+        if len(self.timeindex) // 12 >= self.max_time_entries:
+            self._stop("time index over capacity (segment.index.bytes)", f"<= {self.max_time_entries} entries",
+                       "more")
+        self._time_entry()
+
+    def _time_entry(self) -> None:
+        if self.timeindex and self.max_ts_off < self.last_time_off:
+            self._stop("time index offset going backwards", f">= {self.last_time_off}", str(self.max_ts_off))
+        if self.max_ts > self.last_time_ts:
+            self.timeindex += TIME_ENTRY.pack(self.max_ts, self.max_ts_off - self.base)
+            self.last_time_ts, self.last_time_off = self.max_ts, self.max_ts_off
+
+
+class IndexBuilder(_IndexWriter):
+    """``rebuild_index.rebuild_segment_py``'s rule (LogSegment.recover, spec §6.5) for v2 batches fed one at a time.
+
+    Raises CorruptRecordError where recovery would stop (our own output must never be one the broker truncates)."""
+
+    def __init__(self, base_offset: int, interval: int, segment_index_bytes: int, file: str) -> None:
+        super().__init__(base_offset, interval, file, segment_index_bytes // 8, segment_index_bytes // 12 - 1)
+        self.last_indexed = 0
+
+    def add(self, size: int, last_offset: int, max_timestamp: int) -> None:
+        rel = self._relative(last_offset)
         if max_timestamp > self.max_ts:
             self.max_ts, self.max_ts_off = max_timestamp, last_offset
         if self.valid - self.last_indexed > self.interval:
-            if len(self.index) // 8 >= self.max_off_entries:
-                self._stop("offset index over capacity (segment.index.bytes)", f"<= {self.max_off_entries} entries",
-                           "more")
-            if self.index and last_offset <= self.last_index_off:
-                self._stop("non-increasing offset at an index point", f"offset > {self.last_index_off}",
-                           str(last_offset))
-            self.index += OFFSET_ENTRY.pack(rel, self.valid)
-            self.last_index_off = last_offset
-            if len(self.timeindex) // 12 >= self.max_time_entries:
-                self._stop("time index over capacity (segment.index.bytes)", f"<= {self.max_time_entries} entries",
-                           "more")
-            if self.timeindex and self.max_ts_off < self.last_time_off:
-                self._stop("time index offset going backwards", f">= {self.last_time_off}", str(self.max_ts_off))
-            if self.max_ts > self.last_time_ts:
-                self.timeindex += TIME_ENTRY.pack(self.max_ts, self.max_ts_off - self.base)
-                self.last_time_ts, self.last_time_off = self.max_ts, self.max_ts_off
+            self._index_point(rel, last_offset)
             self.last_indexed = self.valid
         self.valid += size
 
@@ -223,7 +243,7 @@ class IndexBuilder:
         return bytes(self.index), bytes(self.timeindex)
 
 
-class AppendIndexBuilder:
+class AppendIndexBuilder(_IndexWriter):
     """The indexes of a segment written by ``LogSegment.append`` calls (the cleaner's new segment), one ``append`` at
     a time: an offset entry (largest offset of the append, position where it starts) and a time entry (the segment's
     max timestamp so far) only when more than ``interval`` bytes were appended since the last entry, checked BEFORE
@@ -231,54 +251,15 @@ class AppendIndexBuilder:
     final time entry (LogSegment.java:240-268, 677-680; TimeIndex.maybeAppend: only a larger timestamp is added)."""
 
     def __init__(self, base_offset: int, interval: int, segment_index_bytes: int, file: str) -> None:
-        self.base = base_offset
-        self.interval = interval
-        self.file = file
-        self.max_off_entries = segment_index_bytes // 8
-        self.max_time_entries = segment_index_bytes // 12
-        self.index = bytearray()
-        self.timeindex = bytearray()
-        self.valid = 0
+        super().__init__(base_offset, interval, file, segment_index_bytes // 8, segment_index_bytes // 12)
         self.since = 0
-        self.max_ts = -1  # an empty time index's lastEntry is (-1, base offset)
-        self.max_ts_off = base_offset
-        self.last_index_off = -1
-        self.last_time_ts = -1
-        self.last_time_off = base_offset
-
-    def _stop(self, message: str, expected: str, found: str) -> None:
-        raise CorruptRecordError(f"compacted output failed validation: {message}", file=self.file, position=self.valid,
-                                 expected=expected, found=found)
-
-    def _time_entry(self) -> None:
-        if self.timeindex and self.max_ts_off < self.last_time_off:
-            self._stop("time index offset going backwards", f">= {self.last_time_off}", str(self.max_ts_off))
-        if self.max_ts > self.last_time_ts:
-            self.timeindex += TIME_ENTRY.pack(self.max_ts, self.max_ts_off - self.base)
-            self.last_time_ts, self.last_time_off = self.max_ts, self.max_ts_off
 
     def append(self, size: int, largest_offset: int, max_timestamp: int, shallow_offset: int) -> None:
-        if self.valid > INT_MAX:
-            self._stop("batch position above 2^31-1", f"position <= {INT_MAX}", str(self.valid))
-        rel = largest_offset - self.base
-        if rel < 0 or rel > INT_MAX:  # LogSegment.ensureOffsetInRange
-            self._stop("batch offset outside the segment's 32-bit relative range",
-                       f"offset in [{self.base}, {self.base + INT_MAX}]", str(largest_offset))
+        rel = self._relative(largest_offset)
         if max_timestamp > self.max_ts:
             self.max_ts, self.max_ts_off = max_timestamp, shallow_offset
         if self.since > self.interval:
-            if len(self.index) // 8 >= self.max_off_entries:
-                self._stop("offset index over capacity (segment.index.bytes)", f"<= {self.max_off_entries} entries",
-                           "more")
-            if self.index and largest_offset <= self.last_index_off:
-                self._stop("non-increasing offset at an index point", f"offset > {self.last_index_off}",
-                           str(largest_offset))
-            self.index += OFFSET_ENTRY.pack(rel, self.valid)
-            self.last_index_off = largest_offset
-            if len(self.timeindex) // 12 >= self.max_time_entries:
-                self._stop("time index over capacity (segment.index.bytes)", f"<= {self.max_time_entries} entries",
-                           "more")
-            self._time_entry()
+            self._index_point(rel, largest_offset)
             self.since = 0
         self.since += size
         self.valid += size
