@@ -293,3 +293,18 @@ def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: i
         shutil.rmtree(root)
     assert seen["kafkalog"] == {"old", "new"}, seen
     return seen
+
+
+def corrupt_third_batch(log_path: str) -> None:
+    """Flip one byte inside the third batch of a segment: a CRC failure in the middle of the log (the salvage
+    scenarios of the kill tests)."""
+    import struct
+
+    with open(log_path, "rb") as f:
+        data = bytearray(f.read())
+    pos = 0
+    for _ in range(2):
+        pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
+    data[pos + 70] ^= 0xFF
+    with open(log_path, "wb") as f:
+        f.write(bytes(data))

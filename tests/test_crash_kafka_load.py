@@ -14,11 +14,10 @@ CI cost: by default a deterministic sample of kill points per scenario (``SAMPLE
 from __future__ import annotations
 
 import os
-import struct
 from pathlib import Path
 
 import pytest
-from crash_driver import kill_at_every_step
+from crash_driver import corrupt_third_batch, kill_at_every_step
 from kafka_real import write_partition
 from partition_gen import random_partition
 
@@ -64,13 +63,7 @@ def _scenario(kind: str, root: str, kafka_real) -> tuple[str, list[str]]:
     random_partition(pdir, 11)
     names = sorted(n for n in os.listdir(pdir) if n.endswith(".log"))
     if kind == "salvage":
-        p = os.path.join(pdir, names[1])
-        data = bytearray(open(p, "rb").read())
-        pos = 0
-        for _ in range(2):
-            pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
-        data[pos + 70] ^= 0xFF
-        open(p, "wb").write(bytes(data))
+        corrupt_third_batch(os.path.join(pdir, names[1]))
         return pdir, ["salvage", "--execute", "--allow-lost-marker", "--allow-unknown-in-transaction", pdir]
     if kind == "recover":
         with open(os.path.join(pdir, names[-1]), "ab") as f:

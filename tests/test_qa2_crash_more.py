@@ -7,10 +7,9 @@ kafkalog's recovery, as exactly the old or exactly the new partition."""
 from __future__ import annotations
 
 import os
-import struct
 
 import pytest
-from crash_driver import kill_at_every_step
+from crash_driver import corrupt_third_batch, kill_at_every_step
 from partition_gen import random_partition
 
 
@@ -19,14 +18,7 @@ def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
     random_partition(pdir, 11)
     logs = sorted(n for n in os.listdir(pdir) if n.endswith(".log"))
     if kind == "salvage":
-        # flip one byte inside the third batch of the second segment: a CRC failure in the middle of the log
-        p = os.path.join(pdir, logs[1])
-        data = bytearray(open(p, "rb").read())
-        pos = 0
-        for _ in range(2):
-            pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
-        data[pos + 70] ^= 0xFF
-        open(p, "wb").write(bytes(data))
+        corrupt_third_batch(os.path.join(pdir, logs[1]))
         return pdir, ["salvage", "--execute", pdir]
     # recover: an unclean shutdown left a torn write at the end of the active segment and a lost index
     with open(os.path.join(pdir, logs[-1]), "ab") as f:
