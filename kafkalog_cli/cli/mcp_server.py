@@ -324,7 +324,7 @@ def make_server(settings: Settings) -> Any:
             raise MCPError(types.INVALID_PARAMS, exc.message, {"hint": exc.hint}) from None
         except ToolError as exc:
             raise MCPError(exc.code, exc.message, exc.data) from None
-        content = [types.TextContent(type="text", text=part["text"])]
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=part["text"])]
         if part["note"]:
             content.append(types.TextContent(type="text", text="kafkalog: " + part["note"]))
         return types.CallToolResult(content=content, structured_content=part["structured"], is_error=False,
@@ -397,8 +397,6 @@ the mcp package missing).""",
               help="Most characters of JSON in one result; more is paged (cursor).")
 def mcp(roots: tuple[str, ...], allow_values: bool, timeout: float, page_chars: int) -> None:
     """Serve kafkalog's read-only commands to an AI agent as MCP tools over stdio."""
-    if sys.version_info < (3, 10):  # pragma: no cover - the project needs 3.10 too
-        fail("kafkalog mcp needs Python 3.10 or newer")
     try:
         import mcp as _sdk  # noqa: F401
     except ImportError:
