@@ -615,3 +615,24 @@ def test_canaries_never_appear_without_allow_values(canaries):
     shown = with_server([canaries], lambda s: _collect(s, calls), "--allow-values")
     assert sum(CANARY.decode() in t for t in shown) >= 10
     assert any("sha256" in t for t in redacted)
+
+
+def test_two_roots_and_what_agents_often_send(golden):
+    """Relative paths are looked up in each root in turn (the first root is the working directory); a single path
+    for a list, numbers and flags as strings, and format "json" are accepted as what they mean."""
+    first, second = golden / "fixtures" / "partition", golden / "fixtures" / "sample-logdir"
+    _, want_replicas = cli_json(first, ["compare-replicas", "--format", "json", "--", str(second / "payments-0"),
+                                        str(second / "payments-1")])
+    _, want_seek = cli_json(first, ["seek-offset", "--format", "json", "--print-data-log", "--", "orders-0", "5"])
+
+    async def run(s):
+        replicas = await s.call_tool("compare_replicas", {"dirs": ["payments-0", "payments-1"]})
+        seek = await s.call_tool("seek_offset", {"partition_dir": "orders-0", "offset": "5", "print_data_log": "true",
+                                                 "format": "json"})
+        one = await s.call_tool("verify_crc", {"paths": "orders-0"})
+        return replicas, seek, one
+
+    replicas, seek, one = with_server([first, second], run, "--allow-values")
+    assert json.loads(replicas.content[0].text) == want_replicas[0]
+    assert json.loads(seek.content[0].text) == want_seek[0] and want_seek[0]["record"]["offset"] == 5
+    assert [f["path"] for f in json.loads(one.content[0].text)["files"]][0].startswith("orders-0/")

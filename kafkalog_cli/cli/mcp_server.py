@@ -24,11 +24,12 @@ from typing import Any
 import click
 
 from kafkalog_cli.cli.common import fail, install_hint
-from kafkalog_cli.cli.mcp_tools import CURSOR, LIMIT, WRITING_PARAMS, Refused, Tool, build_tools, command_line
+from kafkalog_cli.cli.mcp_tools import CURSOR, LIMIT, WRITING_PARAMS, Refused, Tool, build_tools, coerce, command_line
 
 # JSON-RPC error codes of our errors (the -32000..-32099 range is the server's own)
 KAFKALOG_ERROR = -32000  # the command failed: exit 2 (usage, unreadable input, refused) or a crash
 TIMEOUT = -32001
+MAX_DOCUMENT = 256 << 20  # the most JSON one document-printing call may print (it is held in memory to be paged)
 # the documents an agent can read (resources): the on-call guides and the pages they point at
 DOC_GLOBS = ("guides/*.md", "troubleshooting.md", "recover-and-salvage.md", "explain.md", "output.md", "mcp.md",
              "verify-crc.md", "dump.md", "indexes-and-lookups.md", "replicas.md", "internal-topics.md")
@@ -112,7 +113,14 @@ async def run_command(argv: list[str], settings: Settings, *, skip: int = 0, lim
     async def read_all() -> tuple[str, bool]:
         assert proc.stdout is not None
         if limit is None:
-            data = await proc.stdout.read()
+            data = bytearray()
+            while chunk := await proc.stdout.read(1 << 20):
+                data += chunk
+                if len(data) > MAX_DOCUMENT:
+                    _kill(proc)
+                    raise ToolError(KAFKALOG_ERROR, f"kafkalog {argv[0]} printed more than {MAX_DOCUMENT >> 20} MiB of "
+                                    "JSON: stopped", {"hint": "narrow the input (one partition dir, one segment, fewer "
+                                                              "problems with max_problems)", "exit_code": None})
             return data.decode("utf-8", "replace"), False
         lines: list[str] = []
         size = 0
@@ -271,9 +279,9 @@ def _cursor(value: Any) -> int:
     try:
         n = int(str(value))
     except ValueError:
-        raise Refused(f"invalid cursor {value!r}", "give the next_cursor of the page before, or none") from None
+        raise Refused(f"invalid cursor {value!r}", hint="give the next_cursor of the page before, or none") from None
     if n < 0:
-        raise Refused(f"invalid cursor {value!r}", "give the next_cursor of the page before, or none")
+        raise Refused(f"invalid cursor {value!r}", hint="give the next_cursor of the page before, or none")
     return n
 
 
@@ -305,7 +313,7 @@ def make_server(settings: Settings) -> Any:
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}",
                            {"hint": "tools: " + ", ".join(sorted(tools))})
-        args = dict(params.arguments or {})
+        args = coerce(dict(params.arguments or {}), schemas[tool.name])
         try:
             jsonschema.validate(args, schemas[tool.name])
         except jsonschema.ValidationError as exc:

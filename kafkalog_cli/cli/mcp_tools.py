@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.errors import KafkalogError
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -74,13 +76,8 @@ OMITTED_PARAMS = WRITING_PARAMS | {"fmt", "format"}
 CURSOR, LIMIT = "cursor", "limit"
 
 
-class Refused(Exception):
+class Refused(KafkalogError):
     """A tool call the server will not run (a path outside the roots, a writing option): message and hint."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 @dataclass
@@ -190,6 +187,44 @@ def param_schema(p: click.Parameter, spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
+def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """What agents often send, made what the schema says: a single path where a list is wanted (``"paths": "x"``),
+    a number or a flag as a string (``"offset": "5"``, ``"deep": "true"``); ``format: "json"`` (the only format) is
+    dropped. Anything else is left for the schema's validation to refuse."""
+    props = schema.get("properties", {})
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if key == "format" and value == "json":
+            continue
+        want = props.get(key, {})
+        if want.get("type") == "array" and not isinstance(value, list):
+            value = [value]
+        item = want.get("items", {}) if want.get("type") == "array" else want
+        if isinstance(value, list):
+            value = [_coerce_one(v, item) for v in value]
+        else:
+            value = _coerce_one(value, item)
+        out[key] = value
+    return out
+
+
+def _coerce_one(value: Any, want: dict[str, Any]) -> Any:
+    if not isinstance(value, str):
+        return value
+    kind = want.get("type")
+    text = value.strip()
+    if kind == "integer" and text.lstrip("-").isdigit():
+        return int(text)
+    if kind == "number":
+        try:
+            return float(text)
+        except ValueError:
+            return value
+    if kind == "boolean" and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return value
+
+
 # --- arguments -> a command line --------------------------------------------------------------------------------
 
 def command_line(tool: Tool, args: dict[str, Any], roots: Sequence[Path]) -> list[str]:
@@ -201,10 +236,10 @@ def command_line(tool: Tool, args: dict[str, Any], roots: Sequence[Path]) -> lis
             continue
         if key in WRITING_PARAMS or key.replace("-", "_").lstrip("_") in WRITING_PARAMS:
             raise Refused(f"{key!r} is refused: kafkalog mcp never writes (no --execute, no output paths)",
-                          f"run `kafkalog {tool.spec.command}` yourself for that; this tool gives the dry run")
+                          hint=f"run `kafkalog {tool.spec.command}` yourself for that; this tool gives the dry run")
         if key not in by_name:
             raise Refused(f"unknown argument {key!r} for {tool.name}",
-                          f"the arguments of {tool.name} are: {', '.join(sorted(by_name))}")
+                          hint=f"the arguments of {tool.name} are: {', '.join(sorted(by_name))}")
     argv = [tool.spec.command, "--format", "json", *tool.spec.fixed]
     positional: list[str] = []
     for name, p in by_name.items():
@@ -250,9 +285,9 @@ def confine(value: str, roots: Sequence[Path]) -> str:
     directory is the first root, so a path in it is passed as given, one in another root as that root's absolute
     path); the path and, for a directory, every symlink under it must resolve inside a root. Raises ``Refused``."""
     if not value or "\x00" in value:
-        raise Refused(f"invalid path {value!r}", "give a path inside one of the --root dirs")
+        raise Refused(f"invalid path {value!r}", hint="give a path inside one of the --root dirs")
     if ".." in PurePath(value).parts:
-        raise Refused(f"path {value!r} contains '..': refused", "give the path from a --root dir down, without '..'")
+        raise Refused(f"path {value!r} contains '..': refused", hint="give the path from a --root dir down, without '..'")
     path = Path(value)
     if path.is_absolute():
         candidates = [(path, value)]
@@ -265,9 +300,9 @@ def confine(value: str, roots: Sequence[Path]) -> str:
     if not _inside(real, roots):
         where = f" (it resolves to {real})" if real != os.path.normpath(str(full)) else ""
         raise Refused(f"path {value!r} is outside the --root dirs{where}: refused",
-                      "the server reads only under: " + ", ".join(str(r) for r in roots))
+                      hint="the server reads only under: " + ", ".join(str(r) for r in roots))
     if not os.path.lexists(full) and any(ch in value for ch in "*?["):
-        raise Refused(f"path {value!r} is a pattern: refused", "give the directory or file itself, not a glob")
+        raise Refused(f"path {value!r} is a pattern: refused", hint="give the directory or file itself, not a glob")
     if os.path.isdir(real):
         _check_tree(real, roots)
     return given
@@ -294,12 +329,12 @@ def _check_tree(top: str, roots: Sequence[Path]) -> None:
                 count += 1
                 if count > TREE_LIMIT:
                     raise Refused(f"{top} has more than {TREE_LIMIT} entries: refused",
-                                  "give a partition directory or a smaller log dir")
+                                  hint="give a partition directory or a smaller log dir")
                 p = os.path.join(dirpath, name)
                 if os.path.islink(p):
                     real = os.path.realpath(p)
                     if not _inside(real, roots):
                         raise Refused(f"{p} is a symlink to {real}, outside the --root dirs: refused",
-                                      "the server reads only under: " + ", ".join(str(r) for r in roots))
+                                      hint="the server reads only under: " + ", ".join(str(r) for r in roots))
                     if os.path.isdir(real):
                         todo.append(real)
