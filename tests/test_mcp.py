@@ -28,7 +28,13 @@ from mcp.shared.exceptions import MCPError  # noqa: E402
 from kafkalog_cli.cli.main import COMMANDS  # noqa: E402
 from kafkalog_cli.cli.mcp_server import KAFKALOG_ERROR, TIMEOUT, all_commands, doc_resources  # noqa: E402
 from kafkalog_cli.cli.mcp_tools import NOT_TOOLS, TOOLS, WRITING_PARAMS, build_tools  # noqa: E402
-from kafkalog_cli.format.encoder import RecordSpec, encode_batch, reseal_crc  # noqa: E402
+from kafkalog_cli.format.encoder import (  # noqa: E402
+    RecordSpec,
+    encode_batch,
+    encode_legacy_message,
+    encode_legacy_wrapper,
+    reseal_crc,
+)
 from kafkalog_cli.format.varint import read_varint, read_varlong  # noqa: E402
 from kafkalog_cli.render.redact import redact  # noqa: E402
 
@@ -559,6 +565,12 @@ def canaries(tmp_path_factory) -> Path:
     at = raw.find(b"value-" + CANARY)
     raw[at + 8] ^= 0xFF  # inside a canary value: a CRC mismatch
     seg.write_bytes(bytes(raw))
+    legacy = logs / "b1" / "legacy-0"  # v0/v1 messages, one of them in a gzip wrapper
+    legacy.mkdir()
+    (legacy / "00000000000000000000.log").write_bytes(
+        encode_legacy_message(offset=0, key=kv()[0], value=kv()[1], magic=0)
+        + encode_legacy_message(offset=1, key=kv()[0], value=kv()[1], timestamp=ts.TS)
+        + encode_legacy_wrapper([(kv()[0], kv()[1], ts.TS)], offset=2, codec=codecs.GZIP))
     ts.meta(str(logs / "b1"), 1)
     key, _ = ts.offset_commit("orders-app", "orders", 0, 3)
     value = ts._pref(3, sc.encode(sg.OffsetCommitValue, {"offset": 3, "leaderEpoch": 0, "metadata": _canary(16, 2).decode(),
@@ -575,6 +587,7 @@ def canary_calls() -> dict[str, list[dict]]:
     more = {
         "verify_crc": [{"paths": ["logs"], "deep": True}, {"paths": ["logs/b1/orders-1"], "deep": True}],
         "dump": [{"paths": [p1], "print_data_log": True}, {"paths": ["logs/b1/orders-1"], "print_data_log": True},
+                 {"paths": ["logs/b1/legacy-0"], "print_data_log": True},
                  {"paths": ["logs/b1/__consumer_offsets-0"], "offsets_decoder": True},
                  {"paths": [p1], "value_decoder_class": "DefaultDecoder", "key_decoder_class": "StringDecoder"}],
         "seek_offset": [{"partition_dir": p1, "offset": o, "print_data_log": True} for o in range(0, 9)],
@@ -614,6 +627,8 @@ def test_canaries_never_appear_without_allow_values(canaries):
     # the same calls with --allow-values do show them: the canaries are there to be found
     shown = with_server([canaries], lambda s: _collect(s, calls), "--allow-values")
     assert sum(CANARY.decode() in t for t in shown) >= 10
+    legacy = next(t for t in shown if "legacy-0" in t and '"type":"record"' in t)
+    assert legacy.count(CANARY.decode()) >= 6  # the v0, v1 and wrapped records' keys and values
     assert any("sha256" in t for t in redacted)
 
 
