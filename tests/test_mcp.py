@@ -211,6 +211,8 @@ def test_tool_list_and_schemas_validate(golden):
             key = p.opts[0].lstrip("-").replace("-", "_") if p.param_type_name == "option" else p.name
             if key in props:
                 assert (p.help or "")[:20] in props[key]["description"], (name, key)
+    assert "Exit codes: 0 clean, 1 problems found" in by_name["verify_crc"].description
+    assert "Dry run only" in by_name["salvage"].description
     dump = by_name["dump"].input_schema["properties"]
     assert dump["print_data_log"]["type"] == "boolean" and dump["max_bytes"]["type"] == "integer"
     assert dump["gap_tracker"]["enum"] == ["scala", "java"] and dump["kafka_version"]["default"] == "4.3"

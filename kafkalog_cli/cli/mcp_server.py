@@ -102,8 +102,9 @@ def _child_env() -> dict[str, str]:
 async def run_command(argv: list[str], settings: Settings, *, skip: int = 0, limit: int | None = None) -> Outcome:
     """Run ``kafkalog ARGV`` in a child process (new process group) under the call's timeout. ``limit``: read only
     JSON lines ``[skip, skip + limit)`` (and at most a page of characters), then stop the child."""
+    launcher = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "kafkalog_cli"]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kafkalog_cli", *argv, cwd=str(settings.roots[0]), env=_child_env(),
+        *launcher, *argv, cwd=str(settings.roots[0]), env=_child_env(),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True, limit=1 << 24,
     )

@@ -114,6 +114,13 @@ class Tool:
 
     def description(self) -> str:
         text = self.help
+        body = " ".join((self.command.help or "").replace("\b", "").split("Example")[0].split())
+        if body and body != text:
+            text += " " + body
+        codes = [ln.strip() for ln in (self.command.epilog or "").replace("\b", "").split("\n\n")
+                 if ln.strip().startswith("Exit codes")]
+        if codes:
+            text += " " + " ".join(codes[0].split())
         if self.spec.dry_run_only:
             text += " Dry run only: the plan of what --execute would do; this server never executes it."
         if self.spec.output == "lines":
