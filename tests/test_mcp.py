@@ -345,7 +345,7 @@ def test_pages_join_to_the_whole_output(golden):
     assert len(doc_text) > 3000
 
     async def run(s):
-        lines, pages = await call_all_pages(s, "dump", {"paths": [seg], "deep_iteration": True, "limit": 7})
+        lines, pages = await call_all_pages(s, "dump", {"paths": [seg], "deep_iteration": True, "page_lines": 7})
         text, doc_pages = await call_all_pages(s, "verify_crc", {"paths": ["fixtures"]})
         return lines, pages, text, doc_pages
 
@@ -653,3 +653,30 @@ def test_two_roots_and_what_agents_often_send(golden):
     assert json.loads(replicas.content[0].text) == want_replicas[0]
     assert json.loads(seek.content[0].text) == want_seek[0] and want_seek[0]["record"]["offset"] == 5
     assert [f["path"] for f in json.loads(one.content[0].text)["files"]][0].startswith("orders-0/")
+
+
+def test_a_new_commands_writing_options_are_never_offered(monkeypatch):
+    """A command that lands with an export or output option, before anyone looks at its tool row: the option is not
+    in the schema, and sending it is refused."""
+    import click
+
+    from kafkalog_cli.cli.mcp_tools import Refused, ToolSpec, command_line
+
+    @click.command("fake")
+    @click.argument("paths", nargs=-1, type=click.Path())
+    @click.option("--export-dir", type=click.Path())
+    @click.option("--output", type=str)
+    @click.option("--report", "report_file", type=click.File("w"))
+    @click.option("--into", type=click.Path(writable=True))
+    @click.option("--execute", is_flag=True)
+    @click.option("--max-records", type=int)
+    def fake(**kw):  # pragma: no cover - never run
+        """A fake."""
+
+    monkeypatch.setitem(TOOLS, "fake", ToolSpec("fake"))
+    tools = build_tools({"fake": fake}, {"fake": "A fake."})
+    assert sorted(tools["fake"].by_name()) == ["max_records", "paths"]
+    for key in ("export_dir", "output", "execute", "into_out"):
+        with pytest.raises(Refused, match="never writes"):
+            command_line(tools["fake"], {key: "x"}, [FIXTURES])
+    assert command_line(tools["fake"], {"max_records": 3}, [FIXTURES]) == ["fake", "--format", "json", "--max-records=3"]

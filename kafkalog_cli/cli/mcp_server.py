@@ -6,7 +6,7 @@ tool call runs the kafkalog command itself (``python -m kafkalog_cli CMD --forma
 with the server's first ``--root`` as working directory: the result is the command's own JSON by construction, a
 call can be stopped at its timeout (the child's process group is killed), and a crash in a call cannot take the
 server down. The tool table, schemas and path confinement are ``cli/mcp_tools.py``; redaction is
-``render/redact.py``. Results are bounded: one page of at most ``--page-chars`` characters (dump: ``limit`` lines),
+``render/redact.py``. Results are bounded: one page of at most ``--page-chars`` characters (dump: ``page_lines`` lines),
 with a ``next_cursor``.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.cli.common import fail, install_hint
-from kafkalog_cli.cli.mcp_tools import CURSOR, LIMIT, WRITING_PARAMS, Refused, Tool, build_tools, coerce, command_line
+from kafkalog_cli.cli.mcp_tools import CURSOR, LIMIT, Refused, Tool, build_tools, coerce, command_line, writes
 
 # JSON-RPC error codes of our errors (the -32000..-32099 range is the server's own)
 KAFKALOG_ERROR = -32000  # the command failed: exit 2 (usage, unreadable input, refused) or a crash
@@ -319,7 +319,7 @@ def make_server(settings: Settings) -> Any:
             jsonschema.validate(args, schemas[tool.name])
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path)
-            written = [k for k in args if k.replace("-", "_").lstrip("_") in WRITING_PARAMS]
+            written = [k for k in args if writes(k)]
             if written:
                 raise MCPError(types.INVALID_PARAMS,
                                f"{written[0]!r} is refused: kafkalog mcp never writes (no --execute, no output paths)",

@@ -11,6 +11,7 @@ listed in ``NOT_TOOLS`` with its reason, so a new read-only command shows up (or
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -73,7 +74,7 @@ NOT_TOOLS: dict[str, str] = {
 WRITING_PARAMS = frozenset({"execute", "backup_dir", "no_backup", "rewrite_valid", "out_dir", "out"})
 OMITTED_PARAMS = WRITING_PARAMS | {"fmt", "format"}
 # arguments of the server itself, on every tool
-CURSOR, LIMIT = "cursor", "limit"
+CURSOR, LIMIT = "cursor", "page_lines"  # never a command option's name (Tool.schema checks)
 
 
 class Refused(KafkalogError):
@@ -99,6 +100,8 @@ class Tool:
         props: dict[str, Any] = {}
         required: list[str] = []
         for name, p in self.by_name().items():
+            if name in (CURSOR, LIMIT):
+                raise ValueError(f"{self.spec.command}'s {name!r} clashes with the server's own argument: rename it here")
             props[name] = param_schema(p, self.spec)
             if p.required:
                 required.append(name)
@@ -124,7 +127,7 @@ class Tool:
         if self.spec.dry_run_only:
             text += " Dry run only: the plan of what --execute would do; this server never executes it."
         if self.spec.output == "lines":
-            text += " The result is the command's JSON lines, a page at a time (cursor, limit)."
+            text += " The result is the command's JSON lines, a page at a time (cursor, page_lines)."
         return text + f" Runs `kafkalog {self.spec.command} --format json`; paths must lie inside the server's --root dirs."
 
 
@@ -135,8 +138,29 @@ def arg_name(p: click.Parameter) -> str:
     return p.name or ""
 
 
+_WRITING_WORDS = re.compile(r"(^|_)(execute|out|output|export|write|backup|save|dest|destination)(_|$)")
+
+
+def writes(name: str, p: click.Parameter | None = None) -> bool:
+    """Whether a parameter (or an argument name an agent sent) is a writing one: a name of ``WRITING_PARAMS``, a
+    name with a writing word (``--export-dir``, ``--output``), or a writable ``click.Path`` / ``click.File`` -- so a
+    new command's writing option is never offered even before its tool row says so."""
+    name = name.replace("-", "_").lstrip("_")
+    if name in WRITING_PARAMS or _WRITING_WORDS.search(name):
+        return True
+    if p is not None:
+        t = p.type
+        if isinstance(t, click.Path) and t.writable:
+            return True
+        if isinstance(t, click.File) and any(c in t.mode for c in "wax+"):
+            return True
+    return False
+
+
 def _offered(p: click.Parameter, spec: ToolSpec) -> bool:
-    return p.name not in OMITTED_PARAMS and p.name not in spec.drop and not getattr(p, "hidden", False)
+    if p.name in OMITTED_PARAMS or p.name in spec.drop or getattr(p, "hidden", False):
+        return False
+    return not (isinstance(p, click.Option) and (writes(p.name or "", p) or writes(arg_name(p))))
 
 
 def build_tools(commands: dict[str, click.Command], helps: dict[str, str]) -> dict[str, Tool]:
@@ -241,7 +265,7 @@ def command_line(tool: Tool, args: dict[str, Any], roots: Sequence[Path]) -> lis
     for key in args:
         if key in (CURSOR, LIMIT):
             continue
-        if key in WRITING_PARAMS or key.replace("-", "_").lstrip("_") in WRITING_PARAMS:
+        if writes(key):
             raise Refused(f"{key!r} is refused: kafkalog mcp never writes (no --execute, no output paths)",
                           hint=f"run `kafkalog {tool.spec.command}` yourself for that; this tool gives the dry run")
         if key not in by_name:
