@@ -680,3 +680,17 @@ def test_a_new_commands_writing_options_are_never_offered(monkeypatch):
         with pytest.raises(Refused, match="never writes"):
             command_line(tools["fake"], {key: "x"}, [FIXTURES])
     assert command_line(tools["fake"], {"max_records": 3}, [FIXTURES]) == ["fake", "--format", "json", "--max-records=3"]
+
+
+def test_usage_errors_exit_2_with_a_hint(tmp_path):
+    def run(*code_and_args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", *code_and_args], capture_output=True, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL, timeout=60)
+
+    start = "import sys; from kafkalog_cli.cli.main import main; sys.argv = ['kafkalog', 'mcp', '--root', {!r}]; "
+    no_sdk = run("import sys; sys.modules['mcp'] = None; " + start.format(str(tmp_path)) + "main()")
+    assert no_sdk.returncode == 2 and "the MCP SDK (the 'mcp' package) is not installed" in no_sdk.stderr
+    assert "pip install '.[mcp]'" in no_sdk.stderr and "Traceback" not in no_sdk.stderr
+    (tmp_path / "f").write_text("x")
+    not_dir = run(start.format(str(tmp_path / "f")) + "main()")
+    assert not_dir.returncode == 2 and "Traceback" not in not_dir.stderr
