@@ -647,9 +647,11 @@ def test_two_roots_and_what_agents_often_send(golden):
         seek = await s.call_tool("seek_offset", {"partition_dir": "orders-0", "offset": "5", "print_data_log": "true",
                                                  "format": "json"})
         one = await s.call_tool("verify_crc", {"paths": "orders-0"})
-        return replicas, seek, one
+        when = await s.call_tool("seek_time", {"partition_dir": "orders-0", "timestamp": 1700000005000})
+        return replicas, seek, one, when
 
-    replicas, seek, one = with_server([first, second], run, "--allow-values")
+    replicas, seek, one, when = with_server([first, second], run, "--allow-values")
+    assert json.loads(when.content[0].text)["offset"] == 5
     assert json.loads(replicas.content[0].text) == want_replicas[0]
     assert json.loads(seek.content[0].text) == want_seek[0] and want_seek[0]["record"]["offset"] == 5
     assert [f["path"] for f in json.loads(one.content[0].text)["files"]][0].startswith("orders-0/")

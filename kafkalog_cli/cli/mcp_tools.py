@@ -220,7 +220,8 @@ def param_schema(p: click.Parameter, spec: ToolSpec) -> dict[str, Any]:
 
 def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """What agents often send, made what the schema says: a single path where a list is wanted (``"paths": "x"``),
-    a number or a flag as a string (``"offset": "5"``, ``"deep": "true"``); ``format: "json"`` (the only format) is
+    a number or a flag as a string (``"offset": "5"``, ``"deep": "true"``), a number for a string
+    (``"timestamp": 1700000000000``); ``format: "json"`` (the only format) is
     dropped. Anything else is left for the schema's validation to refuse."""
     props = schema.get("properties", {})
     out: dict[str, Any] = {}
@@ -240,9 +241,11 @@ def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _coerce_one(value: Any, want: dict[str, Any]) -> Any:
+    kind = want.get("type")
+    if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # seek_time's timestamp sent as a number
     if not isinstance(value, str):
         return value
-    kind = want.get("type")
     text = value.strip()
     if kind == "integer" and text.lstrip("-").isdigit():
         return int(text)
