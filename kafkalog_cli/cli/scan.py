@@ -154,8 +154,11 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
 def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[str], list[str]]:
     """(listing, stray .log files named, segments, arguments that matched nothing, empty partition directories);
     the notes and errors of the arguments printed on stderr."""
+    import glob
+
     from kafkalog_cli.scan.listing import Listing
     from kafkalog_cli.scan.paths import expand
+    from kafkalog_cli.storage.paths import NO_SUCH_PATH
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
     strays = _input_notes(paths)
@@ -169,7 +172,9 @@ def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[s
         click.echo(f"kafkalog: note: {arg}: no segment in this partition directory: an empty log (the broker creates "
                    "its first segment when it loads the partition)", err=True)
     for arg in unmatched:
-        click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
+        what = NO_SUCH_PATH if "://" not in arg and not os.path.lexists(arg) and not glob.has_magic(arg) \
+            else "no segment files (<20 digits>.log) in it"
+        click.echo(f"kafkalog: error: {arg}: {what}", err=True)
         click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
     return listing, strays, segments, unmatched, empty
 

@@ -39,6 +39,7 @@ from kafkalog_cli.format.text import int64
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.paths import directory_files
 from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 from kafkalog_cli.versions import Profile
@@ -387,7 +388,7 @@ class Dumper:
         for arg in args:
             if os.path.isdir(arg):
                 try:
-                    files = layout.expand_directory(arg)
+                    files = directory_files(arg)
                 except OSError as exc:
                     yield from self._unlistable(arg, exc)
                     continue

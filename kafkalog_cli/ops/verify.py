@@ -719,7 +719,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
     a directory's ``0.log`` or ``x.log`` is reported (the broker never reads it), not verified as a segment; a file
     named on the command line is verified whatever its name."""
     from kafkalog_cli.storage import layout
-    from kafkalog_cli.storage.layout import expand_directory
+    from kafkalog_cli.storage.paths import directory_files
 
     logs: list[str] = []
     seen: set[str] = set()
@@ -730,7 +730,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
         before = (len(logs), len(companions), len(bad))
         if not explicit:
             try:
-                files = expand_directory(arg)
+                files = directory_files(arg)
             except OSError as exc:
                 bad.append(_unreadable(arg, f"cannot list directory: {exc.strerror}"))
                 continue

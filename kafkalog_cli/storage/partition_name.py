@@ -39,12 +39,13 @@ class TopicPartitionName:
         return self.suffix is None
 
 
-def java_parse_int(text: str) -> int | None:
-    """``Integer.parseInt(text)``, None where it throws NumberFormatException."""
+def java_parse_int(text: str, bits: int = 32) -> int | None:
+    """``Integer.parseInt(text)`` (``Long.parseLong`` with ``bits=64``), None where it throws NumberFormatException.
+    The one Java number parser of the names and checkpoint files (``storage/companions.py`` raises on None)."""
     if not _JAVA_INT.fullmatch(text):
         return None
     value = int(text)
-    return value if -(MAX_PARTITION + 1) <= value <= MAX_PARTITION else None
+    return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else None
 
 
 def parse_topic_partition_name(name: str) -> TopicPartitionName | None:
