@@ -52,12 +52,12 @@ from kafkalog_cli.broker.producer_state_manager import (
 from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
-from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex
 from kafkalog_cli.storage.paths import live_partition, require_directory
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
+from kafkalog_cli.storage.segment_check import map_segment
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -476,7 +476,7 @@ def _count_records(path: str, entries: list[tuple[int, int, int, int]]) -> int:
 def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | None = None) -> Lost:
     """What the bytes from ``cut`` on hold, by verify-crc's resync map (intact batches beyond a bad one count).
     ``from_offset``: the first offset the cut removes (the kept prefix's next offset), when known."""
-    _rep, m = verify.map_segment(path)
+    _rep, m = map_segment(path)
     ents = [e for e in m.entries if e[0] >= cut]
     size = os.path.getsize(path)
     corrupt = sum(min(e, size) - max(s, cut) for s, e, err in m.regions if err and e > cut)

@@ -319,7 +319,7 @@ def _lost(mf: MappedFile, start: int, end: int) -> bool:
 
 def next_valid_entry(buf: Any, start: int, end: int) -> int | None:
     """The first position >= ``start`` where a plausible entry whose CRC verifies begins (verify-crc's resync)."""
-    from kafkalog_cli.ops.verify import find_next_valid
+    from kafkalog_cli.storage.segment_check import find_next_valid
 
     return find_next_valid(buf[:end] if end < len(buf) else buf, start)
 

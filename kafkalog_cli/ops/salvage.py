@@ -42,11 +42,12 @@ from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format import layouts as L
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import repair_plan, safety, verify
+from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.paths import partition_name, require_directory
 from kafkalog_cli.storage.segment import MappedFile
+from kafkalog_cli.storage.segment_check import map_segment
 
 INT32_MAX = 2147483647
 CONTROL_FLAG = 0x20  # RecordBatch attributes: control batch (bit 5)
@@ -164,7 +165,7 @@ def _resync_map(plan: SalvagePlan, bases: list[int]) -> tuple[dict[int, list[tup
     prev_last: int | None = None
     for base in bases:
         path = os.path.join(pdir, layout.segment_name(base))
-        rep, m = verify.map_segment(path)
+        rep, m = map_segment(path)
         if rep.unreadable:
             raise UnreadableFileError(rep.problems[0].message if rep.problems else "unreadable", file=path)
         if any(mg < 2 for mg in rep.magics):
@@ -498,7 +499,7 @@ def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
     pdir = plan.partition_dir
     kept = {}
     for base in layout.segment_bases(pdir):
-        _rep, m = verify.map_segment(os.path.join(pdir, layout.segment_name(base)))
+        _rep, m = map_segment(os.path.join(pdir, layout.segment_name(base)))
         kept[layout.segment_name(base)] = m.entries
     steps = []
     for c in plan.changes:

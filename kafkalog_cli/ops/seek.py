@@ -128,7 +128,7 @@ def _safe_walk(log: MappedFile, pos: int, path: str) -> Iterator[tuple[int, int,
     """``walk`` that goes on after unreadable bytes: where it stops on a header that reads as zeros because its page
     could not be read, the walk resumes at the next valid entry after those bytes (verify-crc's resync). The bytes
     are reported with the result (``SeekResult.findings``)."""
-    from kafkalog_cli.ops.verify import find_next_valid
+    from kafkalog_cli.storage.segment_check import find_next_valid
 
     start = pos
     while True:
