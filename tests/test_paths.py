@@ -198,3 +198,14 @@ def test_the_file_readers_read_every_copy(tmp_path: Path, cmd: str) -> None:
         assert "OK: 5 files" in said, said
     else:
         assert "orders-2" in said and "orders-4" in said, said
+
+
+@pytest.mark.parametrize("cmd", ("dump", "verify-crc", "scan", "transactions", "explain-cleaner",
+                                 "explain-retention"))
+def test_an_empty_partition_with_a_subdirectory_is_an_empty_log(tmp_path: Path, cmd: str) -> None:
+    """The broker's loader reads only a partition directory's files (LogLoader.java:359-361): ``orders-0`` holding
+    only a directory is an empty log, a note (scan used to call it a wrong path, exit 2)."""
+    part = tmp_path / "logs" / "orders-0"
+    (part / "junk").mkdir(parents=True)
+    code, said = _run(cmd, part, tmp_path)
+    assert code == 0 and ("kafkalog: note:" in said or "info no-segment" in said) and "an empty log" in said, said

@@ -90,6 +90,19 @@ def holds_segments(path: str) -> bool:
         return False
 
 
+def empty_partition(path: str) -> bool:
+    """A live ``<topic>-<partition>`` directory holding no ``.log`` file: an empty log, which the broker's loader
+    opens by creating its first segment. Subdirectories do not count: the loader reads only the directory's files
+    (``LogLoader.loadSegmentFiles``, LogLoader.java:359-361, ``filter(File::isFile)``)."""
+    if not os.path.isdir(path) or live_partition(path) is None:
+        return False
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return not any(n.endswith(".log") and not os.path.isdir(os.path.join(path, n)) for n in names)
+
+
 def live_children(log_dir: str, *, need_segments: bool = False) -> list[str]:
     """The live partition directories of a log dir (``<topic>-<partition>``, LogManager.scala:467-472), sorted by
     name; with ``need_segments`` only those holding a segment."""
