@@ -209,3 +209,29 @@ def test_an_empty_partition_with_a_subdirectory_is_an_empty_log(tmp_path: Path, 
     (part / "junk").mkdir(parents=True)
     code, said = _run(cmd, part, tmp_path)
     assert code == 0 and ("kafkalog: note:" in said or "info no-segment" in said) and "an empty log" in said, said
+
+
+@pytest.mark.parametrize("cmd", DIR_COMMANDS + FILE_COMMANDS)
+def test_a_directory_that_cannot_be_listed_is_the_same_error_everywhere(tmp_path: Path, cmd: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``errors.cannot_list``: 'cannot list directory: permission denied', exit 2, in every command (explain-* and
+    transactions raised PermissionError; the repairs said 'Permission denied', the loader 'cannot list the
+    directory', scan 'no segment files in it'). Simulated: the suite may run as root, which chmod cannot stop."""
+    import errno
+
+    t = _tree(tmp_path)
+    bad = str(t["partition"])
+    real_listdir, real_scandir = os.listdir, os.scandir
+
+    def denied(real):  # noqa: ANN001, ANN202
+        def call(p=".", *a):  # noqa: ANN001, ANN002, ANN202
+            if os.path.abspath(os.fspath(p)) == bad:
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(p))
+            return real(p, *a)
+        return call
+
+    monkeypatch.setattr(os, "listdir", denied(real_listdir))
+    monkeypatch.setattr(os, "scandir", denied(real_scandir))
+    code, said = _run(cmd, t["partition"], tmp_path)
+    assert code == 2, said
+    assert f"kafkalog: error: {bad}: cannot list directory: permission denied" in said, said

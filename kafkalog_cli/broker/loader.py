@@ -49,7 +49,7 @@ from kafkalog_cli.broker.producer_state_manager import (
     rebuild_producer_state,
     remove_stray_snapshots,
 )
-from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
+from kafkalog_cli.errors import CheckpointError, KafkalogError, cannot_list
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
 from kafkalog_cli.storage import companions as comp
@@ -543,7 +543,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     try:
         names = sorted(n for n in os.listdir(pdir) if os.path.isfile(os.path.join(pdir, n)))
     except OSError as exc:
-        raise UnreadableFileError(f"cannot list the directory: {exc.strerror}", file=pdir) from None
+        raise cannot_list(exc, pdir) from None
     files: dict[str, str] = {n: os.path.join(pdir, n) for n in names}  # final name -> file holding its content
     recover_now: dict[int, str] = {}
     _leftovers(plan, files, version, recover_now, segment_index_bytes)

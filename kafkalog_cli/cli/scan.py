@@ -154,11 +154,9 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
 def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[str], list[str]]:
     """(listing, stray .log files named, segments, arguments that matched nothing, empty partition directories);
     the notes and errors of the arguments printed on stderr."""
-    import glob
-
     from kafkalog_cli.scan.listing import Listing
     from kafkalog_cli.scan.paths import expand
-    from kafkalog_cli.storage.paths import NO_SUCH_PATH, empty_partition
+    from kafkalog_cli.storage.paths import empty_partition, unmatched_reason
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
     strays = _input_notes(paths)
@@ -172,8 +170,7 @@ def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[s
         click.echo(f"kafkalog: note: {arg}: no segment in this partition directory: an empty log (the broker creates "
                    "its first segment when it loads the partition)", err=True)
     for arg in unmatched:
-        what = NO_SUCH_PATH if "://" not in arg and not os.path.lexists(arg) and not glob.has_magic(arg) \
-            else "no segment files (<20 digits>.log) in it"
+        what = (unmatched_reason(arg) if "://" not in arg else None) or "no segment files (<20 digits>.log) in it"
         click.echo(f"kafkalog: error: {arg}: {what}", err=True)
         click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
     return listing, strays, segments, unmatched, empty

@@ -404,12 +404,10 @@ class Dumper:
                 yield from self.dump_file(arg)
 
     def _unlistable(self, path: str, exc: OSError) -> Iterator[Any]:
-        from kafkalog_cli.errors import unreadable
+        from kafkalog_cli.errors import cannot_list
 
         self.summary.unreadable += 1
-        err = unreadable(exc, path, want="directory")
-        err.message = f"cannot list directory: {err.message}"
-        yield FileError(err, unreadable=True)
+        yield FileError(cannot_list(exc, path), unreadable=True)
 
     def _findings(self, mf: MappedFile, reported: set[tuple[str, int, int]]) -> Iterator[Any]:
         """Events for the findings of ``mf`` not yet reported (each once)."""

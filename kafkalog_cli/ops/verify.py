@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
+from kafkalog_cli.errors import cannot_list
 from kafkalog_cli.ops import verify_companions as companion_checks
 from kafkalog_cli.storage.segment_check import DEFAULT_MAX_BATCH_SIZE, verify_segment
 from kafkalog_cli.storage.verify_model import (
@@ -52,7 +53,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
             try:
                 files = directory_files(arg)
             except OSError as exc:
-                bad.append(_unreadable(arg, f"cannot list directory: {exc.strerror}"))
+                bad.append(_unreadable(arg, cannot_list(exc, arg).message))
                 continue
             if not any(layout.is_scannable_segment(f) for f in files) \
                     and layout.looks_like_partition_dir(arg):
@@ -67,7 +68,7 @@ def plan_paths(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]], 
                 try:
                     os.listdir(f)
                 except OSError as exc:
-                    bad.append(_unreadable(f, f"cannot list directory: {exc.strerror or exc}"))
+                    bad.append(_unreadable(f, cannot_list(exc, f).message))
                 continue
             name = os.path.basename(f)
             kind = layout.classify(name)

@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from kafkalog_cli.errors import UnreadableFileError, unreadable
+from kafkalog_cli.errors import UnreadableFileError, cannot_list
 from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 
 LOG_SUFFIX = ".log"
@@ -125,12 +125,17 @@ def classify(name: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ segments
+def list_directory(path: str) -> list[str]:
+    """``os.listdir`` with the one typed error for a directory that cannot be listed (``errors.cannot_list``)."""
+    try:
+        return os.listdir(path)
+    except OSError as exc:
+        raise cannot_list(exc, path) from None
+
+
 def segment_bases(partition_dir: str) -> list[int]:
     """Sorted base offsets of the segments (possibly none); typed errors for an unreadable directory."""
-    try:
-        names = os.listdir(partition_dir)
-    except OSError as exc:
-        raise unreadable(exc, partition_dir, want="directory") from None
+    names = list_directory(partition_dir)
     bases = []
     for n in names:  # cheaper than a regex per name: this loop is the whole cost on 10,000-segment partitions
         if is_segment_name(n):
@@ -209,7 +214,7 @@ def deleted_leftovers(names: list[str]) -> list[str]:
 
 def leftovers(partition_dir: str) -> list[str]:
     """Names of the leftover files in a partition directory, sorted."""
-    return sorted(n for n in os.listdir(partition_dir) if is_leftover(n))
+    return sorted(n for n in list_directory(partition_dir) if is_leftover(n))
 
 
 def leftover_fate(name: str, names: list[str] | set[str]) -> str:

@@ -9,13 +9,15 @@ the broker's terms (Kafka trunk 1eb7644):
   (``LogManager.loadLogs``, LogManager.scala:467-472; the parser is ``storage/partition_name.py``). Commands that
   act on the live log of a partition (``recover``, ``salvage``, ``explain-*``, ``transactions``) take the live
   ``<topic>-<partition>`` ones; the broker renames the others (``-delete``, ``-future``, ``-stray``) itself. A
-  directory named on the command line is taken as given.
+  partition directory named on the command line is taken as given by the commands that read or rewrite its files
+  (dump, verify-crc, scan, rebuild-index, compact, truncate-to-epoch, seek-*), suffixed or not; recover and salvage
+  model the live log's load and take a live one only.
 * A partition directory's files are sorted as the broker names them (``storage/layout.py``): a segment is a
   ``<20 digits>.log`` file.
 * The typed errors: a PATH that does not exist is ``missing`` ("no such file or directory"), a file where a
   directory is needed is ``not_a_directory``, a directory that lists nothing of Kafka's is ``layout.no_segment``
-  (a partition directory: an empty log; any other: the wrong path), a directory that cannot be listed is the
-  OSError's ``errors.unreadable``.
+  (a partition directory: an empty log; any other: the wrong path), a directory that cannot be listed is
+  ``errors.cannot_list`` ("cannot list directory: permission denied", through ``layout.list_directory``).
 
 Nothing here prints; local paths only (``scan`` adds object-store URIs above, ``scan/paths.py``).
 """
@@ -107,7 +109,7 @@ def live_children(log_dir: str, *, need_segments: bool = False) -> list[str]:
     """The live partition directories of a log dir (``<topic>-<partition>``, LogManager.scala:467-472), sorted by
     name; with ``need_segments`` only those holding a segment."""
     out = []
-    for name in sorted(os.listdir(log_dir)):
+    for name in sorted(layout.list_directory(log_dir)):
         sub = os.path.join(log_dir, name)
         tp = parse_topic_partition_name(name)
         if tp is None or not tp.is_live or not os.path.isdir(sub):
@@ -124,7 +126,7 @@ def partition_dirs(args: list[str]) -> list[str]:
     out: list[str] = []
     for p in args:
         require_directory(p, "a partition or log directory")
-        names = os.listdir(p)
+        names = layout.list_directory(p)
         if live_partition(p) is not None and (any(n.endswith(_PARTITION_FILES) for n in names)
                                               or "leader-epoch-checkpoint" in names or "partition.metadata" in names):
             out.append(os.path.abspath(p))
@@ -152,7 +154,7 @@ def log_dir_partitions(args: list[str]) -> tuple[list[tuple[str, str]], list[str
         before = len(found)
         found += [(sub, path) for sub in live_children(path, need_segments=True)]
         if len(found) == before:  # a folder of log dirs (one per broker): one level down
-            for name in sorted(os.listdir(path)):
+            for name in sorted(layout.list_directory(path)):
                 sub = os.path.join(path, name)
                 if os.path.isdir(sub) and not holds_segments(sub):
                     found += [(s, sub) for s in live_children(sub, need_segments=True)]
@@ -226,6 +228,21 @@ def directory_files(path: str, *, top: bool = True) -> list[str]:
     for d in subdirs:
         out += directory_files(d, top=False)
     return out
+
+
+def unmatched_reason(arg: str) -> str | None:
+    """Why a local PATH argument (not a glob) gave nothing, when the path itself is the reason: ``missing``'s text,
+    or ``cannot list directory: ...``; None when it was read and holds nothing (the caller words that)."""
+    if glob.has_magic(arg):
+        return None
+    if not os.path.lexists(arg):
+        return NO_SUCH_PATH
+    if os.path.isdir(arg):
+        try:
+            layout.list_directory(arg)
+        except UnreadableFileError as exc:
+            return exc.message
+    return None
 
 
 def segment_files(arg: str, *, on_error: Callable[[OSError], None] | None = None,
