@@ -235,3 +235,23 @@ def test_a_directory_that_cannot_be_listed_is_the_same_error_everywhere(tmp_path
     code, said = _run(cmd, t["partition"], tmp_path)
     assert code == 2, said
     assert f"kafkalog: error: {bad}: cannot list directory: permission denied" in said, said
+
+
+def _empty_partition_codes() -> list[tuple[str, int]]:
+    from test_verdicts import TABLE
+
+    return [(cmd, code) for cmd, which, code, _cell in TABLE if which == "empty partition"]
+
+
+@pytest.mark.parametrize(("cmd", "code"), _empty_partition_codes())
+@pytest.mark.parametrize("suffix", ["", f".{UUID}-future", f".{UUID}-delete"])
+def test_an_empty_suffixed_copy_is_an_empty_log_everywhere(tmp_path: Path, cmd: str, code: int, suffix: str) -> None:
+    """docs/commands.md's "empty partition" column holds for a -future/-delete copy too: the broker loads such a
+    directory (LogManager.scala:467-472, parseTopicPartitionName takes the name), so an empty one is an empty log.
+    dump, scan, explain-* and transactions called it a wrong path (exit 2) where verify-crc and seek-* said empty."""
+    part = tmp_path / "logs" / f"orders-0{suffix}"
+    part.mkdir(parents=True)
+    got, said = _run(cmd, part, tmp_path)
+    assert got == code, said
+    if code != 2:
+        assert "empty" in said, said

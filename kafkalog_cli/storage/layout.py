@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from kafkalog_cli.errors import UnreadableFileError, cannot_list
-from kafkalog_cli.storage.partition_name import parse_topic_partition_name
+from kafkalog_cli.storage.partition_name import names_a_partition
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -171,7 +171,7 @@ def log_dir_of(partition_dir: str) -> str:
 def looks_like_partition_dir(path: str) -> bool:
     """``<topic>-<n>`` (optionally with Kafka's ``.<uuid>-delete/-future/-stray`` suffix), or holding a file only a
     partition directory has."""
-    if parse_topic_partition_name(os.path.basename(os.path.abspath(path))) is not None:
+    if names_a_partition(path):
         return True
     return any(os.path.exists(os.path.join(path, n)) for n in ("partition.metadata", "leader-epoch-checkpoint"))
 

@@ -67,9 +67,9 @@ def parse_topic_partition_name(name: str) -> TopicPartitionName | None:
 
 
 def names_a_partition(path: str) -> bool:
-    """Is ``path``'s last component a live partition directory name (``topic-N``)? What the commands ask of a PATH
-    argument that holds no segment: an empty partition (a note) rather than something that is not Kafka's."""
+    """Is ``path``'s last component a partition directory name the broker takes (``topic-N``, or a ``-delete`` /
+    ``-future`` / ``-stray`` copy: LogManager.loadLogs loads each, LogManager.scala:467-472)? What the commands ask
+    of a PATH argument that holds no segment: an empty log (a note) rather than something that is not Kafka's."""
     import os
 
-    tp = parse_topic_partition_name(os.path.basename(os.path.abspath(path)))
-    return tp is not None and tp.is_live
+    return parse_topic_partition_name(os.path.basename(os.path.abspath(path))) is not None

@@ -93,10 +93,11 @@ def holds_segments(path: str) -> bool:
 
 
 def empty_partition(path: str) -> bool:
-    """A live ``<topic>-<partition>`` directory holding no ``.log`` file: an empty log, which the broker's loader
-    opens by creating its first segment. Subdirectories do not count: the loader reads only the directory's files
-    (``LogLoader.loadSegmentFiles``, LogLoader.java:359-361, ``filter(File::isFile)``)."""
-    if not os.path.isdir(path) or live_partition(path) is None:
+    """A partition directory (``partition_name.names_a_partition``: suffixed copies too) holding no ``.log`` file:
+    an empty log, which the broker's loader opens by creating its first segment. Subdirectories do not count: the
+    loader reads only the directory's files (``LogLoader.loadSegmentFiles``, LogLoader.java:359-361,
+    ``filter(File::isFile)``)."""
+    if not os.path.isdir(path) or partition_name(path) is None:
         return False
     try:
         names = os.listdir(path)
