@@ -113,9 +113,7 @@ def live_children(log_dir: str, *, need_segments: bool = False) -> list[str]:
     for name in sorted(layout.list_directory(log_dir)):
         sub = os.path.join(log_dir, name)
         tp = parse_topic_partition_name(name)
-        if tp is None or not tp.is_live or not os.path.isdir(sub):
-            continue
-        if need_segments and not holds_segments(sub):
+        if tp is None or not tp.is_live or not (holds_segments(sub) if need_segments else os.path.isdir(sub)):
             continue
         out.append(sub)
     return out
