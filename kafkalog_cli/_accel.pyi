@@ -43,7 +43,7 @@ def scan_v2(buffer: Buffer, start: int, end: int, /) -> tuple[bytes, int, str]:
 def verify_run(buffer: Buffer, pos: int, stop_at: int, max_size: int, seg_base: int, has_prev: bool, prev_last: int,
                prev_epoch: int, ts_limit: int, want_entries: bool,
                /) -> tuple[int, int, int, int, int, int, int, int, bytes | None]:
-    """verify-crc's fast path: from ``pos``, the run of v2 batches on which ``ops.verify._Walker.on_v2`` would report
+    """verify-crc's fast path: from ``pos``, the run of v2 batches on which ``storage.segment_check._Walker.on_v2`` would report
     nothing (CRC, sizes, codec, offsets, leader epoch, timestamps up to ``ts_limit``).
 
     Returns (pos, batches, records, first_base, prev_last, first_epoch, prev_epoch, saw_epoch, entries): where it

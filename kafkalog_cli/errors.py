@@ -97,6 +97,15 @@ def unreadable(exc: OSError, path: str, *, want: str = "file") -> UnreadableFile
     return UnreadableFileError(f"cannot read: {exc.strerror or exc}", file=path)
 
 
+def cannot_list(exc: OSError, path: str) -> UnreadableFileError:
+    """The one error for a directory that exists but cannot be listed (``storage/paths.py``, every command):
+    ``cannot list directory: permission denied``; a directory gone meanwhile stays ``unreadable``'s vanished one."""
+    err = unreadable(exc, path, want="directory")
+    if not isinstance(exc, FileNotFoundError):
+        err.message = f"cannot list directory: {err.message}"
+    return err
+
+
 class CorruptIndexError(KafkalogError):
     """An index file that fails a sanity check."""
 

@@ -23,7 +23,7 @@ from test_accel_walk import python_scan, rebuilt_tuple
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
-from kafkalog_cli.storage import accel
+from kafkalog_cli.storage import accel, segment_check
 
 pytestmark = pytest.mark.skipif(accel.module() is None, reason="compiled accelerator not built or disabled")
 
@@ -199,7 +199,7 @@ def test_two_corruptions_and_progress_boundaries(big: tuple[bytearray, list[int]
     mutated = bytearray(data)
     flip_payload(mutated, positions[len(positions) // 3])
     offset_back(mutated, positions[2 * len(positions) // 3])
-    monkeypatch.setattr(verify, "PROGRESS_EVERY", 5 * MiB + 12345)
+    monkeypatch.setattr(segment_check, "PROGRESS_EVERY", 5 * MiB + 12345)
     assert_all_equal(bytes(mutated), tmp_path / "00000000000000000000.log", monkeypatch, CONFIGS, "two",
                      progress_every=1)
 

@@ -30,7 +30,7 @@ from kafkalog_cli.format.batch import HEADER
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_message
 from kafkalog_cli.ops import rebuild_index as ri
 from kafkalog_cli.ops import verify
-from kafkalog_cli.storage import accel
+from kafkalog_cli.storage import accel, segment_check
 from kafkalog_cli.storage.segment import walk
 
 pytestmark = pytest.mark.skipif(accel.module() is None, reason="compiled accelerator not built or disabled")
@@ -232,7 +232,7 @@ def test_verify_progress_and_fast_path_used(tmp_path: Path, monkeypatch: pytest.
     data = b"".join(encode_batch([RecordSpec(b"k", b"v" * 300, timestamp=1000 + i)], base_offset=i) for i in range(200))
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
-    monkeypatch.setattr(verify, "PROGRESS_EVERY", 5000)
+    monkeypatch.setattr(segment_check, "PROGRESS_EVERY", 5000)
     taken = []
     real = accel.module()
 

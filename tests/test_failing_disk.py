@@ -20,7 +20,7 @@ from kafkalog_cli.cli.main import cli
 from kafkalog_cli.errors import FileVanishedError
 from kafkalog_cli.ops import verify as verify_ops
 from kafkalog_cli.ops.dump import Dumper, DumpOptions, ReadFindingEvent
-from kafkalog_cli.storage import safe_read
+from kafkalog_cli.storage import safe_read, segment_check
 from kafkalog_cli.storage.segment import MappedFile
 from kafkalog_cli.versions import profile_for
 
@@ -194,7 +194,7 @@ def test_verify_segment_truncated_mid_walk(tmp_path, monkeypatch):
     seg = make_segment(100, records=4, value_size=500)
     path = tmp_path / SEG_NAME
     path.write_bytes(seg.data)
-    monkeypatch.setattr(verify_ops, "PROGRESS_EVERY", 4096)
+    monkeypatch.setattr(segment_check, "PROGRESS_EVERY", 4096)
     cut = seg.starts[50]
     calls = []
 
@@ -290,7 +290,7 @@ def test_sparse_segment_holes_are_skipped_without_reading(tmp_path):
         f.truncate(1 << 30)
     with MappedFile(str(path)) as mf:
         ext = mf.data_extents()
-        walker = verify_ops._Walker(mf.buf, verify_ops.SegmentReport(path=str(path), kind="log"), deep=False,
+        walker = segment_check._Walker(mf.buf, segment_check.SegmentReport(path=str(path), kind="log"), deep=False,
                                     max_batch_size=1 << 20, max_problems=10, observers=[], progress=None,
                                     extents=mf.data_extents)
         assert walker.zero_end(len(seg.data)) == 1 << 30

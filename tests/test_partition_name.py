@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalog_cli.broker.loader import topic_partition
 from kafkalog_cli.internal_topics.logdir import split_name
 from kafkalog_cli.scan.paths import parse_partition_dir
 from kafkalog_cli.storage.partition_name import TopicPartitionName, parse_topic_partition_name
+from kafkalog_cli.storage.paths import live_partition as topic_partition
 
 UUID = "0f" * 16
 

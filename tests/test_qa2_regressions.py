@@ -39,7 +39,7 @@ def test_partition_dir_with_non_ascii_digit_is_not_an_internal_error(tmp_path: P
     res = kafkalog("truncate-to-epoch", "--to-offset", "10", str(pdir))
     assert b"internal error" not in res.stderr, res.stderr
     assert res.returncode == 1, res.stderr  # a dry run whose plan changes files
-    from kafkalog_cli.broker.loader import topic_partition
+    from kafkalog_cli.storage.paths import live_partition as topic_partition
 
     assert topic_partition(str(pdir)) is None
     assert topic_partition(str(tmp_path / "t-7")) == ("t", 7)

@@ -184,6 +184,9 @@ def test_cli_sample_logdir_text(tmp_path: Path) -> None:
 
 def test_cli_usage_errors(tmp_path: Path) -> None:
     res = _cli(str(tmp_path / "nothing-here"))
+    assert res.returncode == 2 and "nothing-here: no such file or directory" in res.stderr  # storage/paths.missing
+    (tmp_path / "empty").mkdir()
+    res = _cli(str(tmp_path / "empty"))
     assert res.returncode == 2 and "no segment files" in res.stderr
     (tmp_path / "batches").mkdir()
     (tmp_path / "batches" / "precious.txt").write_text("x")

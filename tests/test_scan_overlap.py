@@ -16,10 +16,10 @@ pa = pytest.importorskip("pyarrow")
 from scan_data import make_corrupt_fleet, make_logdir  # noqa: E402
 from verify_helpers import make_segment  # noqa: E402
 
-from kafkalog_cli.ops.verify_model import ERROR, INFO, Problem, SegmentReport  # noqa: E402
 from kafkalog_cli.scan import extract, verify_pass  # noqa: E402
 from kafkalog_cli.scan.extract import scan_segment_chunks  # noqa: E402
 from kafkalog_cli.scan.paths import expand  # noqa: E402
+from kafkalog_cli.storage.verify_model import ERROR, INFO, Problem, SegmentReport  # noqa: E402
 
 NEVER = 1 << 62
 

@@ -162,7 +162,7 @@ def test_cli_exit_codes_and_output(tmp_path):
     r = _run("seek-time", pdir, "not-a-time")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     r = _run("seek-offset", str(tmp_path / "nope"), "1")
-    assert r.returncode == 2 and "no such directory" in r.stderr
+    assert r.returncode == 2 and "no such file or directory" in r.stderr
 
 
 def test_seek_time_uses_log_mtime_when_time_index_is_empty(tmp_path):

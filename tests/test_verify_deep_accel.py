@@ -1,7 +1,7 @@
 """verify-crc --deep's compiled record walk (``_accel.check_records``, issue 20) against the Python reference.
 
 The C walk may only answer "certainly clean": whenever it says so, the Python walk (``Batch.iter_records`` plus the
-offset checks of ``ops/verify.py``) must find nothing; otherwise the batch goes to Python, which words the problem.
+offset checks of ``storage/segment_check.py``) must find nothing; otherwise the batch goes to Python, which words the problem.
 Batches are mutated inside their records and their CRC recomputed, so that the deep walk (not the CRC) sees them.
 """
 
@@ -48,7 +48,7 @@ def _mutated_batch(rng: random.Random, base: int, codec: int = 0) -> bytearray:
 
 
 def _python_clean(data: bytes, batch: Batch) -> bool:
-    """The reference answer: the Python deep walk of ops/verify.py finds nothing in this batch."""
+    """The reference answer: the Python deep walk of storage/segment_check.py finds nothing in this batch."""
     base, last = batch.base_offset, batch.base_offset + batch.last_offset_delta
     prev = None
     try:

@@ -6,7 +6,7 @@
  * Why: `verify-crc --deep` parsed every record in Python (a Record object, key/value views, a header list each), 30x
  * slower than the dump it is meant to keep up with. check_records walks the same structure as
  * kafkalog_cli/format/batch.py:_decode_records (DefaultRecord.readFrom) and the offset checks of
- * ops/verify.py:_Walker._deep, creating nothing. It answers only "certainly clean": True when the Python walk would
+ * storage/segment_check.py:_Walker._deep, creating nothing. It answers only "certainly clean": True when the Python walk would
  * find nothing to report, False for anything else (a malformed varint, a size that does not add up, an offset out of
  * [base, last] or not increasing), and the caller then runs the Python walk, the reference, which words the problem.
  * It may be stricter than Python (a false "no" only costs time), never looser. The GIL is released during the walk.

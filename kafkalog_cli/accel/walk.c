@@ -89,7 +89,7 @@ static PyObject *scan_v2(PyObject *self, PyObject *args) {
  * verify_run(buffer, pos, stop_at, max_size, seg_base, has_prev, prev_last, prev_epoch, ts_limit, want_entries)
  *   -> (pos, batches, records, first_base, prev_last, first_epoch, prev_epoch, saw_epoch, entries | None)
  *
- * The fast path of kafkalog_cli.ops.verify._Walker.run: from `pos`, accept v2 batches that the Python walk would
+ * The fast path of kafkalog_cli.storage.segment_check._Walker.run: from `pos`, accept v2 batches that the Python walk would
  * accept on its fast path (>= 61 bytes left, magic 2, 49 <= size <= max_size, inside the file, CRC-32C matches, codec
  * id <= 4, lastOffsetDelta >= 0, recordsCount >= 0) AND for which on_v2 would report nothing: offset above the
  * previous entry's last offset (or >= the segment base for the first entry), last offset within base + 2^31-1,

@@ -19,6 +19,7 @@ import os
 from kafkalog_cli.errors import CheckpointError
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.layout import log_dir_of
+from kafkalog_cli.storage.paths import checkpoint_key
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
@@ -59,5 +60,5 @@ def high_watermark(partition_dir: str) -> tuple[int | None, str]:
     a non-numeric offset) counts as unknown; any other exception is a bug and must surface, not silently drop the
     cap. The caller says so in its plan.
     """
-    topic, _, part = os.path.basename(os.path.realpath(partition_dir)).rpartition("-")
+    topic, part = checkpoint_key(os.path.basename(os.path.realpath(partition_dir)))
     return partition_offset(log_dir_of(partition_dir), topic, part, HIGH_WATERMARK_FILE)

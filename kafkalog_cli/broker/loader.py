@@ -49,15 +49,15 @@ from kafkalog_cli.broker.producer_state_manager import (
     rebuild_producer_state,
     remove_stray_snapshots,
 )
-from kafkalog_cli.errors import CheckpointError, KafkalogError, UnreadableFileError
+from kafkalog_cli.errors import CheckpointError, KafkalogError, cannot_list
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.layouts import INT32, INT64, MAGIC_OFFSET, V2_LAST_OFFSET_DELTA_OFFSET, V2_RECORDS_COUNT_OFFSET
-from kafkalog_cli.ops import verify
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex
-from kafkalog_cli.storage.partition_name import parse_topic_partition_name
+from kafkalog_cli.storage.paths import live_partition, require_directory
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
+from kafkalog_cli.storage.segment_check import map_segment
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -232,7 +232,7 @@ def recovery_reach(partition_dir: str, recovery_point: int | None = None) -> Rec
     if recovery_point is not None:
         return RecoveryReach(False, recovery_point, f"--recovery-point {recovery_point}, as an unclean start")
     clean = os.path.exists(os.path.join(logdir, CLEAN_SHUTDOWN))
-    rp, src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, topic_partition(pdir))
+    rp, src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, live_partition(pdir))
     return RecoveryReach(clean, rp if rp is not None else 0, src if rp is not None else f"{src}: 0 (recover every segment)")
 
 
@@ -276,14 +276,6 @@ class LoaderPlan:
         d["has_changes"] = self.has_changes
         d["lost_records"] = self.lost_records
         return d
-
-
-# ------------------------------------------------------------------------------------------------ log-dir inputs
-def topic_partition(pdir: str) -> tuple[str, int] | None:
-    """(topic, partition) of a live ``<topic>-<partition>`` directory (spec §7.6, ``storage/partition_name.py``),
-    None for any other name (``-delete``/``-future``/``-stray`` ones included)."""
-    tp = parse_topic_partition_name(os.path.basename(os.path.abspath(pdir)))
-    return (tp.topic, tp.partition) if tp is not None and tp.is_live else None
 
 
 # ------------------------------------------------------------------------------------------------ segments
@@ -484,7 +476,7 @@ def _count_records(path: str, entries: list[tuple[int, int, int, int]]) -> int:
 def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | None = None) -> Lost:
     """What the bytes from ``cut`` on hold, by verify-crc's resync map (intact batches beyond a bad one count).
     ``from_offset``: the first offset the cut removes (the kept prefix's next offset), when known."""
-    _rep, m = verify.map_segment(path)
+    _rep, m = map_segment(path)
     ents = [e for e in m.entries if e[0] >= cut]
     size = os.path.getsize(path)
     corrupt = sum(min(e, size) - max(s, cut) for s, e, err in m.regions if err and e > cut)
@@ -540,12 +532,10 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     """``LogLoader.load`` (LogLoader.java:128-256) as data: the leftovers (``_leftovers``), ``loadSegmentFiles``,
     ``recoverLog``, then the leader-epoch cache and producer state (``_LoadModel``)."""
     pdir = os.path.abspath(partition_dir)
-    if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory",
-                                  found="no such directory")
+    require_directory(pdir)
     version = KafkaVersion.parse(kafka_version)
     logdir = os.path.dirname(os.path.realpath(pdir))
-    tp = topic_partition(pdir)
+    tp = live_partition(pdir)
     reach = recovery_reach(pdir, recovery_point)
     ls, _ls_src = read_offset_checkpoint(logdir, LOG_START_FILE, tp)
     plan = LoaderPlan(pdir, str(version), reach.clean_shutdown, reach.recovery_point, reach.source, ls or 0)
@@ -553,7 +543,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     try:
         names = sorted(n for n in os.listdir(pdir) if os.path.isfile(os.path.join(pdir, n)))
     except OSError as exc:
-        raise UnreadableFileError(f"cannot list the directory: {exc.strerror}", file=pdir) from None
+        raise cannot_list(exc, pdir) from None
     files: dict[str, str] = {n: os.path.join(pdir, n) for n in names}  # final name -> file holding its content
     recover_now: dict[int, str] = {}
     _leftovers(plan, files, version, recover_now, segment_index_bytes)

@@ -200,13 +200,14 @@ def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
 
     from kafkalog_cli.storage import layout
     from kafkalog_cli.storage.partition_name import names_a_partition
+    from kafkalog_cli.storage.paths import directory_files
 
     code = 0
     for a in args:
         if os.path.isdir(a):
             try:
                 names = os.listdir(a)
-                files = layout.expand_directory(a)
+                files = directory_files(a)
             except OSError:
                 continue  # reported by the dump itself
             strays = layout.stray_logs([n for n in names if os.path.isfile(os.path.join(a, n))])
@@ -256,12 +257,12 @@ def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001
 def _total_bytes(args: list[str]) -> int:
     import os
 
-    from kafkalog_cli.storage.layout import expand_directory
+    from kafkalog_cli.storage.paths import directory_files
 
     total = 0
     for a in args:
         try:
-            files = expand_directory(a) if os.path.isdir(a) else [a]
+            files = directory_files(a) if os.path.isdir(a) else [a]
         except OSError:
             continue
         for f in files:

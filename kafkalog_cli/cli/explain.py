@@ -209,14 +209,12 @@ def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanab
 def _nothing_found(paths: tuple[str, ...], results: list, notes: list[str]) -> None:
     """No partition under any path is not an answer (issue 27): exit 2 naming what was expected, except for empty
     partition directories (an empty log: a note, exit 0), as verify-crc."""
-    import os
 
-    from kafkalog_cli.storage.partition_name import names_a_partition
+    from kafkalog_cli.storage.paths import empty_partition
 
     if results:
         return
-    empty = [p for p in paths if os.path.isdir(p) and names_a_partition(p)
-             and not any(n.endswith(".log") for n in os.listdir(p))]
+    empty = [p for p in paths if empty_partition(p)]
     if len(empty) == len(paths):
         for p in empty:
             click.echo(f"kafkalog: note: {p}: no segment in this partition directory: an empty log", err=True)

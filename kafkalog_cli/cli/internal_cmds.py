@@ -125,10 +125,9 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
     except KafkalogError as exc:
         _fail(exc.describe())
         return
-    from kafkalog_cli.storage.partition_name import names_a_partition
+    from kafkalog_cli.storage.paths import empty_partition
 
-    empty = [p for p in paths if os.path.isdir(p) and names_a_partition(p)
-             and not any(n.endswith(".log") for n in os.listdir(p))]
+    empty = [p for p in paths if empty_partition(p)]
     if not report.partitions and not report.coordinator.partitions_present and len(empty) == len(paths):
         for p in empty:
             click.echo(f"kafkalog: note: {p}: no segment in this partition directory: an empty log (no transaction)",

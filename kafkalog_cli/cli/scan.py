@@ -156,6 +156,7 @@ def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[s
     the notes and errors of the arguments printed on stderr."""
     from kafkalog_cli.scan.listing import Listing
     from kafkalog_cli.scan.paths import expand
+    from kafkalog_cli.storage.paths import empty_partition, unmatched_reason
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
     strays = _input_notes(paths)
@@ -163,27 +164,16 @@ def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[s
         segments, unmatched = expand(list(paths), listing)
     except (OSError, ValueError) as exc:
         fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
-    empty = [a for a in unmatched if _empty_partition(a)]
+    empty = [a for a in unmatched if empty_partition(a)]
     unmatched = [a for a in unmatched if a not in empty]
     for arg in empty:  # the documented rule, as verify-crc: an empty log is a note (issue 27)
         click.echo(f"kafkalog: note: {arg}: no segment in this partition directory: an empty log (the broker creates "
                    "its first segment when it loads the partition)", err=True)
     for arg in unmatched:
-        click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
+        what = (unmatched_reason(arg) if "://" not in arg else None) or "no segment files (<20 digits>.log) in it"
+        click.echo(f"kafkalog: error: {arg}: {what}", err=True)
         click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
     return listing, strays, segments, unmatched, empty
-
-
-def _empty_partition(arg: str) -> bool:
-    """A ``<topic>-<partition>`` directory without any file or subdirectory holding a segment: an empty log."""
-    from kafkalog_cli.storage.partition_name import names_a_partition
-
-    if not os.path.isdir(arg) or not names_a_partition(arg):
-        return False
-    try:
-        return not any(n.endswith(".log") or os.path.isdir(os.path.join(arg, n)) for n in os.listdir(arg))
-    except OSError:
-        return False
 
 
 def _input_notes(paths: tuple[str, ...]) -> int:

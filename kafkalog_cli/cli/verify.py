@@ -103,7 +103,7 @@ def _next(result: Any) -> list[str]:
 
 
 def _summary(result: Any) -> dict[str, Any]:
-    from kafkalog_cli.ops.verify_model import SegmentReport
+    from kafkalog_cli.storage.verify_model import SegmentReport
 
     segs = [f for f in result.files if isinstance(f, SegmentReport)]
     return {

@@ -12,9 +12,8 @@ import os
 from dataclasses import dataclass
 
 from kafkalog_cli.broker.checkpoints import partition_offset
-from kafkalog_cli.errors import UnreadableFileError
-from kafkalog_cli.storage.layout import segment_bases
 from kafkalog_cli.storage.partition_name import parse_topic_partition_name
+from kafkalog_cli.storage.paths import checkpoint_key, log_dir_partitions
 
 
 @dataclass
@@ -60,51 +59,18 @@ def broker_id(log_dir: str) -> str | None:
     return props.get("node.id") or props.get("broker.id")
 
 
-def is_partition_dir(path: str) -> bool:
-    """A directory holding at least one ``NNN.log`` segment."""
-    try:
-        return os.path.isdir(path) and bool(segment_bases(path))
-    except UnreadableFileError:
-        return False
-
-
-def _partitions_of(log_dir: str, found: list[PartitionCopy]) -> None:
-    broker = broker_id(log_dir)
-    for name in sorted(os.listdir(log_dir)):
-        sub = os.path.join(log_dir, name)
-        tp = parse_topic_partition_name(name)
-        if tp is None or not tp.is_live or not is_partition_dir(sub):
-            continue
-        topic, part = split_name(name)
-        found.append(PartitionCopy(topic, part, sub, log_dir, broker))
-
-
 def discover(paths: list[str]) -> tuple[list[PartitionCopy], list[str]]:
     """Partition copies under the given log dirs / partition dirs / folders of log dirs (one level down), sorted by
-    (topic, partition, path); and notes for paths that hold no partition. A missing path raises UnreadableFileError (exit 2)."""
-    found: list[PartitionCopy] = []
-    notes: list[str] = []
-    for raw in paths:
-        path = os.path.abspath(raw)
-        if not os.path.exists(path):
-            raise UnreadableFileError("no such file or directory", file=raw)
-        if not os.path.isdir(path):
-            raise UnreadableFileError("not a directory", file=raw, expected="a log dir or a partition directory",
-                                      found="a file")
-        if is_partition_dir(path):
-            log_dir = os.path.dirname(os.path.realpath(path))
-            topic, part = split_name(os.path.basename(path))
-            found.append(PartitionCopy(topic, part, path, log_dir, broker_id(log_dir)))
-            continue
-        before = len(found)
-        _partitions_of(path, found)
-        if len(found) == before:  # a folder of log dirs (one per broker): one level down, as the other commands
-            for name in sorted(os.listdir(path)):
-                sub = os.path.join(path, name)
-                if os.path.isdir(sub) and not is_partition_dir(sub):
-                    _partitions_of(sub, found)
-        if len(found) == before:
-            notes.append(f"{raw}: no partition directories (topic-N holding .log segments) found")
+    (topic, partition, path); and notes for paths that hold no partition (``storage/paths.log_dir_partitions``).
+    A missing path raises UnreadableFileError (exit 2)."""
+    pairs, notes = log_dir_partitions(paths)
+    brokers: dict[str, str | None] = {}
+    found = []
+    for path, log_dir in pairs:
+        if log_dir not in brokers:
+            brokers[log_dir] = broker_id(log_dir)
+        topic, part = split_name(os.path.basename(path))
+        found.append(PartitionCopy(topic, part, path, log_dir, brokers[log_dir]))
     found.sort(key=lambda c: (c.topic, c.partition, c.path))
     return found, notes
 
@@ -120,5 +86,5 @@ def checkpoint_offset(copy_or_dir: PartitionCopy | str, filename: str) -> tuple[
     else:
         real = os.path.realpath(copy_or_dir)
         log_dir, name = os.path.dirname(real), os.path.basename(real)
-    topic, _, part = name.rpartition("-")
+    topic, part = checkpoint_key(name)
     return partition_offset(log_dir, topic, part, filename)

@@ -45,7 +45,7 @@ from typing import BinaryIO
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.broker.checkpoints import high_watermark
-from kafkalog_cli.errors import CorruptRecordError, RepairRefused, UnreadableFileError
+from kafkalog_cli.errors import CorruptRecordError, RepairRefused
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
@@ -61,6 +61,7 @@ from kafkalog_cli.ops.compact_io import (
 )
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
+from kafkalog_cli.storage.paths import require_directory
 from kafkalog_cli.storage.segment import MappedFile
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
@@ -577,8 +578,7 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     progress = progress or Progress()
     check_dedupe_buffer(opts.dedupe_buffer_bytes)
     pdir = os.path.abspath(partition_dir)
-    if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
+    require_directory(pdir)
     left = ps.leftovers(pdir)
     stray = layout.deleted_leftovers(left)  # the broker's loader deletes these first; so does this repair
     left = [n for n in left if n not in stray]

@@ -39,6 +39,7 @@ from kafkalog_cli.format.text import int64
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.paths import directory_files
 from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 from kafkalog_cli.versions import Profile
@@ -318,7 +319,7 @@ def _lost(mf: MappedFile, start: int, end: int) -> bool:
 
 def next_valid_entry(buf: Any, start: int, end: int) -> int | None:
     """The first position >= ``start`` where a plausible entry whose CRC verifies begins (verify-crc's resync)."""
-    from kafkalog_cli.ops.verify import find_next_valid
+    from kafkalog_cli.storage.segment_check import find_next_valid
 
     return find_next_valid(buf[:end] if end < len(buf) else buf, start)
 
@@ -387,7 +388,7 @@ class Dumper:
         for arg in args:
             if os.path.isdir(arg):
                 try:
-                    files = layout.expand_directory(arg)
+                    files = directory_files(arg)
                 except OSError as exc:
                     yield from self._unlistable(arg, exc)
                     continue
@@ -403,12 +404,10 @@ class Dumper:
                 yield from self.dump_file(arg)
 
     def _unlistable(self, path: str, exc: OSError) -> Iterator[Any]:
-        from kafkalog_cli.errors import unreadable
+        from kafkalog_cli.errors import cannot_list
 
         self.summary.unreadable += 1
-        err = unreadable(exc, path, want="directory")
-        err.message = f"cannot list directory: {err.message}"
-        yield FileError(err, unreadable=True)
+        yield FileError(cannot_list(exc, path), unreadable=True)
 
     def _findings(self, mf: MappedFile, reported: set[tuple[str, int, int]]) -> Iterator[Any]:
         """Events for the findings of ``mf`` not yet reported (each once)."""

@@ -48,6 +48,7 @@ from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.index import OFFSET_ENTRY, OFFSET_SIZE, TIME_ENTRY, TIME_SIZE, valid_count
 from kafkalog_cli.storage.layout import segment_logs
+from kafkalog_cli.storage.paths import segment_groups
 from kafkalog_cli.storage.segment import MappedFile
 
 if TYPE_CHECKING:
@@ -265,28 +266,6 @@ def _needs_write(rep: SegmentReport, kind: str) -> bool:
     return True
 
 
-def group_targets(paths: list[str]) -> dict[str, list[str] | None]:
-    """partition dir -> selected .log paths (None = every segment). Accepts partition dirs and segment files."""
-    groups: dict[str, list[str] | None] = {}
-    for p in paths:
-        if os.path.isdir(p):
-            groups[os.path.abspath(p)] = None
-            continue
-        if not os.path.exists(p):
-            raise UnreadableFileError("no such file or directory", file=p)
-        d = os.path.dirname(os.path.abspath(p))
-        stem = os.path.basename(p).split(".", 1)[0]
-        log = os.path.join(d, stem + ".log")
-        if not os.path.exists(log):
-            raise UnreadableFileError("no .log segment for this file", file=p, expected=f"{stem}.log beside it", found="none")
-        if d in groups and groups[d] is None:
-            continue
-        sel = groups.setdefault(d, [])
-        if log not in sel:  # type: ignore[operator]
-            sel.append(log)  # type: ignore[union-attr]
-    return groups
-
-
 def run(
     paths: list[str],
     *,
@@ -300,7 +279,7 @@ def run(
     from kafkalog_cli.ops import safety
 
     result = RebuildResult()
-    for pdir, selected in group_targets(paths).items():
+    for pdir, selected in segment_groups(paths).items():
         if execute:
             # held from recovery to the last rename, so that a broker cannot start on half-written files
             with safety.locked_log_dir(pdir):

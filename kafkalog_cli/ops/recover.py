@@ -24,29 +24,8 @@ from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage.layout import segment_bases
-
-
-def partition_dirs(paths: list[str]) -> list[str]:
-    """Expand PATH arguments: a partition dir as is, a log dir into its ``<topic>-<n>`` dirs (not ``-delete``)."""
-    out: list[str] = []
-    for p in paths:
-        if not os.path.isdir(p):
-            raise UnreadableFileError("no such directory", file=p, expected="a partition or log directory",
-                                      found="missing or not a directory")
-        names = os.listdir(p)
-        is_partition = ld.topic_partition(p) is not None and (
-            any(n.endswith((".log", ".snapshot", ".swap", ".cleaned")) for n in names)
-            or "leader-epoch-checkpoint" in names or "partition.metadata" in names)
-        if is_partition:
-            out.append(os.path.abspath(p))
-            continue
-        subs = sorted(os.path.join(p, n) for n in names if os.path.isdir(os.path.join(p, n))
-                      and ld.topic_partition(os.path.join(p, n)) is not None and not n.endswith("-delete"))
-        if not subs:
-            raise UnreadableFileError("neither a partition directory nor a log directory with partitions", file=p,
-                                      expected="<topic>-<partition> directories", found="none")
-        out.extend(os.path.abspath(s) for s in subs)
-    return out
+from kafkalog_cli.storage.partition_name import java_parse_int
+from kafkalog_cli.storage.paths import live_partition, partition_dirs
 
 
 def _swap_order(c: ld.FileChange) -> tuple[str, int, str]:
@@ -102,12 +81,12 @@ def write_recovery_point(pdir: str, offset: int) -> None:
 
     logdir = os.path.dirname(os.path.realpath(pdir))
     path = os.path.join(logdir, ld.RECOVERY_POINT_FILE)
-    tp = ld.topic_partition(pdir)
+    tp = live_partition(pdir)
     cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
     assert tp is not None
     lines = []
     for e in cp.entries:
-        if e[0] == tp[0] and e[1].lstrip("+").isdigit() and int(e[1]) == tp[1]:
+        if e[0] == tp[0] and java_parse_int(e[1]) == tp[1]:  # Integer.parseInt, OffsetCheckpointFile.java:88
             e = [e[0], e[1], str(offset)]
         lines.append(" ".join(e))
     text = f"{cp.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)

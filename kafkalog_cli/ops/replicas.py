@@ -43,6 +43,7 @@ from kafkalog_cli.storage.companions import (
 )
 from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.meta_properties import broker_id_of
+from kafkalog_cli.storage.paths import require_directory
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
 DIFFERENT_BATCH = "different-batch"
@@ -226,9 +227,7 @@ def _read_epochs(pdir: str, batches: list[BatchRef], notes: list[str]) -> tuple[
 def load_replica(pdir: str, name: str | None = None, broker_id: int | str | None = None) -> Replica:
     """Read one partition directory: every entry header (CRC checked), the epoch cache and the broker id."""
     pdir = os.path.abspath(pdir)
-    if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a partition directory", file=pdir, expected="a directory such as orders-0",
-                                  found="no such directory" if not os.path.exists(pdir) else "not a directory")
+    require_directory(pdir, "a partition directory such as orders-0")
     notes: list[str] = []
     if broker_id is None:
         broker_id = broker_id_of(os.path.dirname(pdir))

@@ -42,10 +42,12 @@ from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format import layouts as L
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import repair_plan, safety, verify
+from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
+from kafkalog_cli.storage.paths import partition_name, require_directory
 from kafkalog_cli.storage.segment import MappedFile
+from kafkalog_cli.storage.segment_check import map_segment
 
 INT32_MAX = 2147483647
 CONTROL_FLAG = 0x20  # RecordBatch attributes: control batch (bit 5)
@@ -106,8 +108,7 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     """Everything ``salvage`` would write (see the module docstring), in its steps: the broker's loss for
     comparison, the resync map, the replay, then the segment files, snapshots and leader-epoch checkpoint."""
     pdir = os.path.abspath(partition_dir)
-    if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="missing")
+    require_directory(pdir)
     names = sorted(os.listdir(pdir))
     left = [n for n in names if layout.loader_file_kind(n) in ("deleted", "cleaned", "swap")]
     if left:
@@ -164,7 +165,7 @@ def _resync_map(plan: SalvagePlan, bases: list[int]) -> tuple[dict[int, list[tup
     prev_last: int | None = None
     for base in bases:
         path = os.path.join(pdir, layout.segment_name(base))
-        rep, m = verify.map_segment(path)
+        rep, m = map_segment(path)
         if rep.unreadable:
             raise UnreadableFileError(rep.problems[0].message if rep.problems else "unreadable", file=path)
         if any(mg < 2 for mg in rep.magics):
@@ -267,8 +268,9 @@ def _replay(plan: SalvagePlan, bases: list[int], infos: dict[int, list[pst.Batch
 
 def abort_command(partition_dir: str, first_offset: int) -> str:
     """The ``kafka-transactions.sh`` command that ends a hanging transaction of this partition (KIP-664)."""
-    topic, _, part = os.path.basename(os.path.abspath(partition_dir)).rpartition("-")
-    return (f"kafka-transactions.sh --bootstrap-server BROKER:9092 abort --topic {topic or '?'} "
+    tp = partition_name(partition_dir)  # a -future/-stray copy's topic and partition too (LocalLog.scala:637-671)
+    topic, part = (tp.topic, str(tp.partition)) if tp is not None else ("?", "?")
+    return (f"kafka-transactions.sh --bootstrap-server BROKER:9092 abort --topic {topic} "
             f"--partition {part} --start-offset {first_offset}")
 
 
@@ -497,7 +499,7 @@ def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
     pdir = plan.partition_dir
     kept = {}
     for base in layout.segment_bases(pdir):
-        _rep, m = verify.map_segment(os.path.join(pdir, layout.segment_name(base)))
+        _rep, m = map_segment(os.path.join(pdir, layout.segment_name(base)))
         kept[layout.segment_name(base)] = m.entries
     steps = []
     for c in plan.changes:
@@ -514,7 +516,7 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
         backup_dir: str | None = None, keep_backup: bool = True,
         now_ms: int | None = None, allow_lost_marker: bool = False,
         allow_unknown_in_transaction: bool = False) -> list[tuple[SalvagePlan, list[str], str | None]]:
-    from kafkalog_cli.ops.recover import partition_dirs
+    from kafkalog_cli.storage.paths import partition_dirs
 
     out: list[tuple[SalvagePlan, list[str], str | None]] = []
     explicit = {os.path.abspath(p) for p in paths}

@@ -49,6 +49,7 @@ from kafkalog_cli.storage.index import (
     largest_lower_bound,
     trimmed_count,
 )
+from kafkalog_cli.storage.paths import require_directory
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
 _LEGACY_ATTRIBUTES = LEGACY_V0.offset("attributes")  # 17
@@ -109,6 +110,7 @@ class SeekResult:
 # ------------------------------------------------------------------------------------------------ helpers
 def list_segments(partition_dir: str) -> list[int]:
     """Sorted base offsets of the ``.log`` segments: one directory listing, no file opened."""
+    require_directory(partition_dir)
     bases = layout.segment_bases(partition_dir)
     if not bases:
         err = layout.no_segment(partition_dir)
@@ -126,7 +128,7 @@ def _safe_walk(log: MappedFile, pos: int, path: str) -> Iterator[tuple[int, int,
     """``walk`` that goes on after unreadable bytes: where it stops on a header that reads as zeros because its page
     could not be read, the walk resumes at the next valid entry after those bytes (verify-crc's resync). The bytes
     are reported with the result (``SeekResult.findings``)."""
-    from kafkalog_cli.ops.verify import find_next_valid
+    from kafkalog_cli.storage.segment_check import find_next_valid
 
     start = pos
     while True:

@@ -30,7 +30,7 @@ from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
 from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
-from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
+from kafkalog_cli.errors import KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import repair_plan, safety
 from kafkalog_cli.storage import layout
@@ -42,6 +42,7 @@ from kafkalog_cli.storage.companions import (
     read_checkpoint_text,
 )
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, encode_offset_index, encode_time_index
+from kafkalog_cli.storage.paths import live_partition, require_directory
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 CHECKPOINT = "leader-epoch-checkpoint"
@@ -124,8 +125,7 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     """What ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1827-1862) does to this partition when it truncates to the end
     offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's."""
     pdir = os.path.abspath(partition_dir)
-    if not os.path.isdir(pdir):
-        raise UnreadableFileError("not a directory", file=pdir, expected="a partition directory", found="no such directory")
+    require_directory(pdir)
     left = ps.leftovers(pdir)
     stray = layout.deleted_leftovers(left)  # the broker's loader deletes these first; so does this repair
     left = [n for n in left if n not in stray]
@@ -276,7 +276,7 @@ def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Seg
 
 def _log_start(pdir: str, first_base: int) -> int:
     """The broker's logStartOffset: ``log-start-offset-checkpoint`` (if it names this partition) or the first base."""
-    cp, _src = read_offset_checkpoint(layout.log_dir_of(pdir), LOG_START_FILE, ld.topic_partition(pdir))
+    cp, _src = read_offset_checkpoint(layout.log_dir_of(pdir), LOG_START_FILE, live_partition(pdir))
     return max(cp or 0, first_base)
 
 

@@ -12,10 +12,10 @@ import os
 
 from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError, FileVanishedError, UnreadableFileError
 from kafkalog_cli.format.layouts import PRODUCER_SNAPSHOT_ENTRY, PRODUCER_SNAPSHOT_HEADER, TXN_INDEX_ENTRY
-from kafkalog_cli.ops.verify_model import ERROR, INFO, WARNING, FileReport, Problem
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage.safe_read import vanished_finding
 from kafkalog_cli.storage.segment import MappedFile
+from kafkalog_cli.storage.verify_model import ERROR, INFO, WARNING, FileReport, Problem
 
 
 def verify_companion(path: str, kind: str) -> FileReport:

@@ -6,7 +6,6 @@ local process pool and the Spark executors see exactly the same work list and la
 
 from __future__ import annotations
 
-import glob
 import os
 import posixpath
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kafkalog_cli.storage.layout import SEGMENT_RE, is_scannable_segment
 from kafkalog_cli.storage.partition_name import parse_topic_partition_name
+from kafkalog_cli.storage.paths import segment_files
 
 if TYPE_CHECKING:
     from kafkalog_cli.scan.listing import Listing
@@ -89,22 +89,13 @@ def segment_sort_key(path: str) -> tuple[str, int, str]:
     return os.path.dirname(os.path.abspath(path)), base, name
 
 
-def _segments_in(directory: str, listing: Listing | None = None) -> list[str]:
-    out: list[str] = []
-    for root, dirs, files in os.walk(directory, onerror=listing.walk_error if listing is not None else None):
-        dirs.sort()
-        out.extend(os.path.join(root, f) for f in files if is_scannable_segment(os.path.join(root, f)))
-        if listing is not None:
-            listing.saw(root, files)
-    return out
-
-
 def expand(args: list[str], listing: Listing | None = None) -> tuple[list[str], list[str]]:
     """Expand PATH arguments (log dirs, partition dirs, segment files or globs, quoted or not) into absolute
     segment paths in (directory, base offset) order, and the arguments that matched nothing.
 
-    Every directory below an argument that holds ``<20 digits>.log`` files counts as a partition directory, so a
-    fleet mount (``/mnt/brokers/*/kafka-logs``) works as well as one log dir. Transient files (``.log.deleted``,
+    The local arguments are resolved by ``storage/paths.segment_files`` (every directory below an argument that
+    holds ``<20 digits>.log`` files counts as a partition directory, so a fleet mount works as well as one log
+    dir); object-store prefixes are listed here. Transient files (``.log.deleted``,
     ``.cleaned``, ``.swap``) are not segments and are skipped; with ``listing``, they and the directories that
     cannot be listed are collected there (``scan.listing``).
     """
@@ -120,18 +111,10 @@ def expand(args: list[str], listing: Listing | None = None) -> tuple[list[str], 
                 missing.append(arg)
             continue
         arg = uri.local_path(arg)
-        matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else ([arg] if os.path.exists(arg) else [])
-        hits = 0
-        for m in matches:
-            if os.path.isdir(m):
-                segs = _segments_in(m, listing)
-            elif os.path.isfile(m):
-                segs = [m]
-            else:
-                segs = []
-            hits += len(segs)
-            found.update(os.path.abspath(s) for s in segs)
-        if hits == 0:
+        segs = segment_files(arg, on_error=listing.walk_error if listing is not None else None,
+                             saw=listing.saw if listing is not None else None)
+        found.update(segs)
+        if not segs:
             missing.append(arg)
     return sorted(found, key=segment_sort_key), missing
 

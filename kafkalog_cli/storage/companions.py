@@ -13,6 +13,7 @@ from kafkalog_cli.errors import CheckpointError, CorruptSnapshotError
 from kafkalog_cli.format.crc import crc32c
 from kafkalog_cli.format.layouts import INT32, PRODUCER_SNAPSHOT_ENTRY, PRODUCER_SNAPSHOT_HEADER, TXN_INDEX_ENTRY
 from kafkalog_cli.storage.layout import base_offset_of  # noqa: F401  (one rule, in storage.layout; used as comp.base_offset_of)
+from kafkalog_cli.storage.partition_name import java_parse_int as parse_java_int
 
 # ------------------------------------------------------------------------------------------ producer snapshot
 SNAPSHOT_ENTRY = PRODUCER_SNAPSHOT_ENTRY.struct  # 46 bytes
@@ -146,7 +147,6 @@ class Checkpoint:
 
 
 _JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
-_JAVA_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 def java_lines(text: str) -> list[str]:
@@ -166,11 +166,10 @@ def java_split_ws(line: str) -> list[str]:
 
 
 def java_parse_int(text: str, bits: int = 32) -> int:
-    """Integer.parseInt / Long.parseLong: optional sign, ASCII digits only, no spaces, within range."""
-    if not _JAVA_INT.match(text):
-        raise ValueError(text)
-    v = int(text)
-    if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+    """Integer.parseInt / Long.parseLong (``partition_name.java_parse_int``: an optional sign, decimal digits of any
+    script as ``Character.digit``, no spaces, within range); ValueError where Java throws."""
+    v = parse_java_int(text, bits)
+    if v is None:
         raise ValueError(text)
     return v
 
@@ -223,8 +222,11 @@ def checkpoint_entry(cp: Checkpoint, topic: str, partition: str) -> str | None:
     OffsetCheckpointFile.java:65-69), so when a partition is named twice the LAST entry wins. Every reader of a
     partition's checkpoint entry (recover/salvage, replicas, compact, explain) goes through this rule."""
     found: str | None = None
+    want = parse_java_int(partition)
     for t, p, off in cp.entries:
-        if t == topic and p == partition:
+        # the key is TopicPartition(topic, Integer.parseInt(partition)) (OffsetCheckpointFile.java:86-88): "00" and
+        # "+0" name partition 0
+        if t == topic and want is not None and parse_java_int(p) == want:
             found = off
     return found
 

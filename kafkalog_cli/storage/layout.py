@@ -27,8 +27,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from kafkalog_cli.errors import UnreadableFileError, unreadable
-from kafkalog_cli.storage.partition_name import parse_topic_partition_name
+from kafkalog_cli.errors import UnreadableFileError, cannot_list
+from kafkalog_cli.storage.partition_name import names_a_partition
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -125,12 +125,17 @@ def classify(name: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ segments
+def list_directory(path: str) -> list[str]:
+    """``os.listdir`` with the one typed error for a directory that cannot be listed (``errors.cannot_list``)."""
+    try:
+        return os.listdir(path)
+    except OSError as exc:
+        raise cannot_list(exc, path) from None
+
+
 def segment_bases(partition_dir: str) -> list[int]:
     """Sorted base offsets of the segments (possibly none); typed errors for an unreadable directory."""
-    try:
-        names = os.listdir(partition_dir)
-    except OSError as exc:
-        raise unreadable(exc, partition_dir, want="directory") from None
+    names = list_directory(partition_dir)
     bases = []
     for n in names:  # cheaper than a regex per name: this loop is the whole cost on 10,000-segment partitions
         if is_segment_name(n):
@@ -166,7 +171,7 @@ def log_dir_of(partition_dir: str) -> str:
 def looks_like_partition_dir(path: str) -> bool:
     """``<topic>-<n>`` (optionally with Kafka's ``.<uuid>-delete/-future/-stray`` suffix), or holding a file only a
     partition directory has."""
-    if parse_topic_partition_name(os.path.basename(os.path.abspath(path))) is not None:
+    if names_a_partition(path):
         return True
     return any(os.path.exists(os.path.join(path, n)) for n in ("partition.metadata", "leader-epoch-checkpoint"))
 
@@ -209,7 +214,7 @@ def deleted_leftovers(names: list[str]) -> list[str]:
 
 def leftovers(partition_dir: str) -> list[str]:
     """Names of the leftover files in a partition directory, sorted."""
-    return sorted(n for n in os.listdir(partition_dir) if is_leftover(n))
+    return sorted(n for n in list_directory(partition_dir) if is_leftover(n))
 
 
 def leftover_fate(name: str, names: list[str] | set[str]) -> str:
@@ -311,45 +316,3 @@ def base_offset_of(name: str) -> int:
     front."""
     remote = remote_base_offset(name)
     return remote if remote is not None else offset_from_name(name)
-
-
-_LISTING_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
-
-
-def expand_directory(path: str, *, top: bool = True) -> list[str]:
-    """What ``dump`` and ``verify-crc`` walk when given a directory: the files of a partition directory in offset
-    order (then KRaft snapshots, then other files); partition directories of a log directory follow, each in the
-    same order. Here, beside the other naming rules, so that verify-crc does not import the dump engine to list files.
-
-    ``path`` itself must be listable (OSError otherwise); a subdirectory that cannot be listed (permission denied,
-    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on."""
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        if top:
-            raise
-        return [path]
-    segs, snaps, others, subdirs = [], [], [], []
-    for n in names:
-        full = os.path.join(path, n)
-        if os.path.isdir(full):
-            subdirs.append(full)
-            continue
-        kind = classify(n)
-        if kind in _LISTING_ORDER:
-            try:
-                segs.append((base_offset_of(n), _LISTING_ORDER[kind], n))
-            except ValueError:
-                others.append(n)
-        elif kind == "checkpoint":
-            snaps.append(n)
-        elif n in (".lock",):
-            continue
-        else:
-            others.append(n)
-    out = [os.path.join(path, n) for _, _, n in sorted(segs)]
-    out += [os.path.join(path, n) for n in snaps]
-    out += [os.path.join(path, n) for n in others]
-    for d in subdirs:
-        out += expand_directory(d, top=False)
-    return out

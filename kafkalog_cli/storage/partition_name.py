@@ -39,12 +39,13 @@ class TopicPartitionName:
         return self.suffix is None
 
 
-def java_parse_int(text: str) -> int | None:
-    """``Integer.parseInt(text)``, None where it throws NumberFormatException."""
+def java_parse_int(text: str, bits: int = 32) -> int | None:
+    """``Integer.parseInt(text)`` (``Long.parseLong`` with ``bits=64``), None where it throws NumberFormatException.
+    The one Java number parser of the names and checkpoint files (``storage/companions.py`` raises on None)."""
     if not _JAVA_INT.fullmatch(text):
         return None
     value = int(text)
-    return value if -(MAX_PARTITION + 1) <= value <= MAX_PARTITION else None
+    return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else None
 
 
 def parse_topic_partition_name(name: str) -> TopicPartitionName | None:
@@ -66,9 +67,9 @@ def parse_topic_partition_name(name: str) -> TopicPartitionName | None:
 
 
 def names_a_partition(path: str) -> bool:
-    """Is ``path``'s last component a live partition directory name (``topic-N``)? What the commands ask of a PATH
-    argument that holds no segment: an empty partition (a note) rather than something that is not Kafka's."""
+    """Is ``path``'s last component a partition directory name the broker takes (``topic-N``, or a ``-delete`` /
+    ``-future`` / ``-stray`` copy: LogManager.loadLogs loads each, LogManager.scala:467-472)? What the commands ask
+    of a PATH argument that holds no segment: an empty log (a note) rather than something that is not Kafka's."""
     import os
 
-    tp = parse_topic_partition_name(os.path.basename(os.path.abspath(path)))
-    return tp is not None and tp.is_live
+    return parse_topic_partition_name(os.path.basename(os.path.abspath(path))) is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog_cli.format.layouts import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY
-from kafkalog_cli.ops import verify_model as v
+from kafkalog_cli.storage import verify_model as v
 
 _OFF = OFFSET_INDEX_ENTRY.struct  # relativeOffset, position
 _TIME = TIME_INDEX_ENTRY.struct  # timestamp, relativeOffset
