@@ -117,6 +117,28 @@ def kafka_version_help(what: str) -> str:
             f"3.9.0-rc3, acts as its minor release; a newer release acts as {KNOWN_VERSIONS[-1]}, with a warning).")
 
 
+def kafka_version_option(what: str) -> Callable[[Any], Any]:
+    """The one ``--kafka-version`` option of every command that models a release (dump, seek, recover, salvage):
+    no click default, so that :func:`assumed_kafka_version` applies one precedence everywhere."""
+    from kafkalog_cli.versions import DEFAULT_VERSION, ENV_VAR
+
+    return click.option("--kafka-version", default=None, metavar="V", shell_complete=complete_kafka_version,
+                        help=f"{kafka_version_help(what)} Default: ${ENV_VAR} when set, else {DEFAULT_VERSION}.")
+
+
+def assumed_kafka_version(flag: str | None, *, echo: bool = True) -> str:
+    """The release a command assumes: ``--kafka-version`` > ``$KAFKALOG_KAFKA_VERSION`` > the default. When the
+    environment chose it, one note on stderr says so (``echo``), so an answer never silently depends on the host."""
+    from kafkalog_cli.versions import default_version
+
+    if flag:
+        return flag
+    version, source = default_version()
+    if echo and source != "default":
+        click.echo(f"kafkalog: note: assuming Kafka {version} (from ${source})", err=True)
+    return version
+
+
 def complete_kafka_version(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     """TAB candidates for ``--kafka-version``: the known releases, newest first."""
     from click.shell_completion import CompletionItem
