@@ -86,3 +86,34 @@ def test_blocked_groups_of_every_protocol(tmp_path: Path) -> None:
     assert got == {("cg-new", "consumer", first, True), ("wordcount", "streams", first, True),
                    ("legacy", "unknown", 1, False), ("share-a", "share", first, True), ("share-b", "share", 1, False)}
     assert sorted(g["group"] for g in t["blocked_consumers"]) == ["cg-new", "share-a", "wordcount"]
+
+
+def _txn_v2(txn_id: str, pid: int, epoch: int, state: str, *, previous: int = -1, nxt: int = -1) -> tuple[bytes, bytes]:
+    """A TransactionLogValue v1 of a transactions v2 client (tag 2 clientTransactionVersion = 2, KIP-890)."""
+    from kafkalog_cli.internal_topics.transaction_log import STATES
+
+    key = _pref(0, sc.encode(st.TransactionLogKey, {"transactionalId": txn_id}, 0))
+    value = _pref(1, sc.encode(st.TransactionLogValue, {
+        "producerId": pid, "previousProducerId": previous, "nextProducerId": nxt, "producerEpoch": epoch,
+        "transactionTimeoutMs": 60000, "transactionStatus": STATES.index(state), "transactionPartitions": [],
+        "transactionLastUpdateTimestampMs": NOW, "transactionStartTimestampMs": -1, "clientTransactionVersion": 2}, 1))
+    return key, value
+
+
+def test_transactions_v2_rotated_producer_id_keeps_the_outcome(tmp_path: Path) -> None:
+    """Transactions v2: the transaction that exhausts the epoch ends with the producer id rotated (the markers carry
+    the old id at epoch 32767, the coordinator's CompleteCommit names the new id and the old one as previous). A
+    copy that lost the COMMIT marker is hanging, and the coordinator's outcome is COMMIT, not "another producer"."""
+    ld = str(tmp_path / "data")
+    pdir = os.path.join(ld, "orders-0")
+    pb = PartitionBuilder(pdir)
+    pb.batch([(b"k", b"v")])
+    pb.batch([(b"t1", b"x")], pid=5000, epoch=32766, txn=True)
+    pb.write()
+    txn_state_partition(ld, [_txn_v2("tx-v2", 7000, 0, "CompleteCommit", previous=5000)], partition=0)
+    r = CliRunner().invoke(cli, ["transactions", ld, "--partitions", "1", "--format", "json", "--now-ms", str(NOW)])
+    assert r.exit_code == 1, r.output
+    (t,) = json.loads(r.stdout)["open"]
+    assert t["classification"] == "hanging" and t["transactional_id"] == "tx-v2"
+    assert "COMMITTED this transaction" in t["reason"] and "rotated to 7000" in t["reason"], t["reason"]
+    assert t["committed_by_coordinator"] is True

@@ -329,6 +329,20 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
                              f"{md.timeout_ms}: the coordinator should abort it (if this persists, check the "
                              "coordinator)")
             return
+        # transactions v2 (KIP-890): a transaction that exhausted the epoch ends with the producer id rotated: the
+        # coordinator's Complete* metadata has the next id and names this one as previous (TransactionMetadata
+        # .prepareComplete); its outcome is this transaction's
+        rotated = (md.transactions_v2 and md.state in ("CompleteCommit", "CompleteAbort")
+                   and md.producer_id != t.producer_id and md.previous_producer_id == t.producer_id)
+        if rotated:
+            outcome, marker = ("COMMITTED", "COMMIT") if md.state == "CompleteCommit" else ("ABORTED", "ABORT")
+            t.committed_by_coordinator = md.state == "CompleteCommit"
+            t.classification = "hanging"
+            t.reason = (f"the coordinator {outcome} this transaction ({md.state}, transactions v2: producer id "
+                        f"{t.producer_id} rotated to {md.producer_id} at its end; __transaction_state-"
+                        f"{md.coordinator_partition} offset {md.offset}) but this copy of {t.topic}-{t.partition} has "
+                        f"no {marker} marker for it; no marker will come")
+            return
         if md.producer_id != t.producer_id:
             why = f"the coordinator now has producer id {md.producer_id} for {md.transactional_id!r}"
         elif md.state not in LIVE_STATES:
