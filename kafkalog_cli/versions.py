@@ -26,7 +26,7 @@ KNOWN_VERSIONS = [
 ]
 # the one default of every command's --kafka-version (dump, seek, recover, salvage, ...); a host or fleet sets its own
 # with KAFKALOG_KAFKA_VERSION. Precedence: the flag > the environment variable > the broker's files (where a command
-# reads a version from them, e.g. recover's meta.properties / metadata.version) > this default (docs/versions.md)
+# reads a version from them) > this default (docs/kafka-versions.md)
 DEFAULT_VERSION = "4.4"
 ENV_VAR = "KAFKALOG_KAFKA_VERSION"
 

@@ -55,3 +55,17 @@ def test_env_sets_loader_version(tmp_path, monkeypatch, cmd) -> None:  # noqa: A
     r = CliRunner().invoke(cli, [cmd, "--format", "json", str(part)], env={ENV_VAR: "3.6"})
     assert r.exit_code in (0, 1), r.output
     assert '"kafka_version": "3.6"' in r.stdout and "assuming Kafka 3.6" in r.stderr
+
+
+def test_44_profile_is_43s_text_without_a_warning(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """docs/kafka-versions.md: the stored Java DumpLogSegments (c929596, 04b0517) print every line alike, so 4.4 adds no
+    row; it is known (no "newer than" warning), 4.5 is not."""
+    from kafkalog_cli.versions import newer_than_known, profile_for
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert profile_for("4.4").values == profile_for("4.3").values
+    assert newer_than_known("4.4") is None and newer_than_known("4.4.1") is None
+    assert "newer than the newest release kafkalog knows (4.4)" in (newer_than_known("4.5") or "")
+    seg = str(make_partition(tmp_path) / ("0" * 20 + ".log"))
+    a, b = _dump(seg, "--deep-iteration", "--kafka-version", "4.4"), _dump(seg, "--deep-iteration", "--kafka-version", "4.3")
+    assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout and a.stderr == b.stderr == ""
