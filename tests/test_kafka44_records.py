@@ -267,3 +267,12 @@ def test_clear_elr_record_28() -> None:
     assert d == {"offset": 7, "type": "CLEAR_ELR_RECORD", "api_key": 28, "version": 0, "data": {"topicName": "orders"}}
     _, text = cm.make((4, 4, 0)).parse(Rec(None, value), None)
     assert text == '{"type":"CLEAR_ELR_RECORD","version":0,"data":{"topicName":"orders"}}'
+
+
+def test_format_json_reads_a_40_share_snapshot_with_its_layout() -> None:
+    value = i16(0) + u16(7) + i32(3) + i32(5) + i64(100) + carr([], batch) + NO_TAGS
+    d = sgs.decode_json(Rec(SNAP_KEY, value))
+    assert d["layout"] == "4.0" and d["value"] == {"snapshotEpoch": 7, "stateEpoch": 3, "leaderEpoch": 5,
+                                                   "startOffset": 100, "stateBatches": []}
+    bad = sgs.decode_json(Rec(SNAP_KEY, i16(0) + b"\x00"))  # neither layout: the newest layout's error
+    assert bad["error"].startswith("Could not read record with version 0 from value's buffer") and "layout" not in bad

@@ -33,4 +33,11 @@ def make(version: tuple[int, int, int]) -> ShareStateParser:
 
 
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
-    return co.structured_or_error(record, KEYS, VALUES)
+    """The newest layout; a value only 4.0's layout reads (uint16 snapshot epoch, no timestamps) is decoded with
+    that one and says so (``"layout": "4.0"``): ``--format json`` serves any release's partition."""
+    d = co.structured_or_error(record, KEYS, VALUES)
+    if "error" in d and record.key is not None and record.value is not None:
+        old = co.structured_or_error(record, KEYS, VALUES_40)
+        if "error" not in old:
+            return {**old, "layout": "4.0"}
+    return d
