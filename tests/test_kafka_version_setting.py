@@ -69,3 +69,41 @@ def test_44_profile_is_43s_text_without_a_warning(tmp_path, monkeypatch) -> None
     seg = str(make_partition(tmp_path) / ("0" * 20 + ".log"))
     a, b = _dump(seg, "--deep-iteration", "--kafka-version", "4.4"), _dump(seg, "--deep-iteration", "--kafka-version", "4.3")
     assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout and a.stderr == b.stderr == ""
+
+
+def _metadata_log(log_dir, levels: list[int]) -> None:  # noqa: ANN001
+    """__cluster_metadata-0 with one FeatureLevelRecord(metadata.version) per level, as a controller appends them."""
+    from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+    from kafkalog_cli.internal_topics import cluster_metadata as cm
+    from kafkalog_cli.internal_topics import schemas_metadata as smd
+
+    d = log_dir / "__cluster_metadata-0"
+    d.mkdir()
+    data = b"".join(encode_batch([RecordSpec(key=None, value=cm.encode_frame(
+        smd.FeatureLevelRecord, {"name": "metadata.version", "featureLevel": lv}, 0), timestamp=1)], base_offset=i)
+        for i, lv in enumerate(levels))
+    (d / ("0" * 20 + ".log")).write_bytes(data)
+
+
+@pytest.mark.parametrize("cmd", ["recover", "salvage"])
+def test_the_metadata_log_names_the_release(tmp_path, monkeypatch, cmd) -> None:  # noqa: ANN001
+    """flag > $KAFKALOG_KAFKA_VERSION > the broker's files (metadata.version, last record wins) > default."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    part = make_partition(tmp_path)
+    _metadata_log(tmp_path, [19, 21])  # 3.7-IV4, then the upgrade to 3.9-IV0
+    r = CliRunner().invoke(cli, [cmd, "--format", "json", str(part)])
+    assert r.exit_code in (0, 1), r.output
+    assert '"kafka_version": "3.9"' in r.stdout
+    assert "assuming Kafka 3.9 (from the metadata.version feature level 21 in" in r.stderr
+    r = CliRunner().invoke(cli, [cmd, "--format", "json", str(part)], env={ENV_VAR: "3.6"})
+    assert '"kafka_version": "3.6"' in r.stdout and "metadata.version" not in r.stderr
+    r = CliRunner().invoke(cli, [cmd, "--format", "json", "--kafka-version", "4.1", str(part)])
+    assert '"kafka_version": "4.1"' in r.stdout and "note" not in r.stderr
+
+
+def test_a_level_no_release_is_known_for_keeps_the_default(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    part = make_partition(tmp_path)
+    _metadata_log(tmp_path, [21, 40])
+    r = CliRunner().invoke(cli, ["recover", "--format", "json", str(part)])
+    assert f'"kafka_version": "{DEFAULT_VERSION}"' in r.stdout and "note" not in r.stderr

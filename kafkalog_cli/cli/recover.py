@@ -77,7 +77,7 @@ def recover(paths: tuple[str, ...], kafka_version: str | None, execute: bool, ba
     from kafkalog_cli.ops import recover as rc
 
     out, err = line_writers()
-    kafka_version = assumed_kafka_version(kafka_version)
+    kafka_version = assumed_kafka_version(kafka_version, paths=list(paths))
     results = _errors(lambda: rc.run(list(paths), kafka_version, execute=execute, backup_dir=backup_dir,
                                      now_ms=now_ms, config=ld.TopicConfig.from_pairs(configs),
                                      recovery_point=recovery_point))
@@ -183,7 +183,7 @@ def salvage(paths: tuple[str, ...], kafka_version: str | None, execute: bool, ba
     from kafkalog_cli.ops import salvage as sv
 
     out, err = line_writers()
-    kafka_version = assumed_kafka_version(kafka_version)
+    kafka_version = assumed_kafka_version(kafka_version, paths=list(paths))
     results = _errors(lambda: sv.run(list(paths), kafka_version=kafka_version, execute=execute,
                                      backup_dir=backup_dir, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
                                      allow_unknown_in_transaction=allow_unknown_in_transaction))
