@@ -106,6 +106,12 @@ RELEASE_TABLES = (
     (Table("schemas_share_40.py",
            "``__share_group_state`` record schemas of Kafka 4.0 (the layouts before PR #19432 / #20016).",
            ("share-coordinator/src/main/resources/common/message",)), COMMIT),
+    # the share-group record of __consumer_offsets whose value version 0 changed after the base commit (InitializingTopics
+    # and each topic's CreateTimestamp: the layout from 4.1, 25002b6): the base commit's, 4.0's
+    (Table("schemas_group_40.py",
+           "``__consumer_offsets`` share-group records of Kafka 4.0 whose layout 4.1 changed in value version 0.",
+           ("group-coordinator/src/main/resources/common/message/ShareGroupStatePartitionMetadataValue.json",)),
+     COMMIT),
 )
 
 

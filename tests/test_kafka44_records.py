@@ -276,3 +276,28 @@ def test_format_json_reads_a_40_share_snapshot_with_its_layout() -> None:
                                                    "startOffset": 100, "stateBatches": []}
     bad = sgs.decode_json(Rec(SNAP_KEY, i16(0) + b"\x00"))  # neither layout: the newest layout's error
     assert bad["error"].startswith("Could not read record with version 0 from value's buffer") and "layout" not in bad
+
+
+def test_share_group_state_partition_metadata_15_layout_41() -> None:
+    """4.1 put InitializingTopics first and a CreateTimestamp in each initializing/initialized topic (25002b6), in
+    the same value version 0: 4.1+ profiles read that layout, 4.0's the one before (1eb7644's)."""
+    def info(t: tuple[bytes, str, list[int], int]) -> bytes:
+        return t[0] + cstr(t[1]) + carr(t[2], i32) + i64(t[3]) + NO_TAGS
+
+    key = i16(15) + kstr("share-g")
+    value = (i16(0) + carr([(T1, "orders", [0, 1], 1_760_000_000_000)], info) + carr([(T2, "pay", [2], 5)], info)
+             + carr([(T1, "old")], lambda t: t[0] + cstr(t[1]) + NO_TAGS) + NO_TAGS)
+    d = _decoded(key, value)
+    assert "layout" not in d
+    assert d["value"] == {
+        "initializingTopics": [{"topicId": tid(T1), "topicName": "orders", "partitions": [0, 1],
+                                "createTimestamp": 1_760_000_000_000}],
+        "initializedTopics": [{"topicId": tid(T2), "topicName": "pay", "partitions": [2], "createTimestamp": 5}],
+        "deletingTopics": [{"topicId": tid(T1), "topicName": "old"}]}
+    assert cof.make((4, 4, 0)).parse(Rec(key, value), None)[1].startswith('{"version":"0","data":{"initializingTopics"')
+    old = (i16(0) + carr([(T2, "pay", [2])], lambda t: t[0] + cstr(t[1]) + carr(t[2], i32) + NO_TAGS)
+           + carr([], cstr) + NO_TAGS)
+    k40, v40 = cof.make((4, 0, 0)).parse(Rec(key, old), None)
+    assert json.loads(v40)["data"] == {"initializedTopics": [{"topicId": tid(T2), "topicName": "pay", "partitions": [2]}],
+                                       "deletingTopics": []}
+    assert cof.decode_json(Rec(key, old))["layout"] == "4.0"

@@ -196,6 +196,19 @@ def structured(d: Decoded) -> dict[str, Any]:
     }
 
 
+def structured_any_layout(record, keys: dict[int, Message], values: dict[int, Message],  # noqa: ANN001
+                          older: dict[int, Message], older_name: str) -> dict[str, Any]:
+    """``--format json``'s decode with the newest layouts; a value only an older release's layout of its record type
+    reads (``older``: type -> value schema) is decoded with that one and says so (``"layout": older_name``), so a
+    partition of any release reads without ``--kafka-version``. Neither: the newest layout's error."""
+    d = structured_or_error(record, keys, values)
+    if "error" in d and record.key is not None and record.value is not None:
+        old = structured_or_error(record, keys, {**values, **older})
+        if "error" not in old and old.get("key_type") in older:
+            return {**old, "layout": older_name}
+    return d
+
+
 def structured_or_error(record, keys: dict[int, Message], values: dict[int, Message]) -> dict[str, Any]:  # noqa: ANN001
     if record.key is None:
         return {"offset": record.offset, "error": "missing key"}

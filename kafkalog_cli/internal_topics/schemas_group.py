@@ -312,20 +312,28 @@ ShareGroupStatePartitionMetadataKey = Message(
     since='4.0',
 )
 
+# group-coordinator/src/main/resources/common/message/ShareGroupStatePartitionMetadataValue.json at 25002b6a64b07c60e5777685732620ad6df6bbd5
 ShareGroupStatePartitionMetadataValue = Message(
-    'ShareGroupStatePartitionMetadataValue', None, (0, 0), 0,
+    'ShareGroupStatePartitionMetadataValue', 15, (0, 0), 0,
     [
+        Field('initializingTopics', ("array", ("struct", [
+            Field('topicId', 'uuid'),
+            Field('topicName', 'string'),
+            Field('partitions', ("array", 'int32')),
+            Field('createTimestamp', 'int64'),
+        ]))),
         Field('initializedTopics', ("array", ("struct", [
             Field('topicId', 'uuid'),
             Field('topicName', 'string'),
             Field('partitions', ("array", 'int32')),
+            Field('createTimestamp', 'int64'),
         ]))),
         Field('deletingTopics', ("array", ("struct", [
             Field('topicId', 'uuid'),
             Field('topicName', 'string'),
         ]))),
     ],
-    since='4.0',
+    since='4.1',
 )
 
 ShareGroupTargetAssignmentMemberKey = Message(

@@ -24,7 +24,7 @@ class ShareStateParser(co.JsonCoordinatorParser):
     decoder_name = "share group state topic"
 
     def __init__(self, version: tuple[int, int, int]) -> None:
-        values = VALUES_40 if release_for(version).share_state_layout == "4.0" else VALUES
+        values = VALUES_40 if release_for(version).share_layout == "4.0" else VALUES
         super().__init__(KEYS, values, version)
 
 
@@ -35,9 +35,4 @@ def make(version: tuple[int, int, int]) -> ShareStateParser:
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
     """The newest layout; a value only 4.0's layout reads (uint16 snapshot epoch, no timestamps) is decoded with
     that one and says so (``"layout": "4.0"``): ``--format json`` serves any release's partition."""
-    d = co.structured_or_error(record, KEYS, VALUES)
-    if "error" in d and record.key is not None and record.value is not None:
-        old = co.structured_or_error(record, KEYS, VALUES_40)
-        if "error" not in old:
-            return {**old, "layout": "4.0"}
-    return d
+    return co.structured_any_layout(record, KEYS, VALUES, VALUES_40, "4.0")
