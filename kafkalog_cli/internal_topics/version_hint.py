@@ -18,6 +18,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 METADATA_DIR = "__cluster_metadata-0"
+FEATURE = b"metadata.version"
 #: metadata.version feature level -> release (MetadataVersion.java at 1eb7644, IBP_3_0_IV1(1) .. IBP_4_0_IV3(25))
 RELEASE_OF_LEVEL: dict[int, str] = {
     1: "3.0", 2: "3.1", 3: "3.2", 4: "3.3", 5: "3.3", 6: "3.3", 7: "3.3", 8: "3.4", 9: "3.5", 10: "3.5", 11: "3.5",
@@ -58,7 +59,14 @@ def _levels(path: str) -> list[int]:
             for batch in entries(mf.buf, file=path):
                 if batch.is_legacy or batch.is_control:
                     continue
+                # an uncompressed batch without the feature's name holds no such record: skip it undecoded (the
+                # metadata log is mostly NoOpRecords, one batch each)
+                if batch.codec == 0 and FEATURE not in bytes(mf.buf[batch.position:batch.position + batch.size]):
+                    continue
                 for rec in batch.iter_records(mf.buf):
+                    # frame version 1, apiKey 12 (FeatureLevelRecord): both one-byte uvarints; skip the rest unread
+                    if rec.value is None or bytes(rec.value[:2]) != b"\x01\x0c":
+                        continue
                     try:
                         msg, _ver, values = cm.read_frame(None if rec.value is None else bytes(rec.value))
                     except cm.MetadataParseError:
