@@ -12,6 +12,8 @@ the type its field declares, so the table and the dataclass cannot drift apart.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Literal
 
@@ -20,9 +22,13 @@ Version = tuple[int, int, int]
 KNOWN_VERSIONS = [
     "2.0", "2.0.1", "2.1", "2.2", "2.3", "2.4", "2.4.1", "2.5", "2.6", "2.7", "2.8",
     "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9",
-    "4.0", "4.1", "4.2", "4.3",
+    "4.0", "4.1", "4.2", "4.3", "4.4",
 ]
-DEFAULT_VERSION = "4.3"
+# the one default of every command's --kafka-version (dump, seek, recover, salvage, ...); a host or fleet sets its own
+# with KAFKALOG_KAFKA_VERSION. Precedence: the flag > the environment variable > the broker's files (where a command
+# reads a version from them) > this default (docs/kafka-versions.md)
+DEFAULT_VERSION = "4.4"
+ENV_VAR = "KAFKALOG_KAFKA_VERSION"
 
 BatchShape = Literal["g1", "modern"]
 RecordStyle = Literal["g1", "keysize", "verbose", "compact"]
@@ -123,6 +129,16 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
     "deprecated_decoder_notice": [((0, 0, 0), False), ((3, 8, 0), True), ((4, 0, 0), False)],
     "summary_order": [((0, 0, 0), "scala-hash"), ((4, 3, 0), "insertion")],
 }
+
+
+def default_version(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The version a command assumes without ``--kafka-version``, and where it came from (``"KAFKALOG_KAFKA_VERSION"``
+    or ``"default"``). An empty variable counts as unset."""
+    env = os.environ if environ is None else environ
+    value = (env.get(ENV_VAR) or "").strip()
+    if value:
+        return value, ENV_VAR
+    return DEFAULT_VERSION, "default"
 
 
 def parse_version(text: str) -> Version:

@@ -69,13 +69,13 @@ def test_kafka_version_help_lists_every_release() -> None:
 def test_newer_kafka_version_warns(tmp_path) -> None:  # noqa: ANN001
     part = make_partition(tmp_path)
     seg = str(part / ("0" * 20 + ".log"))
-    for v in ("4.4", "5.0"):
+    for v in ("4.5", "5.0"):  # 4.4 is the newest known release (issue 28)
         r = CliRunner().invoke(cli, ["dump", "--kafka-version", v, seg])
         assert r.exit_code == 0 and f"warning: Kafka {v} is newer than the newest release kafkalog knows" in r.stderr
     r = CliRunner().invoke(cli, ["dump", "--kafka-version", "4.3.1", seg])
     assert r.exit_code == 0 and "warning" not in r.stderr
     r = CliRunner().invoke(cli, ["dump", "--kafka-version", "1.1", seg])
-    assert r.exit_code == 2 and "2.0 to 4.3" in r.stderr
+    assert r.exit_code == 2 and "2.0 to 4.4" in r.stderr
 
 
 def _complete(words: str) -> list[str]:

@@ -56,10 +56,40 @@ def test_a_schema_renders_to_the_message_it_declares() -> None:
     ]
 
 
-@pytest.mark.skipif(not os.path.isdir(os.environ.get("KAFKALOG_KAFKA_GIT", "") or "/nonexistent"),
-                    reason="set KAFKALOG_KAFKA_GIT to a Kafka git repository to compare the tables with Kafka's JSON")
+@pytest.mark.skipif(not os.path.isdir(os.environ.get("KAFKALOG_KAFKA_GIT", "") or "/nonexistent")
+                    or not os.path.isdir(os.environ.get("KAFKALOG_KAFKA_OVERLAY", "") or "/nonexistent"),
+                    reason="set KAFKALOG_KAFKA_GIT to a Kafka git repository and KAFKALOG_KAFKA_OVERLAY to the files of "
+                           "scripts/kafka_schema_overlay.json to compare the tables with Kafka's JSON")
 def test_committed_tables_are_the_generator_output() -> None:
-    src = gen.KafkaSource(os.environ["KAFKALOG_KAFKA_GIT"], gen.COMMIT)
+    overlay = gen.Overlay.load(os.environ["KAFKALOG_KAFKA_OVERLAY"])
+    src = gen.KafkaSource(os.environ["KAFKALOG_KAFKA_GIT"], gen.COMMIT, overlay)
     for table in gen.TABLES:
         committed = (gen.package_dir() / table.module).read_text()
         assert committed == gen.render(table, src), table.module
+
+
+def test_overlay_files_extend_the_base_commit(tmp_path) -> None:  # noqa: ANN001
+    """A file of the manifest is read from --overlay and named with its commit and first release in the table; a
+    file the manifest lists but --overlay lacks stops the generator (never a silently older table)."""
+    manifest = tmp_path / "m.json"
+    manifest.write_text('{"files": {"d/NewKey.json": {"commit": "abc123", "since": "4.4"}}, "since": {}}')
+    (tmp_path / "o" / "d").mkdir(parents=True)
+    (tmp_path / "o" / "d" / "NewKey.json").write_text(
+        '{"apiKey": 30, "type": "coordinator-key", "name": "NewKey", "validVersions": "0", "flexibleVersions": "none",'
+        ' "fields": [{"name": "GroupId", "type": "string", "versions": "0"}]}')
+    overlay = gen.Overlay.load(str(tmp_path / "o"), manifest)
+    src = gen.KafkaSource("/nonexistent", gen.COMMIT, overlay)
+    text = gen.message(src.load("d/NewKey.json"), src.note("d/NewKey.json"), src.since("NewKey"))
+    assert text.startswith("# d/NewKey.json at abc123\nNewKey = Message(\n    'NewKey', 30, (0, 0), None,")
+    assert "since='4.4'" in text
+    missing = gen.KafkaSource("/nonexistent", gen.COMMIT, gen.Overlay.load(None, manifest))
+    with pytest.raises(SystemExit, match="pass --overlay DIR"):
+        missing.load("d/NewKey.json")
+
+
+def test_generated_tables_name_every_newer_file() -> None:
+    """Each file of the manifest appears in a generated table with its commit (or as restated)."""
+    overlay = gen.Overlay.load(None)
+    tables = "".join((gen.package_dir() / t.module).read_text() for t in gen.TABLES)
+    for path, commit in overlay.files.items():
+        assert f"# {path} {'at ' + commit if commit else 'restated'}" in tables, path

@@ -39,6 +39,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
+from kafkalog_cli import versions
 from kafkalog_cli.broker import leader_epoch_cache as lec
 from kafkalog_cli.broker import log_segment as ri
 from kafkalog_cli.broker import producer_state_manager as pst
@@ -61,7 +62,7 @@ from kafkalog_cli.storage.segment_check import map_segment
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-DEFAULT_VERSION = "3.9"
+DEFAULT_VERSION = versions.DEFAULT_VERSION  # one default for every command (kafkalog_cli/versions.py)
 
 
 # ------------------------------------------------------------------------------------------------ versions

@@ -117,6 +117,39 @@ def kafka_version_help(what: str) -> str:
             f"3.9.0-rc3, acts as its minor release; a newer release acts as {KNOWN_VERSIONS[-1]}, with a warning).")
 
 
+def kafka_version_option(what: str) -> Callable[[Any], Any]:
+    """The one ``--kafka-version`` option of every command that models a release (dump, seek, recover, salvage):
+    no click default, so that :func:`assumed_kafka_version` applies one precedence everywhere."""
+    from kafkalog_cli.versions import DEFAULT_VERSION, ENV_VAR
+
+    return click.option("--kafka-version", default=None, metavar="V", shell_complete=complete_kafka_version,
+                        help=f"{kafka_version_help(what)} Default: ${ENV_VAR} when set, else {DEFAULT_VERSION}.")
+
+
+def assumed_kafka_version(flag: str | None, *, echo: bool = True, paths: list[str] | None = None) -> str:
+    """The release a command assumes: ``--kafka-version`` > ``$KAFKALOG_KAFKA_VERSION`` > the broker's files (the
+    metadata.version of the KRaft metadata log beside ``paths``, for the commands that model the broker's software:
+    recover, salvage) > the default. When the environment or the files chose it, one note on stderr says so
+    (``echo``), so an answer never silently depends on the host."""
+    from kafkalog_cli.versions import default_version
+
+    if flag:
+        return flag
+    version, source = default_version()
+    if source == "default" and paths:
+        from kafkalog_cli.internal_topics.version_hint import metadata_version_hint
+
+        hint = metadata_version_hint(paths)
+        if hint is not None and hint.release is not None:
+            if echo:
+                click.echo(f"kafkalog: note: assuming Kafka {hint.release} (from the {hint.describe()}; the brokers "
+                           "run that release or a newer one: --kafka-version says which)", err=True)
+            return hint.release
+    if echo and source != "default":
+        click.echo(f"kafkalog: note: assuming Kafka {version} (from ${source})", err=True)
+    return version
+
+
 def complete_kafka_version(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     """TAB candidates for ``--kafka-version``: the known releases, newest first."""
     from click.shell_completion import CompletionItem

@@ -11,13 +11,12 @@ from kafkalog_cli.cli.common import (
     EXIT_USAGE,
     ByteProgress,
     StdoutSink,
+    assumed_kafka_version,
     complete_decoder_class,
-    complete_kafka_version,
     fail,
-    kafka_version_help,
+    kafka_version_option,
     resolve_profile,
 )
-from kafkalog_cli.versions import DEFAULT_VERSION
 
 if TYPE_CHECKING:
     from kafkalog_cli.render.dls import DlsRenderer
@@ -63,8 +62,7 @@ input found, 2 usage error or unreadable file.""",
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode records as KRaft __cluster_metadata records.")
 @click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode records as __remote_log_metadata records.")
 @click.option("--share-group-state-decoder", is_flag=True, help="Decode records as __share_group_state records.")
-@click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, metavar="V",
-              shell_complete=complete_kafka_version, help=kafka_version_help("Reproduce the output"))
+@kafka_version_option("Reproduce the output")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text = DumpLogSegments lines; json = one JSON object per line.")
 @click.option("--gap-tracker", type=click.Choice(["scala", "java"]), default="scala", show_default=True,
@@ -75,7 +73,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
          verify_index_only: bool, index_sanity_check: bool, max_message_size: int, max_bytes: int | None,
          skip_record_metadata: bool, key_decoder_class: str | None, value_decoder_class: str | None,
          offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool,
-         remote_log_metadata_decoder: bool, share_group_state_decoder: bool, kafka_version: str, fmt: str,
+         remote_log_metadata_decoder: bool, share_group_state_decoder: bool, kafka_version: str | None, fmt: str,
          gap_tracker: str, max_decompressed_size: int) -> None:
     """Dump log segments, indexes, producer snapshots and companion files, with the exact text
     DumpLogSegments (kafka-dump-log.sh) prints for the chosen Kafka version.
@@ -84,7 +82,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     from kafkalog_cli.ops.dump import Dumper, DumpOptions
     from kafkalog_cli.render.parsers import DecoderParser, resolve_decoder
 
-    profile = resolve_profile(kafka_version)
+    profile = resolve_profile(assumed_kafka_version(kafka_version))
     args = list(paths)
     if files_opt is not None:
         items = files_opt.split(",")

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, assumed_kafka_version, kafka_version_option, line_writers
 from kafkalog_cli.cli.repair_errors import engine_call
 from kafkalog_cli.render.jsondoc import versioned
 
@@ -58,7 +58,7 @@ offsets. --execute does exactly that offline (removed files are backed up).
 """ + _COMMON_EXIT,
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
-@click.option("--kafka-version", default="3.9", show_default=True, help="The broker version whose loader to model.")
+@kafka_version_option("Model the loader")
 @click.option("--execute", is_flag=True, help="Do it now, offline (default: dry run).")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
@@ -70,13 +70,14 @@ offsets. --execute does exactly that offline (removed files are backed up).
               help="Model an unclean start whose recovery-point checkpoint is OFFSET (default: the log dir's "
                    "checkpoint): the broker only recovers segments from the one holding it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_dir: str | None, now_ms: int | None,
+def recover(paths: tuple[str, ...], kafka_version: str | None, execute: bool, backup_dir: str | None, now_ms: int | None,
             configs: tuple[str, ...], recovery_point: int | None, fmt: str) -> None:
     """Show (or do) what the broker's loader will do to a partition at its next start."""
     from kafkalog_cli.broker import loader as ld
     from kafkalog_cli.ops import recover as rc
 
     out, err = line_writers()
+    kafka_version = assumed_kafka_version(kafka_version, paths=list(paths))
     results = _errors(lambda: rc.run(list(paths), kafka_version, execute=execute, backup_dir=backup_dir,
                                      now_ms=now_ms, config=ld.TopicConfig.from_pairs(configs),
                                      recovery_point=recovery_point))
@@ -164,7 +165,7 @@ bytes inside an open transaction (--allow-unknown-in-transaction).
 """ + _COMMON_EXIT,
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="PATH...")
-@click.option("--kafka-version", default="3.9", show_default=True, help="The broker version to write for.")
+@kafka_version_option("Write for the loader")
 @click.option("--execute", is_flag=True, help="Write the salvaged partition (default: dry run).")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where replaced files go (default: <parent of log dir>/kafkalog-backups).")
@@ -176,12 +177,13 @@ bytes inside an open transaction (--allow-unknown-in-transaction).
 @click.option("--allow-unknown-in-transaction", is_flag=True,
               help="Salvage even when unreadable bytes lie inside an open transaction (they may have held its "
                    "marker); the plan warns which transaction and its consumers are at risk.")
-def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_dir: str | None, now_ms: int | None,
+def salvage(paths: tuple[str, ...], kafka_version: str | None, execute: bool, backup_dir: str | None, now_ms: int | None,
             fmt: str, allow_lost_marker: bool, allow_unknown_in_transaction: bool) -> None:
     """Keep every intact batch; cut out only the corrupt ranges; rebuild what the loader needs."""
     from kafkalog_cli.ops import salvage as sv
 
     out, err = line_writers()
+    kafka_version = assumed_kafka_version(kafka_version, paths=list(paths))
     results = _errors(lambda: sv.run(list(paths), kafka_version=kafka_version, execute=execute,
                                      backup_dir=backup_dir, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
                                      allow_unknown_in_transaction=allow_unknown_in_transaction))

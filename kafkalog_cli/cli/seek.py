@@ -10,15 +10,14 @@ import click
 from kafkalog_cli.cli.common import (
     EXIT_CLEAN,
     EXIT_PROBLEMS,
-    complete_kafka_version,
+    assumed_kafka_version,
     fail,
-    kafka_version_help,
+    kafka_version_option,
     line_writers,
     resolve_profile,
 )
 from kafkalog_cli.cli.timespec import parse_time
 from kafkalog_cli.render.jsondoc import versioned
-from kafkalog_cli.versions import DEFAULT_VERSION
 
 
 def parse_timestamp(text: str) -> int:
@@ -99,15 +98,14 @@ Exit codes: 0 found, 1 offset outside the log, 2 usage error or unreadable input
 @click.option("--print-data-log", is_flag=True, help="Also print the record with that offset (key and payload).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--verbose", is_flag=True, help="Report on stderr how much was read (files, index probes, bytes).")
-@click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, metavar="V",
-              shell_complete=complete_kafka_version, help=kafka_version_help("Print the lines as DumpLogSegments"))
-def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str, verbose: bool, kafka_version: str) -> None:
+@kafka_version_option("Print the lines as DumpLogSegments")
+def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str, verbose: bool, kafka_version: str | None) -> None:
     """Find the batch holding OFFSET the way a broker serves a fetch: segment by base offset, offset-index lookup,
     then a forward walk over batch headers."""
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.ops import seek
 
-    profile = resolve_profile(kafka_version)
+    profile = resolve_profile(assumed_kafka_version(kafka_version))
     out, err = line_writers()
     stats = seek.SeekStats()
     try:

@@ -18,35 +18,25 @@ from kafkalog_cli.format.layouts import SCHEMA_VERSION
 from kafkalog_cli.internal_topics import coordinator as co
 from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics import schemas_group as sg
+from kafkalog_cli.internal_topics import schemas_group_40 as sg40
 from kafkalog_cli.internal_topics.releases import release_for
 
 Version = tuple[int, int, int]
 
-KEYS = {
-    0: sg.OffsetCommitKey, 1: sg.OffsetCommitKey, 2: sg.GroupMetadataKey,
-    3: sg.ConsumerGroupMetadataKey, 4: sg.ConsumerGroupPartitionMetadataKey, 5: sg.ConsumerGroupMemberMetadataKey,
-    6: sg.ConsumerGroupTargetAssignmentMetadataKey, 7: sg.ConsumerGroupTargetAssignmentMemberKey,
-    8: sg.ConsumerGroupCurrentMemberAssignmentKey, 9: sg.ShareGroupPartitionMetadataKey,
-    10: sg.ShareGroupMemberMetadataKey, 11: sg.ShareGroupMetadataKey, 12: sg.ShareGroupTargetAssignmentMetadataKey,
-    13: sg.ShareGroupTargetAssignmentMemberKey, 14: sg.ShareGroupCurrentMemberAssignmentKey,
-    15: sg.ShareGroupStatePartitionMetadataKey,
-}
-VALUES = {
-    0: sg.OffsetCommitValue, 1: sg.OffsetCommitValue, 2: sg.GroupMetadataValue,
-    3: sg.ConsumerGroupMetadataValue, 4: sg.ConsumerGroupPartitionMetadataValue, 5: sg.ConsumerGroupMemberMetadataValue,
-    6: sg.ConsumerGroupTargetAssignmentMetadataValue, 7: sg.ConsumerGroupTargetAssignmentMemberValue,
-    8: sg.ConsumerGroupCurrentMemberAssignmentValue, 9: sg.ShareGroupPartitionMetadataValue,
-    10: sg.ShareGroupMemberMetadataValue, 11: sg.ShareGroupMetadataValue, 12: sg.ShareGroupTargetAssignmentMetadataValue,
-    13: sg.ShareGroupTargetAssignmentMemberValue, 14: sg.ShareGroupCurrentMemberAssignmentValue,
-    15: sg.ShareGroupStatePartitionMetadataValue,
-}
+# record type -> key / value schema, every type Kafka writes to __consumer_offsets up to 4.4 (0-2 classic groups,
+# 3-8 consumer groups of KIP-848, 9-15 share groups, 16 regular-expression subscriptions, 17-24 streams groups)
+KEYS, VALUES = co.record_types(sg.MESSAGES)
+# 4.0's layouts of the types whose value version 0 changed in 4.1 (releases.py share_layout)
+VALUES_40 = {15: sg40.ShareGroupStatePartitionMetadataValue}
 CONSUMER = "consumer"
 
 
 def key_tables(version: Version) -> tuple[dict, dict]:
-    """Record types the version's serde knows: 0-8 in 3.8/3.9, 0-15 (share groups) from 4.0."""
-    last = release_for(version).offsets_last_record_type
-    return ({k: v for k, v in KEYS.items() if k <= last}, {k: v for k, v in VALUES.items() if k <= last})
+    """Record types the version's serde knows: 0-8 in 3.8/3.9, every later one from 4.0 (``releases.py``)."""
+    release = release_for(version)
+    last = release.offsets_last_record_type
+    values = {**VALUES, **VALUES_40} if release.share_layout == "4.0" else VALUES
+    return ({k: v for k, v in KEYS.items() if k <= last}, {k: v for k, v in values.items() if k <= last})
 
 
 # ----------------------------------------------------------------------------------------------- 3.8+ JSON
@@ -218,4 +208,4 @@ def make(version: Version):
 
 
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
-    return co.structured_or_error(record, KEYS, VALUES)
+    return co.structured_any_layout(record, KEYS, VALUES, VALUES_40, "4.0")

@@ -39,6 +39,33 @@ class Decoded:
     value_version: int | None
     value_schema: Message | None
     value: dict[str, Any] | None
+    #: the version the key message is read at: the record type for the keys of Kafka before 4.0 (their schemas'
+    #: version is the type), 0 for 4.0's ``coordinator-key`` schemas (``"apiKey": N``, ``"validVersions": "0"``)
+    key_version: int = 0
+
+
+def key_version(msg: Message, record_type: int) -> int:
+    """The version a key schema reads ``record_type``'s key at (the same bytes either way: int16 type + fields)."""
+    return record_type if msg.supports(record_type) else msg.valid[0]
+
+
+def record_types(messages: list[Message]) -> tuple[dict[int, Message], dict[int, Message]]:
+    """Record type -> key schema and value schema, from a generated table: a key's ``apiKey`` (4.0+ schemas), else
+    the versions it declares (before 4.0 the key version is the record type); its value is the ``...Value`` twin."""
+    by_name = {m.name: m for m in messages}
+    keys: dict[int, Message] = {}
+    values: dict[int, Message] = {}
+    for m in messages:
+        if not m.name.endswith("Key"):
+            continue
+        value = by_name.get(m.name[: -len("Key")] + "Value")
+        if value is None:
+            continue
+        types = [m.api_key] if m.api_key is not None else list(range(m.valid[0], m.valid[1] + 1))
+        for t in types:
+            keys[t] = m
+            values[t] = value
+    return keys, values
 
 
 def java_message(exc: Exception) -> str:
@@ -84,14 +111,15 @@ def deserialize(key: bytes, value: bytes | None, keys: dict[int, Message], value
     kmsg = keys.get(rtype)
     if kmsg is None:
         raise UnknownRecordType(rtype)
+    kver = key_version(kmsg, rtype)
     try:
-        kvals = read_checked(key, kmsg, rtype, 2)
+        kvals = read_checked(key, kmsg, kver, 2)
     except (InvalidRecordError, ValueError) as exc:
         raise CoordinatorDecodeError(
             f"Could not read record with version {rtype} from key's buffer due to: {java_message(exc)}."
         ) from None
     if value is None:
-        return Decoded(rtype, kmsg, kvals, None, None, None)
+        return Decoded(rtype, kmsg, kvals, None, None, None, kver)
     vmsg = values.get(rtype)
     if vmsg is None:
         raise UnknownRecordType(rtype)
@@ -104,11 +132,11 @@ def deserialize(key: bytes, value: bytes | None, keys: dict[int, Message], value
         raise CoordinatorDecodeError(
             f"Could not read record with version {vver} from value's buffer due to: {java_message(exc)}."
         ) from None
-    return Decoded(rtype, kmsg, kvals, vver, vmsg, vvals)
+    return Decoded(rtype, kmsg, kvals, vver, vmsg, vvals, kver)
 
 
 def key_json_text(d: Decoded) -> str:
-    return sc.java_json({"type": str(d.record_type), "data": sc.to_json(d.key_schema.fields, d.key, d.record_type)})
+    return sc.java_json({"type": str(d.record_type), "data": sc.to_json(d.key_schema.fields, d.key, d.key_version)})
 
 
 def value_json_text(d: Decoded, data: dict[str, Any] | None = None) -> str:
@@ -159,13 +187,26 @@ def structured(d: Decoded) -> dict[str, Any]:
     return {
         "key_type": d.record_type,
         "key_schema": d.key_schema.name,
-        "key": sc.plain_json(sc.to_json(d.key_schema.fields, d.key, d.record_type)),
+        "key": sc.plain_json(sc.to_json(d.key_schema.fields, d.key, d.key_version)),
         "value_version": d.value_version,
         "value_schema": None if d.value_schema is None else d.value_schema.name,
         "value": None
         if d.value is None or d.value_schema is None
         else sc.plain_json(sc.to_json(d.value_schema.fields, d.value, d.value_version or 0)),
     }
+
+
+def structured_any_layout(record, keys: dict[int, Message], values: dict[int, Message],  # noqa: ANN001
+                          older: dict[int, Message], older_name: str) -> dict[str, Any]:
+    """``--format json``'s decode with the newest layouts; a value only an older release's layout of its record type
+    reads (``older``: type -> value schema) is decoded with that one and says so (``"layout": older_name``), so a
+    partition of any release reads without ``--kafka-version``. Neither: the newest layout's error."""
+    d = structured_or_error(record, keys, values)
+    if "error" in d and record.key is not None and record.value is not None:
+        old = structured_or_error(record, keys, {**values, **older})
+        if "error" not in old and old.get("key_type") in older:
+            return {**old, "layout": older_name}
+    return d
 
 
 def structured_or_error(record, keys: dict[int, Message], values: dict[int, Message]) -> dict[str, Any]:  # noqa: ANN001

@@ -22,8 +22,13 @@ class DecoderRelease:
 
     # --offsets-decoder: 2.0-3.7 GroupMetadataManager.formatRecordKeyAndValue text, 3.8+ the JSON coordinator parser
     offsets_json: bool
-    # record types the 3.8+ serde knows: 0-8, then 0-15 (share groups) from 4.0
+    # record types the 3.8+ serde knows: 0-8, then every type up to 4.4's (share groups 9-15, regular expressions 16,
+    # streams groups 17-24) from 4.0: an operator never sees "Unknown record type" where a 4.x tool decodes it
     offsets_last_record_type: int
+    # share-group layouts that changed in value version 0 after 4.0: "4.0" (__share_group_state: uint16 snapshot epoch,
+    # no timestamps, schemas_share_40; __consumer_offsets type 15 without InitializingTopics, schemas_group_40) or
+    # "4.1" (int32 snapshot epoch of PR #20016, create/write timestamps of PR #19432; InitializingTopics, 25002b6)
+    share_layout: str
     # before 2.4.1: "offset::g:t:p" keys, tombstones print nothing, Scala JSON for group metadata
     offsets_old_text: bool
     offsets_unknown_key_error: str
@@ -55,7 +60,8 @@ class DecoderRelease:
 # behaviour -> [(first version, value), ...]; the keys are exactly DecoderRelease's fields
 TABLE: dict[str, list[tuple[Version, object]]] = {
     "offsets_json": [((0, 0, 0), False), ((3, 8, 0), True)],
-    "offsets_last_record_type": [((0, 0, 0), 8), ((4, 0, 0), 15)],
+    "offsets_last_record_type": [((0, 0, 0), 8), ((4, 0, 0), 24)],
+    "share_layout": [((0, 0, 0), "4.0"), ((4, 1, 0), "4.1")],
     "offsets_old_text": [((0, 0, 0), True), ((2, 4, 1), False)],
     "offsets_unknown_key_error": [((0, 0, 0), "Unknown offset schema version {v}"),
                                   ((2, 4, 0), "Unknown message key schema version {v}"),

@@ -31,6 +31,8 @@ class Message:
     valid: tuple[int, int]
     flexible_from: int | None
     fields: list[Field]
+    #: the first Kafka release that writes this record (scripts/kafka_schema_overlay.json); "" where not established
+    since: str = ""
 
     def is_flexible(self, version: int) -> bool:
         return self.flexible_from is not None and version >= self.flexible_from

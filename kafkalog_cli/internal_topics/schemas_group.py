@@ -14,10 +14,12 @@ ConsumerGroupCurrentMemberAssignmentKey = Message(
         Field('groupId', 'string', versions=(8, 8)),
         Field('memberId', 'string', versions=(8, 8)),
     ],
+    since='3.7',
 )
 
+# group-coordinator/src/main/resources/common/message/ConsumerGroupCurrentMemberAssignmentValue.json at 6541f94017d844ae7b9656ababf6ce970c802f56
 ConsumerGroupCurrentMemberAssignmentValue = Message(
-    'ConsumerGroupCurrentMemberAssignmentValue', None, (0, 0), 0,
+    'ConsumerGroupCurrentMemberAssignmentValue', 8, (0, 0), 0,
     [
         Field('memberEpoch', 'int32'),
         Field('previousMemberEpoch', 'int32'),
@@ -25,12 +27,15 @@ ConsumerGroupCurrentMemberAssignmentValue = Message(
         Field('assignedPartitions', ("array", ("struct", [
             Field('topicId', 'uuid'),
             Field('partitions', ("array", 'int32')),
+            Field('assignmentEpochs', ("array", 'int32'), nullable=(0, 32767), tag=0, default=None),
         ]))),
         Field('partitionsPendingRevocation', ("array", ("struct", [
             Field('topicId', 'uuid'),
             Field('partitions', ("array", 'int32')),
+            Field('assignmentEpochs', ("array", 'int32'), nullable=(0, 32767), tag=0, default=None),
         ]))),
     ],
+    since='3.7',
 )
 
 ConsumerGroupMemberMetadataKey = Message(
@@ -39,6 +44,7 @@ ConsumerGroupMemberMetadataKey = Message(
         Field('groupId', 'string', versions=(5, 5)),
         Field('memberId', 'string', versions=(5, 5)),
     ],
+    since='3.7',
 )
 
 ConsumerGroupMemberMetadataValue = Message(
@@ -60,6 +66,7 @@ ConsumerGroupMemberMetadataValue = Message(
             ]))),
         ]), nullable=(0, 32767), tag=0, default=None),
     ],
+    since='3.7',
 )
 
 ConsumerGroupMetadataKey = Message(
@@ -67,13 +74,18 @@ ConsumerGroupMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(3, 3)),
     ],
+    since='3.7',
 )
 
+# group-coordinator/src/main/resources/common/message/ConsumerGroupMetadataValue.json at 266ed846e560e96f90575e4bb1a98b6f135177f0
 ConsumerGroupMetadataValue = Message(
-    'ConsumerGroupMetadataValue', None, (0, 0), 0,
+    'ConsumerGroupMetadataValue', 3, (0, 0), 0,
     [
         Field('epoch', 'int32'),
+        Field('metadataHash', 'int64', tag=0, default=0),
+        Field('creationTimeMs', 'int64', tag=1, default=-1),
     ],
+    since='3.7',
 )
 
 ConsumerGroupPartitionMetadataKey = Message(
@@ -81,6 +93,7 @@ ConsumerGroupPartitionMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(4, 4)),
     ],
+    since='3.7',
 )
 
 ConsumerGroupPartitionMetadataValue = Message(
@@ -96,6 +109,28 @@ ConsumerGroupPartitionMetadataValue = Message(
             ]))),
         ]))),
     ],
+    since='3.7',
+)
+
+# group-coordinator/src/main/resources/common/message/ConsumerGroupRegularExpressionKey.json at 53364c539970785f9317c2ddab26a4e350f12b23
+ConsumerGroupRegularExpressionKey = Message(
+    'ConsumerGroupRegularExpressionKey', None, (16, 16), None,
+    [
+        Field('groupId', 'string', versions=(16, 16)),
+        Field('regularExpression', 'string', versions=(16, 16)),
+    ],
+    since='4.0',
+)
+
+# group-coordinator/src/main/resources/common/message/ConsumerGroupRegularExpressionValue.json at 53364c539970785f9317c2ddab26a4e350f12b23
+ConsumerGroupRegularExpressionValue = Message(
+    'ConsumerGroupRegularExpressionValue', None, (0, 0), 0,
+    [
+        Field('topics', ("array", 'string')),
+        Field('version', 'int64'),
+        Field('timestamp', 'int64'),
+    ],
+    since='4.0',
 )
 
 ConsumerGroupTargetAssignmentMemberKey = Message(
@@ -104,6 +139,7 @@ ConsumerGroupTargetAssignmentMemberKey = Message(
         Field('groupId', 'string', versions=(7, 7)),
         Field('memberId', 'string', versions=(7, 7)),
     ],
+    since='3.7',
 )
 
 ConsumerGroupTargetAssignmentMemberValue = Message(
@@ -114,6 +150,7 @@ ConsumerGroupTargetAssignmentMemberValue = Message(
             Field('partitions', ("array", 'int32')),
         ]))),
     ],
+    since='3.7',
 )
 
 ConsumerGroupTargetAssignmentMetadataKey = Message(
@@ -121,6 +158,7 @@ ConsumerGroupTargetAssignmentMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(6, 6)),
     ],
+    since='3.7',
 )
 
 ConsumerGroupTargetAssignmentMetadataValue = Message(
@@ -128,6 +166,7 @@ ConsumerGroupTargetAssignmentMetadataValue = Message(
     [
         Field('assignmentEpoch', 'int32'),
     ],
+    since='3.7',
 )
 
 GroupMetadataKey = Message(
@@ -135,6 +174,7 @@ GroupMetadataKey = Message(
     [
         Field('group', 'string', versions=(2, 2)),
     ],
+    since='0.9',
 )
 
 GroupMetadataValue = Message(
@@ -156,6 +196,7 @@ GroupMetadataValue = Message(
             Field('assignment', 'bytes'),
         ]))),
     ],
+    since='0.9',
 )
 
 OffsetCommitKey = Message(
@@ -165,6 +206,7 @@ OffsetCommitKey = Message(
         Field('topic', 'string', versions=(0, 1)),
         Field('partition', 'int32', versions=(0, 1)),
     ],
+    since='0.9',
 )
 
 OffsetCommitValue = Message(
@@ -176,6 +218,7 @@ OffsetCommitValue = Message(
         Field('commitTimestamp', 'int64'),
         Field('expireTimestamp', 'int64', versions=(1, 1)),
     ],
+    since='0.9',
 )
 
 ShareGroupCurrentMemberAssignmentKey = Message(
@@ -184,6 +227,7 @@ ShareGroupCurrentMemberAssignmentKey = Message(
         Field('groupId', 'string', versions=(14, 14)),
         Field('memberId', 'string', versions=(14, 14)),
     ],
+    since='4.0',
 )
 
 ShareGroupCurrentMemberAssignmentValue = Message(
@@ -197,6 +241,7 @@ ShareGroupCurrentMemberAssignmentValue = Message(
             Field('partitions', ("array", 'int32')),
         ]))),
     ],
+    since='4.0',
 )
 
 ShareGroupMemberMetadataKey = Message(
@@ -205,6 +250,7 @@ ShareGroupMemberMetadataKey = Message(
         Field('groupId', 'string', versions=(10, 10)),
         Field('memberId', 'string', versions=(10, 10)),
     ],
+    since='4.0',
 )
 
 ShareGroupMemberMetadataValue = Message(
@@ -215,6 +261,7 @@ ShareGroupMemberMetadataValue = Message(
         Field('clientHost', 'string'),
         Field('subscribedTopicNames', ("array", 'string')),
     ],
+    since='4.0',
 )
 
 ShareGroupMetadataKey = Message(
@@ -222,6 +269,7 @@ ShareGroupMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(11, 11)),
     ],
+    since='4.0',
 )
 
 ShareGroupMetadataValue = Message(
@@ -229,6 +277,7 @@ ShareGroupMetadataValue = Message(
     [
         Field('epoch', 'int32'),
     ],
+    since='4.0',
 )
 
 ShareGroupPartitionMetadataKey = Message(
@@ -236,6 +285,7 @@ ShareGroupPartitionMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(9, 9)),
     ],
+    since='4.0',
 )
 
 ShareGroupPartitionMetadataValue = Message(
@@ -251,6 +301,7 @@ ShareGroupPartitionMetadataValue = Message(
             ]))),
         ]))),
     ],
+    since='4.0',
 )
 
 ShareGroupStatePartitionMetadataKey = Message(
@@ -258,21 +309,31 @@ ShareGroupStatePartitionMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(15, 15)),
     ],
+    since='4.0',
 )
 
+# group-coordinator/src/main/resources/common/message/ShareGroupStatePartitionMetadataValue.json at 25002b6a64b07c60e5777685732620ad6df6bbd5
 ShareGroupStatePartitionMetadataValue = Message(
-    'ShareGroupStatePartitionMetadataValue', None, (0, 0), 0,
+    'ShareGroupStatePartitionMetadataValue', 15, (0, 0), 0,
     [
+        Field('initializingTopics', ("array", ("struct", [
+            Field('topicId', 'uuid'),
+            Field('topicName', 'string'),
+            Field('partitions', ("array", 'int32')),
+            Field('createTimestamp', 'int64'),
+        ]))),
         Field('initializedTopics', ("array", ("struct", [
             Field('topicId', 'uuid'),
             Field('topicName', 'string'),
             Field('partitions', ("array", 'int32')),
+            Field('createTimestamp', 'int64'),
         ]))),
         Field('deletingTopics', ("array", ("struct", [
             Field('topicId', 'uuid'),
             Field('topicName', 'string'),
         ]))),
     ],
+    since='4.1',
 )
 
 ShareGroupTargetAssignmentMemberKey = Message(
@@ -281,6 +342,7 @@ ShareGroupTargetAssignmentMemberKey = Message(
         Field('groupId', 'string', versions=(13, 13)),
         Field('memberId', 'string', versions=(13, 13)),
     ],
+    since='4.0',
 )
 
 ShareGroupTargetAssignmentMemberValue = Message(
@@ -291,6 +353,7 @@ ShareGroupTargetAssignmentMemberValue = Message(
             Field('partitions', ("array", 'int32')),
         ]))),
     ],
+    since='4.0',
 )
 
 ShareGroupTargetAssignmentMetadataKey = Message(
@@ -298,6 +361,7 @@ ShareGroupTargetAssignmentMetadataKey = Message(
     [
         Field('groupId', 'string', versions=(12, 12)),
     ],
+    since='4.0',
 )
 
 ShareGroupTargetAssignmentMetadataValue = Message(
@@ -305,6 +369,250 @@ ShareGroupTargetAssignmentMetadataValue = Message(
     [
         Field('assignmentEpoch', 'int32'),
     ],
+    since='4.0',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupCurrentMemberAssignmentKey.json at 75a150ae8002d03ad7061727797012f3e1f153e3
+StreamsGroupCurrentMemberAssignmentKey = Message(
+    'StreamsGroupCurrentMemberAssignmentKey', 22, (0, 0), None,
+    [
+        Field('groupId', 'string', versions=(0, 0)),
+        Field('memberId', 'string', versions=(0, 0)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupCurrentMemberAssignmentValue.json at 5096058a08e6ac2bfb8c1aa2d55c98891ff780aa
+StreamsGroupCurrentMemberAssignmentValue = Message(
+    'StreamsGroupCurrentMemberAssignmentValue', None, (0, 0), 0,
+    [
+        Field('memberEpoch', 'int32'),
+        Field('previousMemberEpoch', 'int32'),
+        Field('state', 'int8'),
+        Field('activeTasks', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('standbyTasks', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('warmupTasks', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('activeTasksPendingRevocation', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('standbyTasksPendingRevocation', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('warmupTasksPendingRevocation', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupMemberMetadataKey.json at 7e11ea85e0c7aafa334fe9bebfc278c88c0ae5ad
+StreamsGroupMemberMetadataKey = Message(
+    'StreamsGroupMemberMetadataKey', 19, (0, 0), None,
+    [
+        Field('groupId', 'string', versions=(0, 0)),
+        Field('memberId', 'string', versions=(0, 0)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupMemberMetadataValue.json at 59bf751f9dc2e78a84a66940ec836457447b8db0
+StreamsGroupMemberMetadataValue = Message(
+    'StreamsGroupMemberMetadataValue', None, (0, 0), 0,
+    [
+        Field('instanceId', 'string', nullable=(0, 32767)),
+        Field('rackId', 'string', nullable=(0, 32767)),
+        Field('clientId', 'string'),
+        Field('clientHost', 'string'),
+        Field('rebalanceTimeoutMs', 'int32'),
+        Field('topologyEpoch', 'int32'),
+        Field('processId', 'string'),
+        Field('userEndpoint', ("struct", [
+            Field('host', 'string'),
+            Field('port', 'uint16'),
+        ]), nullable=(0, 32767)),
+        Field('clientTags', ("array", ("struct", [
+            Field('key', 'string'),
+            Field('value', 'string'),
+        ]))),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupMetadataKey.json at c940dbbffeb76d0333c84531b442e92181dd7717
+StreamsGroupMetadataKey = Message(
+    'StreamsGroupMetadataKey', 17, (0, 0), None,
+    [
+        Field('groupId', 'string', versions=(0, 0)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupMetadataValue.json at 1291a9305c6cbb5e25c0349eea3aa2cfbde1c5fe
+StreamsGroupMetadataValue = Message(
+    'StreamsGroupMetadataValue', 17, (0, 0), 0,
+    [
+        Field('epoch', 'int32'),
+        Field('metadataHash', 'int64'),
+        Field('validatedTopologyEpoch', 'int32', tag=0, default=-1),
+        Field('assignmentConfigs', ("array", ("struct", [
+            Field('key', 'string'),
+            Field('value', 'string'),
+        ]))),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupPartitionMetadataKey.json at 59bf751f9dc2e78a84a66940ec836457447b8db0
+StreamsGroupPartitionMetadataKey = Message(
+    'StreamsGroupPartitionMetadataKey', None, (18, 18), None,
+    [
+        Field('groupId', 'string', versions=(18, 18)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupPartitionMetadataValue.json at 44e616aa774b73381b8238059d2b091238c2df4e
+StreamsGroupPartitionMetadataValue = Message(
+    'StreamsGroupPartitionMetadataValue', None, (0, 0), 0,
+    [
+        Field('topics', ("array", ("struct", [
+            Field('topicId', 'uuid'),
+            Field('topicName', 'string'),
+            Field('numPartitions', 'int32'),
+            Field('partitionMetadata', ("array", ("struct", [
+                Field('partition', 'int32'),
+                Field('racks', ("array", 'string')),
+            ]))),
+        ]))),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTargetAssignmentMemberKey.json at b617af2a892fd306b52c6348cb4482507a6c7d10
+StreamsGroupTargetAssignmentMemberKey = Message(
+    'StreamsGroupTargetAssignmentMemberKey', 21, (0, 0), None,
+    [
+        Field('groupId', 'string', versions=(0, 0)),
+        Field('memberId', 'string', versions=(0, 0)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTargetAssignmentMemberValue.json at 75a150ae8002d03ad7061727797012f3e1f153e3
+StreamsGroupTargetAssignmentMemberValue = Message(
+    'StreamsGroupTargetAssignmentMemberValue', 21, (0, 0), 0,
+    [
+        Field('activeTasks', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('standbyTasks', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+        Field('warmupTasks', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('partitions', ("array", 'int32')),
+        ]))),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTargetAssignmentMetadataKey.json at 59bf751f9dc2e78a84a66940ec836457447b8db0
+StreamsGroupTargetAssignmentMetadataKey = Message(
+    'StreamsGroupTargetAssignmentMetadataKey', None, (20, 20), None,
+    [
+        Field('groupId', 'string', versions=(20, 20)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTargetAssignmentMetadataValue.json at 5c1644fc05a8ef4b56b72b01d622e94b8298ac3e
+StreamsGroupTargetAssignmentMetadataValue = Message(
+    'StreamsGroupTargetAssignmentMetadataValue', 20, (0, 0), 0,
+    [
+        Field('assignmentEpoch', 'int32'),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTargetAssignmentResolvedTopicIdsKey.json at 14440d21214cd060d08774b4c190fff6dea0efee
+StreamsGroupTargetAssignmentResolvedTopicIdsKey = Message(
+    'StreamsGroupTargetAssignmentResolvedTopicIdsKey', 24, (0, 0), None,
+    [
+        Field('groupId', 'string', versions=(0, 0)),
+    ],
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTargetAssignmentResolvedTopicIdsValue.json at 14440d21214cd060d08774b4c190fff6dea0efee
+StreamsGroupTargetAssignmentResolvedTopicIdsValue = Message(
+    'StreamsGroupTargetAssignmentResolvedTopicIdsValue', 24, (0, 0), 0,
+    [
+        Field('assignmentEpoch', 'int32'),
+        Field('resolvedTopicIdsBySubtopology', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('topicIds', ("array", 'uuid')),
+        ]))),
+    ],
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTopologyKey.json at 59bf751f9dc2e78a84a66940ec836457447b8db0
+StreamsGroupTopologyKey = Message(
+    'StreamsGroupTopologyKey', None, (23, 23), None,
+    [
+        Field('groupId', 'string', versions=(23, 23)),
+    ],
+    since='4.1',
+)
+
+# group-coordinator/src/main/resources/common/message/StreamsGroupTopologyValue.json at 59bf751f9dc2e78a84a66940ec836457447b8db0
+StreamsGroupTopologyValue = Message(
+    'StreamsGroupTopologyValue', None, (0, 0), 0,
+    [
+        Field('epoch', 'int32'),
+        Field('subtopologies', ("array", ("struct", [
+            Field('subtopologyId', 'string'),
+            Field('sourceTopics', ("array", 'string')),
+            Field('sourceTopicRegex', ("array", 'string')),
+            Field('stateChangelogTopics', ("array", ("struct", [
+                Field('name', 'string'),
+                Field('partitions', 'int32'),
+                Field('replicationFactor', 'int16'),
+                Field('topicConfigs', ("array", ("struct", [
+                    Field('key', 'string'),
+                    Field('value', 'string'),
+                ]))),
+            ]))),
+            Field('repartitionSinkTopics', ("array", 'string')),
+            Field('repartitionSourceTopics', ("array", ("struct", [
+                Field('name', 'string'),
+                Field('partitions', 'int32'),
+                Field('replicationFactor', 'int16'),
+                Field('topicConfigs', ("array", ("struct", [
+                    Field('key', 'string'),
+                    Field('value', 'string'),
+                ]))),
+            ]))),
+            Field('copartitionGroups', ("array", ("struct", [
+                Field('sourceTopics', ("array", 'int16')),
+                Field('sourceTopicRegex', ("array", 'int16')),
+                Field('repartitionSourceTopics', ("array", 'int16')),
+            ]))),
+        ]))),
+    ],
+    since='4.1',
 )
 
 ConsumerProtocolSubscription = Message(
@@ -332,4 +640,4 @@ ConsumerProtocolAssignment = Message(
     ],
 )
 
-MESSAGES = [ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey, ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue, ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue, ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue, ShareGroupMetadataKey, ShareGroupMetadataValue, ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataValue, ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue, ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue, ConsumerProtocolSubscription, ConsumerProtocolAssignment]
+MESSAGES = [ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey, ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue, ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue, ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue, ShareGroupMetadataKey, ShareGroupMetadataValue, ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataValue, ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue, ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue, StreamsGroupCurrentMemberAssignmentKey, StreamsGroupCurrentMemberAssignmentValue, StreamsGroupMemberMetadataKey, StreamsGroupMemberMetadataValue, StreamsGroupMetadataKey, StreamsGroupMetadataValue, StreamsGroupPartitionMetadataKey, StreamsGroupPartitionMetadataValue, StreamsGroupTargetAssignmentMemberKey, StreamsGroupTargetAssignmentMemberValue, StreamsGroupTargetAssignmentMetadataKey, StreamsGroupTargetAssignmentMetadataValue, StreamsGroupTargetAssignmentResolvedTopicIdsKey, StreamsGroupTargetAssignmentResolvedTopicIdsValue, StreamsGroupTopologyKey, StreamsGroupTopologyValue, ConsumerProtocolSubscription, ConsumerProtocolAssignment]

@@ -47,6 +47,15 @@ BrokerRegistrationChangeRecord = Message(
     ],
 )
 
+# metadata/src/main/resources/common/metadata/ClearElrRecord.json at 9e1f0bb07f5d0d8e81360d103868b0333f5c054e
+ClearElrRecord = Message(
+    'ClearElrRecord', 28, (0, 0), 0,
+    [
+        Field('topicName', 'string'),
+    ],
+    since='4.0',
+)
+
 ClientQuotaRecord = Message(
     'ClientQuotaRecord', 14, (0, 0), 0,
     [
@@ -275,4 +284,4 @@ ZkMigrationStateRecord = Message(
     ],
 )
 
-MESSAGES = [AbortTransactionRecord, AccessControlEntryRecord, BeginTransactionRecord, BrokerRegistrationChangeRecord, ClientQuotaRecord, ConfigRecord, DelegationTokenRecord, EndTransactionRecord, FeatureLevelRecord, FenceBrokerRecord, NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord, ZkMigrationStateRecord]
+MESSAGES = [AbortTransactionRecord, AccessControlEntryRecord, BeginTransactionRecord, BrokerRegistrationChangeRecord, ClearElrRecord, ClientQuotaRecord, ConfigRecord, DelegationTokenRecord, EndTransactionRecord, FeatureLevelRecord, FenceBrokerRecord, NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord, ZkMigrationStateRecord]

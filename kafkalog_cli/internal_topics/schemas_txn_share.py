@@ -13,6 +13,7 @@ TransactionLogKey = Message(
     [
         Field('transactionalId', 'string', versions=(0, 0)),
     ],
+    since='0.11',
 )
 
 TransactionLogValue = Message(
@@ -32,6 +33,7 @@ TransactionLogValue = Message(
         Field('transactionStartTimestampMs', 'int64'),
         Field('clientTransactionVersion', 'int16', versions=(1, 32767), tag=2, default=0),
     ],
+    since='0.11',
 )
 
 ShareSnapshotKey = Message(
@@ -41,22 +43,27 @@ ShareSnapshotKey = Message(
         Field('topicId', 'uuid', versions=(0, 0)),
         Field('partition', 'int32', versions=(0, 0)),
     ],
+    since='4.0',
 )
 
+# share-coordinator/src/main/resources/common/message/ShareSnapshotValue.json restated (no stored copy of the released file; scripts/kafka_schema_overlay.json)
 ShareSnapshotValue = Message(
-    'ShareSnapshotValue', None, (0, 0), 0,
+    'ShareSnapshotValue', 0, (0, 0), 0,
     [
-        Field('snapshotEpoch', 'uint16', versions=(0, 0)),
+        Field('snapshotEpoch', 'int32'),
         Field('stateEpoch', 'int32'),
         Field('leaderEpoch', 'int32'),
-        Field('startOffset', 'int64', versions=(0, 0)),
+        Field('startOffset', 'int64'),
+        Field('createTimestamp', 'int64'),
+        Field('writeTimestamp', 'int64'),
         Field('stateBatches', ("array", ("struct", [
-            Field('firstOffset', 'int64', versions=(0, 0)),
-            Field('lastOffset', 'int64', versions=(0, 0)),
-            Field('deliveryState', 'int8', versions=(0, 0)),
-            Field('deliveryCount', 'int16', versions=(0, 0)),
-        ])), versions=(0, 0)),
+            Field('firstOffset', 'int64'),
+            Field('lastOffset', 'int64'),
+            Field('deliveryState', 'int8'),
+            Field('deliveryCount', 'int16'),
+        ]))),
     ],
+    since='4.1',
 )
 
 ShareUpdateKey = Message(
@@ -66,21 +73,24 @@ ShareUpdateKey = Message(
         Field('topicId', 'uuid', versions=(1, 1)),
         Field('partition', 'int32', versions=(1, 1)),
     ],
+    since='4.0',
 )
 
+# share-coordinator/src/main/resources/common/message/ShareUpdateValue.json restated (no stored copy of the released file; scripts/kafka_schema_overlay.json)
 ShareUpdateValue = Message(
-    'ShareUpdateValue', None, (0, 0), 0,
+    'ShareUpdateValue', 1, (0, 0), 0,
     [
-        Field('snapshotEpoch', 'uint16', versions=(0, 0)),
+        Field('snapshotEpoch', 'int32'),
         Field('leaderEpoch', 'int32'),
-        Field('startOffset', 'int64', versions=(0, 0)),
+        Field('startOffset', 'int64'),
         Field('stateBatches', ("array", ("struct", [
-            Field('firstOffset', 'int64', versions=(0, 0)),
-            Field('lastOffset', 'int64', versions=(0, 0)),
-            Field('deliveryState', 'int8', versions=(0, 0)),
-            Field('deliveryCount', 'int16', versions=(0, 0)),
-        ])), versions=(0, 0)),
+            Field('firstOffset', 'int64'),
+            Field('lastOffset', 'int64'),
+            Field('deliveryState', 'int8'),
+            Field('deliveryCount', 'int16'),
+        ]))),
     ],
+    since='4.1',
 )
 
 MESSAGES = [TransactionLogKey, TransactionLogValue, ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue]

@@ -329,6 +329,20 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
                              f"{md.timeout_ms}: the coordinator should abort it (if this persists, check the "
                              "coordinator)")
             return
+        # transactions v2 (KIP-890): a transaction that exhausted the epoch ends with the producer id rotated: the
+        # coordinator's Complete* metadata has the next id and names this one as previous (TransactionMetadata
+        # .prepareComplete); its outcome is this transaction's
+        rotated = (md.transactions_v2 and md.state in ("CompleteCommit", "CompleteAbort")
+                   and md.producer_id != t.producer_id and md.previous_producer_id == t.producer_id)
+        if rotated:
+            outcome, marker = ("COMMITTED", "COMMIT") if md.state == "CompleteCommit" else ("ABORTED", "ABORT")
+            t.committed_by_coordinator = md.state == "CompleteCommit"
+            t.classification = "hanging"
+            t.reason = (f"the coordinator {outcome} this transaction ({md.state}, transactions v2: producer id "
+                        f"{t.producer_id} rotated to {md.producer_id} at its end; __transaction_state-"
+                        f"{md.coordinator_partition} offset {md.offset}) but this copy of {t.topic}-{t.partition} has "
+                        f"no {marker} marker for it; no marker will come")
+            return
         if md.producer_id != t.producer_id:
             why = f"the coordinator now has producer id {md.producer_id} for {md.transactional_id!r}"
         elif md.state not in LIVE_STATES:
@@ -370,24 +384,30 @@ def classify(t: TxnFinding, view, txn_partitions: int, others: list[PartitionRep
 
 
 # ------------------------------------------------------------------------------------------ consumer groups
-def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], dict[str, int]], list[str]]:
-    """(topic, partition) -> {group: committed offset} from the ``__consumer_offsets`` copies given (the group
-    coordinator's load rule: last record per key wins, a tombstone deletes; transactional commits count only once
-    their COMMIT marker is read)."""
-    from kafkalog_cli.internal_topics import consumer_offsets as cof
-    from kafkalog_cli.internal_topics import coordinator as co
+#: the group kind a __consumer_offsets record type names (the group coordinator's record types, up to 4.4): classic
+#: groups write GroupMetadata (2), KIP-848 consumer groups ConsumerGroupMetadata (3), KIP-932 share groups
+#: ShareGroupMetadata (11), KIP-1071 streams groups StreamsGroupMetadata (17)
+GROUP_KIND_BY_TYPE = {2: "classic", 3: "consumer", 11: "share", 17: "streams"}
 
-    latest: dict[tuple[str, str, int], int] = {}
-    warnings: list[str] = []
+
+def _best_copies(copies: list[PartitionCopy], topic: str) -> list[PartitionCopy]:
+    """Of several copies of one partition (replicas from several brokers), the largest, as the leader's would be."""
     best: dict[int, tuple[int, PartitionCopy]] = {}
     for c in copies:
-        if c.topic != "__consumer_offsets":
+        if c.topic != topic:
             continue
         size = sum(os.path.getsize(p) for _b, p in segment_logs(c.path))
         if c.partition not in best or size > best[c.partition][0]:
             best[c.partition] = (size, c)
-    for _size, c in best.values():
-        pending: dict[int, list[tuple[tuple[str, str, int], int | None]]] = {}
+    return [c for _size, c in best.values()]
+
+
+def _coordinator_records(copies: list[PartitionCopy], topic: str, keys: dict, values: dict, warnings: list[str]):  # noqa: ANN202
+    """(copy, batch, control type or None, decoded record or None) over the best copy of each partition of a
+    coordinator topic; undecodable records are skipped, damaged bytes stop that segment with a warning."""
+    from kafkalog_cli.internal_topics import coordinator as co
+
+    for c in _best_copies(copies, topic):
         for _base, f in segment_logs(c.path):
             with MappedFile(f) as mf:
                 try:
@@ -395,32 +415,98 @@ def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int]
                         if batch.is_legacy:
                             continue
                         if batch.is_control:
-                            ctype = _marker(batch, mf.buf)
-                            for k, v in pending.pop(batch.producer_id, []) if ctype == control.COMMIT else []:
-                                _apply(latest, k, v)
-                            pending.pop(batch.producer_id, None)
+                            yield c, batch, _marker(batch, mf.buf), None
                             continue
                         for rec in batch.iter_records(mf.buf):
                             if rec.key is None:
                                 continue
                             try:
                                 d = co.deserialize(bytes(rec.key), None if rec.value is None else bytes(rec.value),
-                                                   cof.KEYS, cof.VALUES)
+                                                   keys, values)
                             except (co.UnknownRecordType, co.CoordinatorDecodeError):
                                 continue
-                            if d.record_type not in (0, 1):
-                                continue
-                            k = (d.key["group"], d.key["topic"], d.key["partition"])
-                            v = None if d.value is None else d.value["offset"]
-                            if batch.is_transactional:
-                                pending.setdefault(batch.producer_id, []).append((k, v))
-                            else:
-                                _apply(latest, k, v)
+                            yield c, batch, None, d
                 except KafkalogError as exc:
-                    warnings.append(f"{f}: stopped reading committed offsets: {exc.describe()}")
+                    warnings.append(f"{f}: stopped reading {topic}: {exc.describe()}")
+
+
+def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], dict[str, int]], list[str]]:
+    """(topic, partition) -> {group: committed offset} from the ``__consumer_offsets`` copies given (the group
+    coordinator's load rule: last record per key wins, a tombstone deletes; transactional commits count only once
+    their COMMIT marker is read). Classic, consumer (KIP-848) and streams (KIP-1071) groups all commit offsets with
+    OffsetCommit records (types 0/1)."""
+    out, _kinds, warnings = group_offsets(copies)
+    return out, warnings
+
+
+def group_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], dict[str, int]], dict[str, str],
+                                                         list[str]]:
+    """:func:`committed_offsets` plus each group's kind (``GROUP_KIND_BY_TYPE``; "classic:<protocolType>" is not
+    kept: the protocol type is the member protocol, not the group kind) as the group coordinator last wrote it."""
+    from kafkalog_cli.internal_topics import consumer_offsets as cof
+
+    latest: dict[tuple[str, str, int], int] = {}
+    kinds: dict[str, str] = {}
+    warnings: list[str] = []
+    pending: dict[tuple[str, int], list[tuple[tuple[str, str, int], int | None]]] = {}
+    for c, batch, ctype, d in _coordinator_records(copies, "__consumer_offsets", cof.KEYS, cof.VALUES, warnings):
+        slot = (c.path, batch.producer_id)
+        if d is None:
+            for k, v in pending.pop(slot, []) if ctype == control.COMMIT else []:
+                _apply(latest, k, v)
+            pending.pop(slot, None)
+            continue
+        kind = GROUP_KIND_BY_TYPE.get(d.record_type)
+        if kind is not None:
+            group = d.key.get("groupId", d.key.get("group"))
+            if d.value is None:
+                kinds.pop(group, None)
+            else:
+                kinds[group] = kind
+            continue
+        if d.record_type not in (0, 1):
+            continue
+        k = (d.key["group"], d.key["topic"], d.key["partition"])
+        v = None if d.value is None else d.value["offset"]
+        if batch.is_transactional:
+            pending.setdefault(slot, []).append((k, v))
+        else:
+            _apply(latest, k, v)
     out: dict[tuple[str, int], dict[str, int]] = {}
     for (g, t, p), off in latest.items():
         out.setdefault((t, p), {})[g] = off
+    return out, kinds, warnings
+
+
+def share_group_progress(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], dict[str, int]], list[str]]:
+    """(topic, partition) -> {share group: share-partition start offset} from the ``__share_group_state`` copies
+    given: a share group has no committed offset, its progress is the start offset the share coordinator keeps
+    (the last ShareSnapshot's, moved by a later ShareUpdate's unless -1; ShareCoordinatorShard's replay). The key
+    names the topic by id: ``partition.metadata`` of the copies given names it; an unknown id stays an id."""
+    from kafkalog_cli.internal_topics import share_group_state as sgs
+    from kafkalog_cli.storage.companions import parse_partition_metadata
+
+    names: dict[str, str] = {}
+    for c in copies:
+        pm = os.path.join(c.path, "partition.metadata")
+        try:
+            with open(pm, encoding="utf-8") as fh:
+                names[parse_partition_metadata(fh.read(), pm)[1]] = c.topic
+        except (OSError, KafkalogError, UnicodeDecodeError):
+            continue
+    warnings: list[str] = []
+    spso: dict[tuple[str, str, int], int] = {}
+    for _c, _batch, _ctype, d in _coordinator_records(copies, "__share_group_state", sgs.KEYS, sgs.VALUES, warnings):
+        if d is None:
+            continue
+        k = (d.key["groupId"], d.key["topicId"], d.key["partition"])
+        if d.value is None:
+            spso.pop(k, None)
+        elif d.record_type == 0 or d.value["startOffset"] >= 0:
+            spso[k] = d.value["startOffset"]
+    out: dict[tuple[str, int], dict[str, int]] = {}
+    for (g, tid, p), off in spso.items():
+        out.setdefault((names.get(tid, tid), p), {})[g] = off
     return out, warnings
 
 
@@ -444,14 +530,21 @@ def analyse(paths: list[str], *, txn_partitions: int = 50, now_ms: int | None = 
     copies, warnings = discover(paths)
     view = txn_state.load(copies)
     warnings += view.warnings
-    groups, gw = committed_offsets(copies)
+    groups, kinds, gw = group_offsets(copies)
     warnings += gw
+    shares, sw = share_group_progress(copies)
+    warnings += sw
     reports = [scan_partition(c) for c in copies
                if c.topic not in (txn_state.TOPIC, "__cluster_metadata")]
     for r in reports:
         others = [o for o in reports if o is not r and (o.topic, o.partition) == (r.topic, r.partition)]
-        r.groups = [{"group": g, "committed_offset": off, "blocked": off >= r.last_stable_offset}
+        # a blocked group may be a classic, consumer (KIP-848), streams (KIP-1071) or share (KIP-932) group: the
+        # first three wait at their committed offset, a share group at its share-partition start offset
+        r.groups = [{"group": g, "committed_offset": off, "blocked": off >= r.last_stable_offset,
+                     "kind": kinds.get(g, "unknown")}
                     for g, off in sorted(groups.get((r.topic, r.partition), {}).items())]
+        r.groups += [{"group": g, "committed_offset": off, "blocked": off >= r.last_stable_offset, "kind": "share"}
+                     for g, off in sorted(shares.get((r.topic, r.partition), {}).items())]
         for t in r.open:
             classify(t, view, txn_partitions, others, now)
             start = t.first_timestamp

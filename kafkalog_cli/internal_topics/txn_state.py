@@ -39,13 +39,22 @@ class TxnMetadata:
     start_ms: int
     coordinator_partition: int
     offset: int
+    #: the client's transaction version (TransactionLogValue v1 tag 2): 2 = transactions v2 (KIP-890), whose
+    #: coordinator bumps the producer epoch at every transaction end and rotates the producer id there when the
+    #: epoch is exhausted (the markers keep the old id, the metadata moves on to ``producer_id`` = the next id)
+    client_transaction_version: int = 0
+
+    @property
+    def transactions_v2(self) -> bool:
+        return self.client_transaction_version >= 2
 
     def as_dict(self) -> dict[str, object]:
         return {"transactional_id": self.transactional_id, "producer_id": self.producer_id,
                 "producer_epoch": self.producer_epoch, "state": self.state,
                 "partitions": [f"{t}-{p}" for t, p in self.partitions], "timeout_ms": self.timeout_ms,
                 "last_update_ms": self.last_update_ms, "start_ms": self.start_ms,
-                "coordinator_partition": self.coordinator_partition, "offset": self.offset}
+                "coordinator_partition": self.coordinator_partition, "offset": self.offset,
+                "client_transaction_version": self.client_transaction_version}
 
 
 @dataclass
@@ -112,7 +121,7 @@ def _load_record(copy: PartitionCopy, rec, view: CoordinatorView) -> None:  # no
     md = TxnMetadata(txn_id, v["producerId"], v["producerEpoch"], v.get("previousProducerId", -1),
                      v.get("nextProducerId", -1), state, _partitions(v), v["transactionTimeoutMs"],
                      v["transactionLastUpdateTimestampMs"], v["transactionStartTimestampMs"], copy.partition,
-                     rec.offset)
+                     rec.offset, v.get("clientTransactionVersion", 0))
     view.latest[txn_id] = md
     view.ids_by_pid.setdefault(md.producer_id, set()).add(txn_id)
 

@@ -85,6 +85,8 @@ class SalvagePlan:
     epochs_before: list[tuple[int, int]] = field(default_factory=list)
     epochs_after: list[tuple[int, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the release whose loader the plan models (issue 28: echoed, it can come from $KAFKALOG_KAFKA_VERSION)
+    kafka_version: str = ""
 
     @property
     def has_changes(self) -> bool:
@@ -120,7 +122,7 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     if not bases:
         raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files",
                                   found="none")
-    plan = SalvagePlan(pdir)
+    plan = SalvagePlan(pdir, kafka_version=str(version))
     broker = _broker_loss(plan, kafka_version, now_ms)
     kept, infos, prev_last = _resync_map(plan, bases)
     err_cuts = _salvage_loss(plan, bases)
