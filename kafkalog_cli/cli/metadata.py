@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -74,7 +75,7 @@ def metadata(path: str, at: str | None, diff: tuple[str, str] | None, history: s
         if check_snapshots:
             code = EXIT_CLEAN
             results = ops.check_snapshots(directory)
-            docs = []
+            docs: list[dict[str, Any]] = []
             for snap, changes in results:
                 name = os.path.basename(snap.path)
                 if changes is None:

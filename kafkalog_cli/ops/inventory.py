@@ -293,9 +293,9 @@ def take(paths: list[str], image: Image | None, *, metadata_source: str | None =
             if tp.suffix == "-future":
                 detail = ""
                 if image is not None and node_id is not None and tid is not None:
-                    p = image.topics.get(tid, None)
-                    part = p.partitions.get(tp.partition) if p else None
-                    assigned = part.directory_of(node_id) if part else None
+                    ftopic = image.topics.get(tid, None)
+                    fpart = ftopic.partitions.get(tp.partition) if ftopic else None
+                    assigned = fpart.directory_of(node_id) if fpart else None
                     if assigned is not None and assigned == d.directory_id:
                         detail = "the image assigns this directory: the broker promotes it at start-up"
                 inv.items.append(Item(LEFTOVER_FUTURE, full, tp.topic, tp.partition, detail))

@@ -294,7 +294,7 @@ def load(directory: str, point: Point = END, *, use_snapshots: bool = True,
     segs = log_segments(directory)
     first_offset: int | None = None
     last = start - 1
-    for base, path in segs:
+    for _base, path in segs:
         for raw in read_records(path, findings, start, point):
             if first_offset is None:
                 first_offset = raw.offset
