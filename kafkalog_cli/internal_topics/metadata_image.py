@@ -300,9 +300,13 @@ class Replayer:
             raise ReplayError(f"InvalidReplicaDirectoriesException: {len(dirs)} directories for {len(replicas)} replicas")
         leader = int(d.get("leader", NO_LEADER_CHANGE))
         lrs = int(d.get("leaderRecoveryState", -1))
+        if dirs is None and replicas is old.replicas:
+            new_dirs = old.directories  # already defaulted for these replicas
+        else:
+            new_dirs = _dirs(old.directories if dirs is None else list(dirs), len(replicas))
         new = Partition(
             replicas,
-            _dirs(old.directories if dirs is None else list(dirs), len(replicas)),
+            new_dirs,
             old.isr if d.get("isr") is None else list(d["isr"]),
             old.removing_replicas if d.get("removingReplicas") is None else list(d["removingReplicas"]),
             old.adding_replicas if d.get("addingReplicas") is None else list(d["addingReplicas"]),
