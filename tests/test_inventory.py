@@ -110,8 +110,8 @@ def test_every_class_against_the_image(tmp_path):
     assert got[("a", 3)] == {"missing-partition-metadata"}
     assert got[("a", 9)] == {"stray-unassigned"}
     fix = next(i for i in doc["items"] if i["class"] == "missing-partition-metadata")
-    assert fix["fix"] == f"version: 0\ntopic_id: {TA}\n" and "-stray" in fix["brokerAction"]
-    assert all(i["brokerAction"] and i["nextStep"] for i in doc["items"])
+    assert fix["fix"] == f"version: 0\ntopic_id: {TA}\n" and "-stray" in fix["broker_action"]
+    assert all(i["broker_action"] and i["next_step"] for i in doc["items"])
     # b-0 of the new topic TB is assigned to broker 1 and absent (its old copy is stray): missing
     os.rename(os.path.join(d1, "b-0"), str(tmp_path / "away"))
     rc, doc = _run(d1, d2, "--metadata", meta)
@@ -129,7 +129,7 @@ def test_duplicate_copies_stop_the_broker(tmp_path):
     _pdir(d2, "a-0", TA)
     rc, doc = _run(d1, d2, "--metadata", meta)
     dup = [i for i in doc["items"] if i["class"] == "duplicate"]
-    assert rc == 1 and len(dup) == 1 and "Duplicate log directories" in dup[0]["brokerAction"]
+    assert rc == 1 and len(dup) == 1 and "Duplicate log directories" in dup[0]["broker_action"]
 
 
 def test_meta_properties_checks(tmp_path):

@@ -91,4 +91,4 @@ def test_differs_when_the_snapshot_is_not_the_log(kafka_real, tmp_path):
     _records(kafka_real.path, [{"op": "snapshot", "dir": str(part), "offset": len(values), "epoch": 0,
                                 "maxBatchSize": 1 << 20, "records": recs}])
     [(snap, changes)] = md.check_snapshots(str(part))
-    assert changes and changes[0].area == "partition" and "partitionEpoch" in changes[0].after
+    assert changes and changes[0].area == "partition" and "partition_epoch" in changes[0].after

@@ -183,8 +183,8 @@ def test_cli_summary_json_diff_history(tmp_path):
     r = runner.invoke(cli, ["metadata", d, "--diff", "10", str(len(c.records) - 1)])
     assert r.exit_code == 0 and "topic " in r.output
     h = json.loads(runner.invoke(cli, ["metadata", d, "--history", f"{name}-0", "--format", "json"]).output)
-    last = [e for e in h["events"] if e["topicId"] == c.topics[name]["id"]][-1]
-    assert last["state"]["leaderEpoch"] == c.topics[name]["parts"][0]["leaderEpoch"]
+    last = [e for e in h["events"] if e["topic_id"] == c.topics[name]["id"]][-1]
+    assert last["state"]["leader_epoch"] == c.topics[name]["parts"][0]["leaderEpoch"]
     assert last["state"]["isr"] == c.topics[name]["parts"][0]["isr"]
     r = runner.invoke(cli, ["metadata", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "no such file" in r.output
@@ -204,3 +204,38 @@ def test_realdata_snapshots_equal_the_replayed_log():
             checked += 1
         assert md.load(str(d)).problems == [], d
     assert checked >= 5
+
+
+def test_json_documents_are_snake_case_and_versioned(tmp_path):
+    """The one JSON convention (render/jsondoc.py): snake_case keys of ours, schema_version in every document;
+    names from the cluster (topics, configs, features) and Kafka's record fields inside ACLs/endpoints are data."""
+    import re
+
+    from kafkalog_cli.render.jsondoc import SCHEMA_VERSION
+
+    c, d = _log(tmp_path, seed=8, steps=120)
+    name = sorted(c.topics)[0]
+    runner = CliRunner()
+    camel = re.compile(r"[a-z][A-Z]")
+    for args in (["metadata", d], ["metadata", d, "--diff", "5", "60"], ["metadata", d, "--history", name],
+                 ["metadata", d, "--check-snapshots"], ["inventory", str(tmp_path), "--metadata", d]):
+        r = runner.invoke(cli, [*args, "--format", "json"])
+        assert r.exit_code in (0, 1), (args, r.output)
+        doc = json.loads(r.output)
+        assert doc["schema_version"] == SCHEMA_VERSION, args
+        keys: list[str] = []
+
+        def walk(v, data=False):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    if not data:
+                        keys.append(k)
+                    # maps keyed by cluster names, and Kafka's own record fields, are data
+                    walk(x, data or k in ("topics", "configs", "features", "brokers", "acls", "partitions",
+                                          "endpoints", "end_points", "controllers", "before", "after", "counts",
+                                          "meta_properties", "delegation_tokens", "client_quotas"))
+            elif isinstance(v, list):
+                for x in v:
+                    walk(x, data)
+        walk(doc)
+        assert not [k for k in keys if camel.search(k)], (args, [k for k in keys if camel.search(k)])

@@ -88,7 +88,9 @@ def metadata(path: str, at: str | None, diff: tuple[str, str] | None, history: s
             if fmt == "json":
                 import json
 
-                click.echo(json.dumps({"snapshots": docs}, sort_keys=True, default=str))
+                from kafkalog_cli.render.jsondoc import versioned
+
+                click.echo(json.dumps(versioned({"snapshots": docs}), sort_keys=True, default=str))
             else:
                 for d in docs:
                     click.echo(f"{d['snapshot']}: {d['result']}")

@@ -70,10 +70,10 @@ class Partition:
     def as_dict(self) -> dict[str, Any]:
         return {
             "replicas": self.replicas, "directories": self.directories, "isr": self.isr,
-            "removingReplicas": self.removing_replicas, "addingReplicas": self.adding_replicas,
-            "leader": self.leader, "leaderRecoveryState": self.leader_recovery_state,
-            "leaderEpoch": self.leader_epoch, "partitionEpoch": self.partition_epoch,
-            "eligibleLeaderReplicas": self.elr, "lastKnownElr": self.last_known_elr,
+            "removing_replicas": self.removing_replicas, "adding_replicas": self.adding_replicas,
+            "leader": self.leader, "leader_recovery_state": self.leader_recovery_state,
+            "leader_epoch": self.leader_epoch, "partition_epoch": self.partition_epoch,
+            "eligible_leader_replicas": self.elr, "last_known_elr": self.last_known_elr,
         }
 
     def directory_of(self, broker: int) -> str | None:
@@ -107,9 +107,9 @@ class Broker:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "brokerId": self.broker_id, "epoch": self.epoch, "incarnationId": self.incarnation_id,
-            "fenced": self.fenced, "inControlledShutdown": self.in_controlled_shutdown, "rack": self.rack,
-            "logDirs": self.log_dirs, "endpoints": self.endpoints, "features": self.features,
+            "broker_id": self.broker_id, "epoch": self.epoch, "incarnation_id": self.incarnation_id,
+            "fenced": self.fenced, "in_controlled_shutdown": self.in_controlled_shutdown, "rack": self.rack,
+            "log_dirs": self.log_dirs, "endpoints": self.endpoints, "features": self.features,
         }
 
 
@@ -169,7 +169,7 @@ class Image:
         """The cluster state as plain data, without provenance and without the quorum's own records (what a
         snapshot's metadata records hold): two images are the same cluster exactly when their states are equal."""
         return {
-            "topics": {t.name: {"topicId": t.topic_id,
+            "topics": {t.name: {"topic_id": t.topic_id,
                                 "partitions": {p: v.as_dict() for p, v in sorted(t.partitions.items())}}
                        for t in sorted(self.topics.values(), key=lambda t: t.name)},
             "configs": {f"{RESOURCE_TYPES.get(int(k[0]), k[0])}:{k[1]}": dict(sorted(v.items()))
@@ -177,17 +177,17 @@ class Image:
             "brokers": {b: v.as_dict() for b, v in sorted(self.brokers.items())},
             "controllers": dict(sorted(self.controllers.items())),
             "features": dict(sorted(self.features.items())),
-            "nextProducerId": self.next_producer_id,
+            "next_producer_id": self.next_producer_id,
             "acls": dict(sorted(self.acls.items())),
-            "delegationTokens": dict(sorted(self.delegation_tokens.items())),
-            "scramCredentials": {f"{n}:{m}": v for (n, m), v in sorted(self.scram.items())},
-            "clientQuotas": {",".join(f"{t}={n}" for t, n in k): dict(sorted(v.items()))
+            "delegation_tokens": dict(sorted(self.delegation_tokens.items())),
+            "scram_credentials": {f"{n}:{m}": v for (n, m), v in sorted(self.scram.items())},
+            "client_quotas": {",".join(f"{t}={n}" for t, n in k): dict(sorted(v.items()))
                              for k, v in sorted(self.quotas.items(), key=lambda kv: str(kv[0]))},
-            "zkMigrationState": self.zk_migration_state,
+            "zk_migration_state": self.zk_migration_state,
         }
 
     def quorum(self) -> dict[str, Any]:
-        return {"kraftVersion": self.kraft_version, "voters": self.voters, "leader": self.leader}
+        return {"kraft_version": self.kraft_version, "voters": self.voters, "leader": self.leader}
 
 
 class Replayer:
@@ -240,10 +240,10 @@ class Replayer:
         if name == "KRaftVersion":
             im.kraft_version = int(data.get("kRaftVersion", 0))
         elif name == "KRaftVoters":
-            im.voters = [{"voterId": v.get("voterId"), "voterDirectoryId": v.get("voterDirectoryId"),
+            im.voters = [{"voter_id": v.get("voterId"), "voter_directory_id": v.get("voterDirectoryId"),
                           "endpoints": v.get("endpoints", [])} for v in data.get("voters", [])]
         elif name == "LeaderChange":
-            im.leader = {"leaderId": int(data.get("leaderId", -1))}
+            im.leader = {"leader_id": int(data.get("leaderId", -1))}
         im.offset = max(im.offset, offset)
         if time_ms is not None:
             im.time_ms = time_ms
@@ -400,7 +400,7 @@ class Replayer:
 
     def _register_controller(self, d: dict[str, Any], offset: int, t: int | None) -> None:
         c = int(d["controllerId"])
-        self.image.controllers[c] = {"incarnationId": d.get("incarnationId"), "endPoints": d.get("endPoints") or []}
+        self.image.controllers[c] = {"incarnation_id": d.get("incarnationId"), "end_points": d.get("endPoints") or []}
 
     # ------------------------------------------------------------------------------------------- security, quotas
     def _acl(self, d: dict[str, Any], offset: int, t: int | None) -> None:

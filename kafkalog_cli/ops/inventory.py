@@ -126,7 +126,7 @@ class LogDir:
         return (self.props or {}).get("directory.id")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "metaProperties": self.props, "error": self.error}
+        return {"path": self.path, "meta_properties": self.props, "error": self.error}
 
 
 @dataclass
@@ -154,7 +154,7 @@ class Item:
 
     def as_dict(self) -> dict[str, Any]:
         return {"class": self.cls, "path": self.path, "topic": self.topic, "partition": self.partition,
-                "detail": self.detail, "brokerAction": self.broker_action, "nextStep": self.next_step,
+                "detail": self.detail, "broker_action": self.broker_action, "next_step": self.next_step,
                 "fix": self.fix}
 
 

@@ -37,6 +37,7 @@ from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
 METADATA_PARTITION = "__cluster_metadata-0"
+_RELEASE_EVERY = 8 << 20
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
 # MetadataVersion feature levels (server-common/.../server/common/MetadataVersion.java:147-227 at 1eb7644)
@@ -247,8 +248,14 @@ def read_records(path: str, findings: list[Finding], start: int = 0, stop: Point
         return
     with mf:
         buf = mf.buf
+        mf.advise_sequential()
+        released = 0
         try:
             for batch in entries(buf, file=path):
+                if batch.position - released >= _RELEASE_EVERY:  # keep the resident map small: memory stays flat
+                    cut = batch.position & ~0xFFF
+                    mf.release_pages(released, cut - released)
+                    released = cut
                 if batch.is_legacy:
                     findings.append(Finding(path, batch.position, "a v0/v1 message in the metadata log",
                                             expected="magic 2", found=f"magic {batch.magic}"))
@@ -447,12 +454,12 @@ def diff(a: Image, b: Image, *, quorum: bool = True) -> list[Change]:
     ta, tb = sa["topics"], sb["topics"]
     for name in sorted(set(ta) | set(tb)):
         x, y = ta.get(name), tb.get(name)
-        if x is not None and y is not None and x["topicId"] != y["topicId"]:
-            out.append(Change("topic", name, "recreated", x["topicId"], y["topicId"]))
+        if x is not None and y is not None and x["topic_id"] != y["topic_id"]:
+            out.append(Change("topic", name, "recreated", x["topic_id"], y["topic_id"]))
             continue
         if x is None or y is None:
             out.append(Change("topic", name, "added" if x is None else "removed",
-                              None if x is None else x["topicId"], None if y is None else y["topicId"]))
+                              None if x is None else x["topic_id"], None if y is None else y["topic_id"]))
             continue
         pa = {f"{name}-{p}": v for p, v in x["partitions"].items()}
         pb = {f"{name}-{p}": v for p, v in y["partitions"].items()}
@@ -462,11 +469,11 @@ def diff(a: Image, b: Image, *, quorum: bool = True) -> list[Change]:
     _diff_maps("config", sa["configs"], sb["configs"], out)
     _diff_maps("feature", sa["features"], sb["features"], out)
     _diff_maps("acl", sa["acls"], sb["acls"], out)
-    _diff_maps("delegation-token", sa["delegationTokens"], sb["delegationTokens"], out)
-    _diff_maps("scram", sa["scramCredentials"], sb["scramCredentials"], out)
-    _diff_maps("quota", sa["clientQuotas"], sb["clientQuotas"], out)
-    _diff_maps("cluster", {"nextProducerId": sa["nextProducerId"], "zkMigrationState": sa["zkMigrationState"]},
-               {"nextProducerId": sb["nextProducerId"], "zkMigrationState": sb["zkMigrationState"]}, out)
+    _diff_maps("delegation-token", sa["delegation_tokens"], sb["delegation_tokens"], out)
+    _diff_maps("scram", sa["scram_credentials"], sb["scram_credentials"], out)
+    _diff_maps("quota", sa["client_quotas"], sb["client_quotas"], out)
+    _diff_maps("cluster", {"next_producer_id": sa["next_producer_id"], "zk_migration_state": sa["zk_migration_state"]},
+               {"next_producer_id": sb["next_producer_id"], "zk_migration_state": sb["zk_migration_state"]}, out)
     if quorum:  # the quorum's control records (voters, leader) are not metadata records: no snapshot holds them all
         _diff_maps("quorum", a.quorum(), b.quorum(), out)
     return out
@@ -489,7 +496,7 @@ class HistoryEvent:
     changed: list[str]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "timeMs": self.time_ms, "topic": self.topic, "topicId": self.topic_id,
+        return {"offset": self.offset, "time_ms": self.time_ms, "topic": self.topic, "topic_id": self.topic_id,
                 "partition": self.partition, "state": self.state, "changed": self.changed}
 
 
@@ -583,13 +590,13 @@ def to_json_image(loaded: Loaded) -> dict[str, Any]:
     im = loaded.image
     return {
         "directory": loaded.directory,
-        "point": {"offset": loaded.point.offset, "timeMs": loaded.point.time_ms},
+        "point": {"offset": loaded.point.offset, "time_ms": loaded.point.time_ms},
         "snapshot": None if loaded.snapshot is None else os.path.basename(loaded.snapshot.path),
-        "snapshotRecords": loaded.snapshot_records,
-        "logRecords": loaded.records,
-        "lastOffset": im.offset,
-        "lastTimeMs": im.time_ms,
-        "metadataVersion": im.features.get("metadata.version"),
+        "snapshot_records": loaded.snapshot_records,
+        "log_records": loaded.records,
+        "last_offset": im.offset,
+        "last_time_ms": im.time_ms,
+        "metadata_version": im.features.get("metadata.version"),
         "image": im.state(),
         "quorum": im.quorum(),
         "findings": [f.as_dict() for f in loaded.findings],

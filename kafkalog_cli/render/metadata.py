@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalog_cli.internal_topics.metadata_image import MIGRATING
+from kafkalog_cli.render.jsondoc import versioned
 from kafkalog_cli.ops.inventory import Inventory
 from kafkalog_cli.ops.metadata import Change, HistoryEvent, Loaded, metadata_version_name, to_json_image
 
@@ -57,9 +58,9 @@ def summary(loaded: Loaded, out: Out, *, partitions: bool = False, topic: str | 
     if other:
         out("  features: " + ", ".join(f"{k}={v}" for k, v in sorted(other.items())))
     q = im.quorum()
-    voters = ", ".join(str(v.get("voterId")) for v in q["voters"] or []) or "(static: controller.quorum.voters)"
-    out(f"  quorum: voters {voters}; leader {(q['leader'] or {}).get('leaderId', '-')}; "
-        f"kraft.version {q['kraftVersion'] if q['kraftVersion'] is not None else 0}")
+    voters = ", ".join(str(v.get("voter_id")) for v in q["voters"] or []) or "(static: controller.quorum.voters)"
+    out(f"  quorum: voters {voters}; leader {(q['leader'] or {}).get('leader_id', '-')}; "
+        f"kraft.version {q['kraft_version'] if q['kraft_version'] is not None else 0}")
     fenced = sorted(b for b, v in im.brokers.items() if v.fenced)
     out(f"  brokers: {len(im.brokers)} registered ({', '.join(map(str, sorted(im.brokers))) or 'none'})"
         + (f"; fenced: {', '.join(map(str, fenced))}" if fenced else ""))
@@ -96,7 +97,7 @@ def summary(loaded: Loaded, out: Out, *, partitions: bool = False, topic: str | 
 
 
 def image_json(loaded: Loaded) -> str:
-    return json.dumps(to_json_image(loaded), sort_keys=True, default=str)
+    return json.dumps(versioned(to_json_image(loaded)), sort_keys=True, default=str)
 
 
 def diff_text(la: Loaded, lb: Loaded, changes: list[Change], out: Out) -> None:
@@ -120,11 +121,11 @@ def diff_text(la: Loaded, lb: Loaded, changes: list[Change], out: Out) -> None:
 
 
 def diff_json(la: Loaded, lb: Loaded, changes: list[Change]) -> str:
-    return json.dumps({"from": {"offset": la.image.offset, "timeMs": la.image.time_ms},
-                       "to": {"offset": lb.image.offset, "timeMs": lb.image.time_ms},
+    return json.dumps(versioned({"from": {"offset": la.image.offset, "time_ms": la.image.time_ms},
+                       "to": {"offset": lb.image.offset, "time_ms": lb.image.time_ms},
                        "changes": [c.as_dict() for c in changes],
                        "findings": [f.as_dict() for f in la.findings + lb.findings],
-                       "problems": [p.as_dict() for p in la.problems + lb.problems]}, sort_keys=True, default=str)
+                       "problems": [p.as_dict() for p in la.problems + lb.problems]}), sort_keys=True, default=str)
 
 
 def history_text(loaded: Loaded, events: list[HistoryEvent], topic: str, part: int | None, out: Out) -> None:
@@ -136,17 +137,17 @@ def history_text(loaded: Loaded, events: list[HistoryEvent], topic: str, part: i
             continue
         s = e.state
         dirs = "" if all(d == MIGRATING for d in s["directories"]) else f" dirs {s['directories']}"
-        out(f"{head}: leader {s['leader']} epoch {s['leaderEpoch']} isr {s['isr']} replicas {s['replicas']} "
-            f"partitionEpoch {s['partitionEpoch']}{dirs}"
-            + (f" elr {s['eligibleLeaderReplicas']}" if s["eligibleLeaderReplicas"] else "")
+        out(f"{head}: leader {s['leader']} epoch {s['leader_epoch']} isr {s['isr']} replicas {s['replicas']} "
+            f"partitionEpoch {s['partition_epoch']}{dirs}"
+            + (f" elr {s['eligible_leader_replicas']}" if s["eligible_leader_replicas"] else "")
             + f" [{', '.join(e.changed)}]")
     problems(loaded, out)
 
 
 def history_json(loaded: Loaded, events: list[HistoryEvent]) -> str:
-    return json.dumps({"events": [e.as_dict() for e in events],
+    return json.dumps(versioned({"events": [e.as_dict() for e in events],
                        "findings": [f.as_dict() for f in loaded.findings],
-                       "problems": [p.as_dict() for p in loaded.problems]}, sort_keys=True, default=str)
+                       "problems": [p.as_dict() for p in loaded.problems]}), sort_keys=True, default=str)
 
 
 def inventory_text(inv: Inventory, out: Out, *, verbose: bool = False) -> None:
@@ -178,7 +179,7 @@ def inventory_text(inv: Inventory, out: Out, *, verbose: bool = False) -> None:
 
 
 def inventory_json(inv: Inventory) -> str:
-    doc: dict[str, Any] = {"metadata": inv.metadata_source, "nodeId": inv.node_id,
-                           "logDirs": [d.as_dict() for d in inv.log_dirs], "counts": inv.counts(),
+    doc: dict[str, Any] = {"metadata": inv.metadata_source, "node_id": inv.node_id,
+                           "log_dirs": [d.as_dict() for d in inv.log_dirs], "counts": inv.counts(),
                            "items": [i.as_dict() for i in inv.items], "notes": inv.notes}
-    return json.dumps(doc, sort_keys=True)
+    return json.dumps(versioned(doc), sort_keys=True)
