@@ -225,7 +225,7 @@ def test_json_documents_are_snake_case_and_versioned(tmp_path):
         assert doc["schema_version"] == SCHEMA_VERSION, args
         keys: list[str] = []
 
-        def walk(v, data=False):
+        def walk(v, data=False, keys=keys):
             if isinstance(v, dict):
                 for k, x in v.items():
                     if not data:
@@ -233,9 +233,9 @@ def test_json_documents_are_snake_case_and_versioned(tmp_path):
                     # maps keyed by cluster names, and Kafka's own record fields, are data
                     walk(x, data or k in ("topics", "configs", "features", "brokers", "acls", "partitions",
                                           "endpoints", "end_points", "controllers", "before", "after", "counts",
-                                          "meta_properties", "delegation_tokens", "client_quotas"))
+                                          "meta_properties", "delegation_tokens", "client_quotas"), keys)
             elif isinstance(v, list):
                 for x in v:
-                    walk(x, data)
+                    walk(x, data, keys)
         walk(doc)
         assert not [k for k in keys if camel.search(k)], (args, [k for k in keys if camel.search(k)])

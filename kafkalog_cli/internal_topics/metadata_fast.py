@@ -23,6 +23,8 @@ from kafkalog_cli.internal_topics.schema import Message
 _FIXED = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),
           "int64": struct.Struct(">q"), "uint16": struct.Struct(">H"), "float64": struct.Struct(">d")}
 _b64 = base64.urlsafe_b64encode
+_I32 = struct.Struct(">i").unpack_from
+_INTS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
 
 
 class _Decline(Exception):
@@ -110,7 +112,14 @@ def _step(t: Any, nullable: bool) -> Step | None:
             if end > len(buf):
                 raise _Decline
             if is_int:
-                return list(struct.unpack_from(f">{n}i", buf, pos)), end
+                if n == 0:
+                    return [], end
+                if n == 1:
+                    return [_I32(buf, pos)[0]], end
+                st = _INTS.get(n)
+                if st is None:
+                    st = _INTS[n] = struct.Struct(f">{n}i").unpack_from
+                return list(st(buf, pos)), end
             return [_b64(buf[p:p + 16]).decode()[:22] for p in range(pos, end, 16)], end
         return array
     return None

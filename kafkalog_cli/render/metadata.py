@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalog_cli.internal_topics.metadata_image import MIGRATING
-from kafkalog_cli.render.jsondoc import versioned
 from kafkalog_cli.ops.inventory import Inventory
 from kafkalog_cli.ops.metadata import Change, HistoryEvent, Loaded, metadata_version_name, to_json_image
+from kafkalog_cli.render.jsondoc import versioned
 
 Out = Callable[[str], None]
 
