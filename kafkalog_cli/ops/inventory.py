@@ -9,8 +9,8 @@ What a broker does with each directory at start-up is Kafka's (1eb7644) ``LogMan
   log dirs stop the broker ("Duplicate log directories for ... are found in both", :376-382);
 - ``LogManager.isStrayKraftReplica`` (LogManager.scala:1613-1645, called from BrokerMetadataPublisher.scala:293):
   no topic id (no ``partition.metadata``) -> stray; the topic id not in the image (topic deleted, or recreated
-  with a new id) -> stray; the broker not in the partition's replicas -> stray. Before KAFKA-16234 (Kafka < 3.7.1 /
-  3.8) and in ``findStrayReplicas`` / ``findAbandonedFutureLogs`` (LogManager.scala:1214, 1669-1672) a log without a
+  with a new id) -> stray; the broker not in the partition's replicas -> stray. Before KAFKA-16814 (Kafka
+  < 3.9) and in ``findStrayReplicas`` / ``findAbandonedFutureLogs`` (LogManager.scala:1214, 1669-1672) a log without a
   topic id stops the broker instead: "does not have a topic ID, which is not allowed when running in KRaft mode";
 - ``LogManager.recoverAbandonedFutureLogs`` (LogManager.scala:1194-1221): a ``-future`` log whose directory is the
   one the image assigns replaces the current log; otherwise it stays the target of an unfinished move;
@@ -66,7 +66,7 @@ BROKER_ACTION: dict[str, str] = {
     STRAY_UNASSIGNED: "renames it -stray and keeps it, unserved (isStrayKraftReplica: this broker is not a replica)",
     TOPIC_ID_MISMATCH: "renames it -stray (its topic id is not in the image: the topic was recreated), then creates "
                        "the new topic's replica empty and fetches it",
-    NO_PARTITION_METADATA: "Kafka >= 3.7.1: renames it -stray (isStrayKraftReplica: no topic id); older brokers and the "
+    NO_PARTITION_METADATA: "Kafka >= 3.9 (KAFKA-16814): renames it -stray (isStrayKraftReplica: no topic id); older brokers and the "
                            "ZooKeeper-migration path stop: \"does not have a topic ID, which is not allowed when running "
                            "in KRaft mode\"",
     WRONG_DIRECTORY: "loads it where it is and reports that directory to the controller "
