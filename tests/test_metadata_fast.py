@@ -74,7 +74,7 @@ def test_plain_batch_walk_equals_iter_records_or_declines(tmp_path):
         data = encode_batch(recs, base_offset=1000, base_timestamp=1_700_000_000_000, timestamp_type=i % 2)
         [b] = list(entries(data))
         got = md._simple_values(data, b)
-        want = [(r.offset, r.timestamp, bytes(r.value)) for r in b.iter_records(data)]
+        want = [(r.offset, r.timestamp, bytes(r.value), None) for r in b.iter_records(data)]
         if i in (1, 2):
             assert got is None
         else:

@@ -50,6 +50,14 @@ def _uv(buf: bytes, pos: int) -> tuple[int, int]:
 Step = Callable[[bytes, int], tuple[Any, int]]
 
 
+def _length(buf: bytes, pos: int, nullable: bool) -> tuple[int, int]:
+    """A compact length (uvarint N+1; 0 is null, -1 returned, declined where the field is not nullable)."""
+    n, pos = _uv(buf, pos)
+    if n == 0 and not nullable:
+        raise _Decline
+    return n - 1, pos
+
+
 def _step(t: Any, nullable: bool) -> Step | None:
     if not isinstance(t, str | tuple) or (isinstance(t, tuple) and not all(isinstance(x, str) for x in t)):
         return None  # structs: the generic reader
@@ -84,12 +92,9 @@ def _step(t: Any, nullable: bool) -> Step | None:
         return uuid
     if t == "string":
         def string(buf: bytes, pos: int) -> tuple[Any, int]:
-            n, pos = _uv(buf, pos)
-            if n == 0:
-                if not nullable:
-                    raise _Decline
+            n, pos = _length(buf, pos, nullable)
+            if n < 0:
                 return None, pos
-            n -= 1
             if pos + n > len(buf):
                 raise _Decline
             try:
@@ -102,12 +107,9 @@ def _step(t: Any, nullable: bool) -> Step | None:
         is_int = t[1] == "int32"
 
         def array(buf: bytes, pos: int) -> tuple[Any, int]:
-            n, pos = _uv(buf, pos)
-            if n == 0:
-                if not nullable:
-                    raise _Decline
+            n, pos = _length(buf, pos, nullable)
+            if n < 0:
                 return None, pos
-            n -= 1
             end = pos + n * width
             if end > len(buf):
                 raise _Decline

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -188,11 +188,18 @@ def _decode_value(value: bytes | None) -> tuple[str, dict[str, Any]]:
     return enum_name(msg), values
 
 
-def _simple_values(buf: bytes | memoryview, batch: Batch) -> list[tuple[int, int, bytes]] | None:
-    """(offset, timestamp, value) of each record of an uncompressed batch whose records have the plain shape a KRaft
+def _zigzag(data: bytes, pos: int, end: int, slow: Callable[[bytes, int, int], tuple[int, int]]) -> tuple[int, int]:
+    """A zig-zag varint: one byte inline, longer ones by ``format.varint`` (``slow``)."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    return slow(data, pos, end)
+
+
+def _simple_values(buf: bytes | memoryview, batch: Batch) -> list[tuple[int, int, bytes | None, bytes | None]] | None:
+    """(offset, timestamp, value, key = None) of each record of an uncompressed batch whose records have the plain shape a KRaft
     controller writes (attributes 0, a null key, no headers) and whose sizes add up exactly; None otherwise, and
-    ``Batch.iter_records`` decodes it (and words any problem). The hot path of a long replay: one-byte varints are
-    read inline, longer ones by ``format.varint``."""
+    ``Batch.iter_records`` decodes it (and words any problem). The hot path of a long replay."""
     if batch.codec != 0 or batch.records_count < 0:
         return None
     start = batch.position + HEADER_SIZE
@@ -202,38 +209,22 @@ def _simple_values(buf: bytes | memoryview, batch: Batch) -> list[tuple[int, int
     end = len(data)
     base, ts0 = batch.base_offset, batch.base_timestamp
     log_append = batch.timestamp_type == LOG_APPEND_TIME
-    out = []
+    out: list[tuple[int, int, bytes | None, bytes | None]] = []
     pos = 0
     try:
         for _ in range(batch.records_count):
-            b = data[pos]
-            if b < 0x80:
-                size, p = (b >> 1) ^ -(b & 1), pos + 1
-            else:
-                size, p = read_varint(data, pos, end)
+            size, p = _zigzag(data, pos, end, read_varint)
             rec_end = p + size
             if size <= 0 or rec_end > end or data[p] != 0:
                 return None
-            b = data[p + 1]
-            if b < 0x80:
-                tsd, p = (b >> 1) ^ -(b & 1), p + 2
-            else:
-                tsd, p = read_varlong(data, p + 1, rec_end)
-            b = data[p]
-            if b < 0x80:
-                od, p = (b >> 1) ^ -(b & 1), p + 1
-            else:
-                od, p = read_varint(data, p, rec_end)
+            tsd, p = _zigzag(data, p + 1, rec_end, read_varlong)
+            od, p = _zigzag(data, p, rec_end, read_varint)
             if p >= rec_end or data[p] != 1:  # key length -1
                 return None
-            b = data[p + 1]
-            if b < 0x80:
-                vlen, p = (b >> 1) ^ -(b & 1), p + 2
-            else:
-                vlen, p = read_varint(data, p + 1, rec_end)
+            vlen, p = _zigzag(data, p + 1, rec_end, read_varint)
             if vlen < 0 or p + vlen + 1 != rec_end or data[p + vlen] != 0:  # then zero headers
                 return None
-            out.append((base + od, batch.max_timestamp if log_append else ts0 + tsd, data[p:p + vlen]))
+            out.append((base + od, batch.max_timestamp if log_append else ts0 + tsd, data[p:p + vlen], None))
             pos = rec_end
     except (KafkalogError, IndexError):
         return None
@@ -274,48 +265,35 @@ def read_records(path: str, findings: list[Finding], start: int = 0, stop: Point
                 if stop.offset is not None and batch.base_offset > stop.offset:
                     return
                 simple = None if batch.is_control else _simple_values(buf, batch)
-                if simple is not None:
-                    for off, ts, value in simple:
-                        if off < start:
-                            continue
-                        if (stop.offset is not None and off > stop.offset) or (
-                                stop.time_ms is not None and ts > stop.time_ms):
-                            return
-                        try:
-                            rtype, data = _decode_value(value)
-                        except MetadataParseError as exc:
-                            findings.append(Finding(path, batch.position, f"record at offset {off}: {exc}",
-                                                    hint="a broker's metadata loader fails on this record"))
-                            continue
-                        yield Raw(off, ts, None, rtype, data)
-                    continue
-                for rec in batch.iter_records(buf):
-                    if rec.offset < start:
+                items: Iterable[tuple[int, int, bytes | None, bytes | None]] = (
+                    simple if simple is not None
+                    else ((r.offset, r.timestamp, r.value, r.key) for r in batch.iter_records(buf)))
+                for off, ts, value, key in items:
+                    if off < start:
                         continue
-                    if stop.offset is not None and rec.offset > stop.offset:
-                        return
-                    if stop.time_ms is not None and rec.timestamp > stop.time_ms:
+                    if (stop.offset is not None and off > stop.offset) or (
+                            stop.time_ms is not None and ts > stop.time_ms):
                         return
                     if batch.is_control:
                         try:
-                            _v, ctype = control.parse_control_key(rec.key)
+                            _v, ctype = control.parse_control_key(key)
                             if ctype not in control.SCHEMAS:
                                 continue  # transaction markers never appear here; unknown types are skipped
                             name = control.SCHEMAS[ctype][0]
-                            data = control.decode_kraft_control(ctype, rec.value)
+                            data = control.decode_kraft_control(ctype, value)
                         except KafkalogError as exc:
-                            findings.append(Finding(path, batch.position, f"control record at offset {rec.offset}: "
+                            findings.append(Finding(path, batch.position, f"control record at offset {off}: "
                                                     f"{exc.message}"))
                             continue
-                        yield Raw(rec.offset, rec.timestamp, name, name, data)
+                        yield Raw(off, ts, name, name, data)
                         continue
                     try:
-                        rtype, data = _decode_value(rec.value)
+                        rtype, data = _decode_value(None if value is None else bytes(value))
                     except MetadataParseError as exc:
-                        findings.append(Finding(path, batch.position, f"record at offset {rec.offset}: {exc}",
+                        findings.append(Finding(path, batch.position, f"record at offset {off}: {exc}",
                                                 hint="a broker's metadata loader fails on this record"))
                         continue
-                    yield Raw(rec.offset, rec.timestamp, None, rtype, data)
+                    yield Raw(off, ts, None, rtype, data)
         except KafkalogError as exc:
             findings.append(Finding(path, exc.position, exc.message, exc.expected, exc.found,
                                     hint="a torn or damaged tail: the replica truncates here"))

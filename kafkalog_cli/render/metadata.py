@@ -11,19 +11,9 @@ from kafkalog_cli.internal_topics.metadata_image import MIGRATING
 from kafkalog_cli.ops.inventory import Inventory
 from kafkalog_cli.ops.metadata import Change, HistoryEvent, Loaded, metadata_version_name, to_json_image
 from kafkalog_cli.render.jsondoc import versioned
+from kafkalog_cli.render.replicas import _ts as _iso  # one UTC millisecond format for both reports
 
 Out = Callable[[str], None]
-
-
-def _iso(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    from datetime import datetime, timezone
-
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
 
 
 def _source(loaded: Loaded) -> str:
