@@ -88,12 +88,12 @@ def generate(directory: str, records: int, partitions: int, per_batch: int = 100
 def child(directory: str) -> None:
     from kafkalog_cli.ops import metadata as md
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loaded = md.load(directory)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     parts = sum(len(t.partitions) for t in loaded.image.topics.values())
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    print(f"{dt:.3f} {rss} {loaded.records} {parts} {len(loaded.problems)}")
+    print(f"{dt:.3f} {rss} {loaded.records} {parts} {len(loaded.problems)} {cpu:.3f}")
 
 
 def main() -> None:
@@ -118,10 +118,10 @@ def main() -> None:
             for _ in range(a.repeat):
                 out = subprocess.run([sys.executable, __file__, "--child", d], capture_output=True, text=True,
                                      check=True).stdout.split()
-                dt, rss, recs, parts, probs = out
-                print(f"  replay {recs} records, {parts} partitions in the image: {float(dt):.2f} s "
-                      f"({int(recs) / float(dt) / 1e6:.2f} M records/s), peak RSS {rss} MiB, problems {probs}",
-                      flush=True)
+                dt, rss, recs, parts, probs, cpu = out
+                print(f"  replay {recs} records, {parts} partitions in the image: {float(dt):.2f} s wall, "
+                      f"{float(cpu):.2f} s CPU ({int(recs) / float(dt) / 1e6:.2f} M records/s wall), peak RSS {rss} "
+                      f"MiB, problems {probs}, load average {os.getloadavg()[0]:.1f}", flush=True)
             shutil.rmtree(os.path.dirname(d))
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:

@@ -172,8 +172,12 @@ def test_gap_after_snapshot_is_reported(tmp_path):
 def test_cli_summary_json_diff_history(tmp_path):
     c, d = _log(tmp_path, seed=5, steps=250)
     runner = CliRunner()
+    with open(os.path.join(d, "quorum-state"), "w") as f:
+        f.write('{"clusterId":"","leaderId":2,"leaderEpoch":25,"votedId":-1,"appliedOffset":0,'
+                '"currentVoters":[{"voterId":2}],"data_version":0}')
     r = runner.invoke(cli, ["metadata", str(tmp_path)])
     assert r.exit_code == 0, r.output
+    assert "quorum-state file (now, not at the point): leader 2 epoch 25, voters 2" in r.output
     assert "metadata.version: 3.7-IV4 (level 19)" in r.output and "brokers: 3 registered" in r.output
     doc = json.loads(runner.invoke(cli, ["metadata", d, "--format", "json"]).output)
     assert set(doc["image"]["topics"]) == set(c.topics)

@@ -114,6 +114,7 @@ class Loaded:
     problems: list[ReplayProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     open_transaction: int | None = None
+    quorum_state: dict[str, Any] | None = None  # the node's quorum-state file (leader, epoch, voters), if readable
 
     @property
     def clean(self) -> bool:
@@ -157,6 +158,19 @@ def find_metadata_dir(paths: list[str]) -> str | None:
         except UnreadableFileError:
             continue
     return None
+
+
+def quorum_state(directory: str) -> dict[str, Any] | None:
+    """The ``quorum-state`` file a KRaft node keeps beside its metadata log (``FileQuorumStateStore``: JSON with
+    leaderId, leaderEpoch, votedId, currentVoters): the node's view of the quorum now, whatever the point."""
+    import json
+
+    try:
+        with open(os.path.join(directory, "quorum-state"), encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def snapshots(directory: str) -> list[Snapshot]:
@@ -383,7 +397,8 @@ def _load(directory: str, point: Point, use_snapshots: bool,
         image, n_snap, start = Image(), 0, 0
     rep = Replayer(image)
     rep.on_partition = on_partition
-    loaded = Loaded(image, point, directory, snap, snapshot_records=n_snap, findings=findings)
+    loaded = Loaded(image, point, directory, snap, snapshot_records=n_snap, findings=findings,
+                    quorum_state=quorum_state(directory))
     segs = log_segments(directory)
     first_offset: int | None = None
     last = start - 1
@@ -600,6 +615,7 @@ def to_json_image(loaded: Loaded) -> dict[str, Any]:
         "metadata_version": im.features.get("metadata.version"),
         "image": im.state(),
         "quorum": im.quorum(),
+        "quorum_state_file": loaded.quorum_state,
         "findings": [f.as_dict() for f in loaded.findings],
         "problems": [p.as_dict() for p in loaded.problems],
         "notes": loaded.notes,

@@ -51,6 +51,11 @@ def summary(loaded: Loaded, out: Out, *, partitions: bool = False, topic: str | 
     voters = ", ".join(str(v.get("voter_id")) for v in q["voters"] or []) or "(static: controller.quorum.voters)"
     out(f"  quorum: voters {voters}; leader {(q['leader'] or {}).get('leader_id', '-')}; "
         f"kraft.version {q['kraft_version'] if q['kraft_version'] is not None else 0}")
+    qs = loaded.quorum_state
+    if qs:
+        qv = ", ".join(str(v.get("voterId")) for v in qs.get("currentVoters") or [] if isinstance(v, dict))
+        out(f"  quorum-state file (now, not at the point): leader {qs.get('leaderId', '-')} epoch "
+            f"{qs.get('leaderEpoch', '-')}" + (f", voters {qv}" if qv else ""))
     fenced = sorted(b for b, v in im.brokers.items() if v.fenced)
     out(f"  brokers: {len(im.brokers)} registered ({', '.join(map(str, sorted(im.brokers))) or 'none'})"
         + (f"; fenced: {', '.join(map(str, fenced))}" if fenced else ""))
