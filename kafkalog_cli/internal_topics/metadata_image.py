@@ -208,6 +208,17 @@ class Replayer:
     # ------------------------------------------------------------------------------------------- entry points
     def apply(self, rtype: str, data: dict[str, Any], offset: int, time_ms: int | None) -> None:
         """One metadata record at ``offset`` (its batch's time)."""
+        if rtype in _TXN_TYPES:
+            self._transaction(rtype, offset)
+        elif self._txn is not None:
+            self._txn.append((rtype, data, offset, time_ms))
+        else:
+            self._apply_one(rtype, data, offset, time_ms)
+        self.image.offset = offset
+        if time_ms is not None:
+            self.image.time_ms = time_ms
+
+    def _transaction(self, rtype: str, offset: int) -> None:
         if rtype == "BEGIN_TRANSACTION_RECORD":
             if self._txn is not None:
                 self._problem(offset, rtype, "BeginTransactionRecord inside a transaction (MetadataBatchLoader: "
@@ -221,18 +232,11 @@ class Replayer:
             pending, self._txn = self._txn, None
             for r in pending:
                 self._apply_one(*r)
-        elif rtype == "ABORT_TRANSACTION_RECORD":
+        else:
             if self._txn is None:
                 self._problem(offset, rtype, "AbortTransactionRecord outside a transaction")
                 return
             self._txn = None
-        elif self._txn is not None:
-            self._txn.append((rtype, data, offset, time_ms))
-        else:
-            self._apply_one(rtype, data, offset, time_ms)
-        self.image.offset = offset
-        if time_ms is not None:
-            self.image.time_ms = time_ms
 
     def apply_control(self, name: str, data: dict[str, Any], offset: int, time_ms: int | None) -> None:
         """A KRaft control record (KRaftVersion, KRaftVoters, LeaderChange; headers and footers change nothing)."""
@@ -254,7 +258,7 @@ class Replayer:
     def _apply_one(self, rtype: str, data: dict[str, Any], offset: int, time_ms: int | None) -> None:
         handler = _HANDLERS.get(rtype)
         if handler is None:
-            return  # NoOp, RegisterController-less records, anything that changes no state shown here
+            return  # NoOp and the records that change nothing shown here
         try:
             handler(self, data, offset, time_ms)
         except ReplayError as exc:
@@ -459,6 +463,9 @@ _HANDLERS: dict[str, Any] = {
     "REMOVE_USER_SCRAM_CREDENTIAL_RECORD": Replayer._remove_scram,
     "CLIENT_QUOTA_RECORD": Replayer._quota,
 }
+
+
+_TXN_TYPES = frozenset({"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"})
 
 
 def clone(image: Image) -> Image:

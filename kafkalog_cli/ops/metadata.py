@@ -416,8 +416,11 @@ def _load(directory: str, point: Point, use_snapshots: bool,
                              "another controller holds them)"))
             if on_record is not None:
                 on_record(raw)
-            _apply(rep, raw)
-            loaded.records += raw.control is None
+            if raw.control is None:
+                rep.apply(raw.rtype, raw.data, raw.offset, raw.time_ms)
+                loaded.records += 1
+            else:
+                rep.apply_control(raw.control, raw.data, raw.offset, raw.time_ms)
             last = raw.offset
     loaded.log_start = segs[0][0] if segs else None
     loaded.log_end = last + 1
