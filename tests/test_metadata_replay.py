@@ -243,3 +243,27 @@ def test_json_documents_are_snake_case_and_versioned(tmp_path):
                     walk(x, data, keys)
         walk(doc)
         assert not [k for k in keys if camel.search(k)], (args, [k for k in keys if camel.search(k)])
+
+
+def test_diff_and_history_across_a_recreated_topic(tmp_path):
+    """A topic deleted and recreated under its name: --diff says recreated (old id -> new id); --history follows the
+    name across both ids, with the removal in between."""
+    recs = [gen.msg("TopicRecord", 0, {"name": "orders", "topicId": T1}),
+            gen.msg("PartitionRecord", 1, {"partitionId": 0, "topicId": T1, "replicas": [1, 2], "isr": [1, 2],
+                                           "removingReplicas": [], "addingReplicas": [], "leader": 1,
+                                           "leaderEpoch": 0, "partitionEpoch": 0, "directories": []}),
+            gen.msg("PartitionChangeRecord", 1, {"partitionId": 0, "topicId": T1, "leader": 2}),
+            gen.msg("RemoveTopicRecord", 0, {"topicId": T1}),
+            gen.msg("TopicRecord", 0, {"name": "orders", "topicId": T2}),
+            gen.msg("PartitionRecord", 1, {"partitionId": 0, "topicId": T2, "replicas": [3], "isr": [3],
+                                           "removingReplicas": [], "addingReplicas": [], "leader": 3,
+                                           "leaderEpoch": 0, "partitionEpoch": 0, "directories": []})]
+    d = str(tmp_path / "__cluster_metadata-0")
+    gen.write_log(d, gen.encode(recs))
+    _la, _lb, changes = md.diff_points(d, md.Point(offset=2), md.Point(offset=5))
+    assert [(c.area, c.name, c.kind, c.before, c.after) for c in changes] == [("topic", "orders", "recreated", T1, T2)]
+    _loaded, events, topic, part = md.history(d, "orders-0")
+    assert (topic, part) == ("orders", 0)
+    assert [(e.offset, e.topic_id, None if e.state is None else e.state["leader"]) for e in events] == [
+        (1, T1, 1), (2, T1, 2), (3, T1, None), (5, T2, 3)]
+    assert events[1].changed == ["leader", "leader_epoch", "partition_epoch"]
