@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare-replicas": ("kafkalog_cli.cli.replicas", "compare_replicas", "Find where replicas of a partition diverge, and what truncation loses."),
     "report": ("kafkalog_cli.cli.replicas", "report", "Reports over scan datasets: --replicas (divergence across brokers)."),
     "mcp": ("kafkalog_cli.cli.mcp_server", "mcp", "Serve the read-only commands to AI agents as MCP tools (stdio)."),
+    "metadata": ("kafkalog_cli.cli.metadata", "metadata", "The KRaft cluster image at any point of __cluster_metadata."),
+    "inventory": ("kafkalog_cli.cli.metadata", "inventory", "Check a broker's log dirs against the KRaft metadata."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).
