@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "truncate-to-epoch": ("kafkalog_cli.cli.truncate", "truncate_to_epoch", "Truncate a partition to the end of a leader epoch."),
     "compare-replicas": ("kafkalog_cli.cli.replicas", "compare_replicas", "Find where replicas of a partition diverge, and what truncation loses."),
     "report": ("kafkalog_cli.cli.replicas", "report", "Reports over scan datasets: --replicas (divergence across brokers)."),
+    "schemas": ("kafkalog_cli.cli.schemas", "schemas", "Rebuild the Schema Registry from _schemas segments; --audit, --export."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).
