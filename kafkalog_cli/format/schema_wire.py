@@ -76,8 +76,10 @@ def read_message_indexes(buf: bytes, pos: int) -> tuple[list[int], int]:
 
 
 def _header(headers: list[tuple[bytes, bytes | None]] | None, name: bytes) -> bytes | None:
+    """The first header called ``name`` (keys as bytes, or str as the Python clients give them)."""
     for k, v in headers or ():
-        if bytes(k) == name and v is not None:
+        key = k.encode() if isinstance(k, str) else bytes(k)
+        if key == name and v is not None:
             return bytes(v)
     return None
 

@@ -139,8 +139,29 @@ def avro_schema(reg: Registry, sv: SchemaVersion) -> Any:
     return _avro(reg, sv).parsed  # type: ignore[attr-defined]
 
 
+def _descriptor_b64(text: str) -> Any:
+    """The schema as a base64 ``FileDescriptorProto`` (what confluent-kafka's Python serializer registers), or None
+    for ``.proto`` text (what the Java clients register)."""
+    import binascii
+
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    t = text.strip()
+    if not t or any(c.isspace() for c in t) or ";" in t:
+        return None
+    try:
+        raw = base64.b64decode(t, validate=True)
+        fp = descriptor_pb2.FileDescriptorProto()
+        fp.ParseFromString(raw)
+    except (binascii.Error, ValueError, DecodeError):
+        return None
+    return fp if fp.message_type else None
+
+
 def _proto_files(reg: Registry, sv: SchemaVersion) -> Any:
-    """A ``FileDescriptorSet`` built by protoc from the version's ``.proto`` text and its references."""
+    """A ``FileDescriptorSet`` built by protoc from the version's ``.proto`` text and its references (a reference
+    or schema registered as a base64 descriptor is taken as it is)."""
     import os
     import tempfile
 
@@ -152,15 +173,26 @@ def _proto_files(reg: Registry, sv: SchemaVersion) -> Any:
     except ImportError:
         raise SchemaCompileError("Protobuf decoding needs grpcio-tools (pip install grpcio-tools)") from None
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    given: list[Any] = []  # base64 descriptors: added to the pool as they are, before the compiled files
     with tempfile.TemporaryDirectory(prefix="kafkalog-proto-") as tmp:
-        names = []
         for name, ref in _refs(reg, sv):
+            fp = _descriptor_b64(ref.schema)
+            if fp is not None:
+                fp.name = name
+                given.append(fp)
+                continue
             path = os.path.join(tmp, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(ref.schema)
-            names.append(name)
         main = f"__kafkalog_schema_{sv.schema_id}.proto"
+        fp = _descriptor_b64(sv.schema)
+        if fp is not None:
+            fp.name = main
+            fds = descriptor_pb2.FileDescriptorSet()
+            fds.file.extend(given)
+            fds.file.append(fp)
+            return fds, main
         with open(os.path.join(tmp, main), "w", encoding="utf-8") as f:
             f.write(sv.schema)
         out = os.path.join(tmp, "set.pb")
@@ -175,7 +207,27 @@ def _proto_files(reg: Registry, sv: SchemaVersion) -> Any:
         fds = descriptor_pb2.FileDescriptorSet()
         with open(out, "rb") as f:
             fds.ParseFromString(f.read())
+    if given:
+        done = {f.name for f in given}
+        rest = [f for f in fds.file if f.name not in done]
+        del fds.file[:]
+        fds.file.extend(given + rest)
     return fds, main
+
+
+def _well_known(name: str) -> Any:
+    """The ``FileDescriptorProto`` of one of protobuf's bundled well-known files (``google/protobuf/x.proto``)."""
+    import importlib
+
+    from google.protobuf import descriptor_pb2
+
+    try:
+        mod = importlib.import_module("google.protobuf." + name[len("google/protobuf/"):-len(".proto")] + "_pb2")
+    except ImportError:
+        raise SchemaCompileError(f"imports {name}, which is not one of protobuf's well-known files") from None
+    fp = descriptor_pb2.FileDescriptorProto()
+    mod.DESCRIPTOR.CopyToProto(fp)
+    return fp
 
 
 def _protobuf(reg: Registry, sv: SchemaVersion) -> Callable[[bytes, int, list[int]], Any]:
@@ -184,8 +236,16 @@ def _protobuf(reg: Registry, sv: SchemaVersion) -> Callable[[bytes, int, list[in
 
     fds, main = _proto_files(reg, sv)
     pool = descriptor_pool.DescriptorPool()
-    for fp in fds.file:
-        pool.Add(fp)
+    names = {fp.name for fp in fds.file}
+    for fp in list(fds.file):
+        for dep in fp.dependency:
+            if dep not in names and dep.startswith("google/protobuf/"):  # a well-known type a descriptor names
+                names.add(dep)
+                pool.Add(_well_known(dep))
+        try:
+            pool.Add(fp)
+        except (TypeError, ValueError) as exc:
+            raise SchemaCompileError(f"the Protobuf descriptors do not build: {exc}") from None
     fd = pool.FindFileByName(main)
     classes: dict[tuple[int, ...], Any] = {}
 
