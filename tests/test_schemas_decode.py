@@ -13,8 +13,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from schema_world import AVRO_V1, AVRO_V2, AVRO_V3_BREAKING, config_key, schema_key, schema_record, schema_value, \
-    write_segment
+from schema_world import (
+    AVRO_V1,
+    AVRO_V2,
+    AVRO_V3_BREAKING,
+    config_key,
+    schema_key,
+    schema_record,
+    schema_value,
+    write_segment,
+)
 
 from kafkalog_cli.cli.main import cli
 from kafkalog_cli.format.schema_wire import confluent_prefix

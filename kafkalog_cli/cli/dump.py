@@ -212,13 +212,12 @@ def _schema_registry_parser(args: list[str], schemas_dirs: tuple[str, ...], kdec
                             value_decoder: str | None, wire: str, validate: bool, tombstone_key: bool):  # noqa: ANN202
     """``--key-decoder``/``--value-decoder schema-registry``: the registry from ``--schemas`` or beside the input
     (docs/schemas.md), and the record parser and JSON decode over it."""
-    from kafkalog_cli.errors import KafkalogError
-    from kafkalog_cli.internal_topics.schema_decode import Decoder, SchemaRegistryParser
-    from kafkalog_cli.ops.schemas import load_registry, registry_beside
-
     import os
 
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.internal_topics.schema_decode import Decoder, SchemaRegistryParser
     from kafkalog_cli.internal_topics.schema_registry import Registry
+    from kafkalog_cli.ops.schemas import load_registry, registry_beside
 
     try:
         if schemas_dirs:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 from uuid import UUID
 
 from kafkalog_cli.format import schema_wire as sw
@@ -75,8 +76,11 @@ def _default(o: Any) -> Any:
     raise TypeError(f"{type(o).__name__} is not JSON serializable")
 
 
+_ENCODE = json.JSONEncoder(default=_default, ensure_ascii=False, separators=(",", ":")).encode
+
+
 def to_json(value: Any) -> str:
-    return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODE(value)
 
 
 class SchemaCompileError(Exception):
@@ -205,8 +209,8 @@ def _proto_files(reg: Registry, sv: SchemaVersion) -> Any:
         if rc != 0 or not os.path.exists(out):
             raise SchemaCompileError(f"protoc rejects the .proto text (exit {rc})")
         fds = descriptor_pb2.FileDescriptorSet()
-        with open(out, "rb") as f:
-            fds.ParseFromString(f.read())
+        with open(out, "rb") as fb:
+            fds.ParseFromString(fb.read())
     if given:
         done = {f.name for f in given}
         rest = [f for f in fds.file if f.name not in done]
@@ -356,6 +360,20 @@ class Decoder:
         self._compiled[key] = comp
         return comp
 
+    def text(self, data: bytes, headers: list[tuple[bytes, bytes | None]] | None = None, *,
+             is_key: bool = False) -> str | None:
+        """The decoded value as JSON text, or None when it does not decode (``decode`` says why). The dump's path:
+        a Confluent-prefixed Avro value without schema-id headers skips the ``Decoded`` record."""
+        if not headers and self.wire == "confluent" and len(data) >= 5 and data[0] == 0:
+            comp = self._compiled.get(("id", int.from_bytes(data[1:5], "big", signed=True)))
+            if comp is not None and comp.fn is not None and comp.sv.schema_type == "AVRO":
+                try:
+                    return _ENCODE(comp.fn(data, 5))
+                except Exception:  # noqa: BLE001 - the slow path below names the reason
+                    return None
+        d = self.decode(data, headers, is_key=is_key)
+        return d.text() if d.ok else None
+
     def decode(self, data: bytes | None, headers: list[tuple[bytes, bytes | None]] | None = None, *,
                is_key: bool = False) -> Decoded:
         if data is None:
@@ -420,9 +438,10 @@ class SchemaRegistryParser:
         self.tombstone_key = tombstone_key
 
     def _text(self, data: bytes, headers: Any, is_key: bool) -> str:
+        text = self.decoder.text(data, headers, is_key=is_key)
+        if text is not None:
+            return text
         d = self.decoder.decode(data, headers, is_key=is_key)
-        if d.ok:
-            return d.text()
         return f"<undecoded: {d.reason}> base64:{raw_text(bytes(data))}"
 
     def parse(self, record: Any, batch: Any) -> tuple[str | None, str | None]:
