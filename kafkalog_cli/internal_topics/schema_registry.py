@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.format.batch import Record
 from kafkalog_cli.storage.layout import LEFTOVER_SUFFIXES, LOG_SUFFIX, segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
 
@@ -226,23 +228,25 @@ def partition_files(path: str) -> list[str]:
     return files
 
 
-def read_records(path: str, partition: int, notes: list[str]) -> list[RawRecord]:
-    """Every readable record of the partition directory's segments and leftovers; damage becomes a note (the
-    records before it are kept)."""
-    out: list[RawRecord] = []
-    for f in partition_files(path):
+def walk_records(files: list[str], notes: list[str]) -> Iterator[tuple[str, Record]]:
+    """(file, record) for every readable data record of the files in order; damage becomes a note in ``notes``
+    (the records before it are kept) and the walk goes on with the next file."""
+    for f in files:
         try:
             with MappedFile(f) as mf:
                 for batch in entries(mf.buf, file=f):
                     if batch.is_control:
                         continue
                     for r in batch.iter_records(mf.buf):
-                        out.append(RawRecord(partition, r.offset, r.timestamp,
-                                             None if r.key is None else bytes(r.key),
-                                             None if r.value is None else bytes(r.value), f))
+                        yield f, r
         except KafkalogError as exc:
             notes.append(f"{f}: stopped reading: {exc.describe()}")
-    return out
+
+
+def read_records(path: str, partition: int, notes: list[str]) -> list[RawRecord]:
+    """Every readable record of the partition directory's segments and leftovers."""
+    return [RawRecord(partition, r.offset, r.timestamp, None if r.key is None else bytes(r.key),
+                      None if r.value is None else bytes(r.value), f) for f, r in walk_records(partition_files(path), notes)]
 
 
 def replay(copies: list[tuple[int, str]], *, at_offset: int | None = None, at_time: int | None = None) -> Registry:

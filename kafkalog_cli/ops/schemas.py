@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from kafkalog_cli.errors import KafkalogError, UnreadableFileError
+from kafkalog_cli.errors import UnreadableFileError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, discover
 from kafkalog_cli.internal_topics.schema_decode import Decoder, avro_schema
-from kafkalog_cli.internal_topics.schema_registry import SCHEMAS_TOPIC, Registry, SchemaVersion, replay
+from kafkalog_cli.internal_topics.schema_registry import SCHEMAS_TOPIC, Registry, SchemaVersion, replay, walk_records
 from kafkalog_cli.storage.layout import segment_logs
-from kafkalog_cli.storage.segment import MappedFile, entries
 
 
 class NoRegistryError(UnreadableFileError):
@@ -82,8 +81,13 @@ def registry_beside(paths: list[str], topic: str = SCHEMAS_TOPIC) -> Registry:
 
 
 # ------------------------------------------------------------------------------------------------ audit
+class _AsDict:
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass
-class IdUse:
+class IdUse(_AsDict):
     schema_id: int | None
     guid: str | None
     state: str  # "absent" | "soft-deleted" | "hard-deleted"
@@ -95,12 +99,9 @@ class IdUse:
     records: int
     subject: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass
-class BadRecord:
+class BadRecord(_AsDict):
     kind: str  # bad-magic | truncated | mismatch | invalid | schema | bad-indexes
     topic: str
     partition: int
@@ -110,12 +111,9 @@ class BadRecord:
     schema_id: int | None
     reason: str | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass
-class CompatBreak:
+class CompatBreak(_AsDict):
     subject: str
     level: str
     written_version: int
@@ -124,9 +122,6 @@ class CompatBreak:
     partition: int
     offset: int
     reason: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -236,19 +231,11 @@ def audit(paths: list[str], registry: Registry, *, topic: str = SCHEMAS_TOPIC, w
         pa = PartitionAudit(c.topic, c.partition, c.path)
         stats = {"key": _FieldStats(), "value": _FieldStats()}
         samples_here: list[tuple[tuple[str, int], tuple[str, int, int, bytes, int]]] = []
-        for _b, f in segment_logs(c.path):
-            try:
-                with MappedFile(f) as mf:
-                    for batch in entries(mf.buf, file=f):
-                        if batch.is_control:
-                            continue
-                        for r in batch.iter_records(mf.buf):
-                            pa.records += 1
-                            for fld, data in (("key", r.key), ("value", r.value)):
-                                if data is not None:
-                                    _audit_one(dec, registry, stats[fld], c, fld, r, data, samples, samples_here)
-            except KafkalogError as exc:
-                rep.notes.append(f"{f}: stopped reading: {exc.describe()}")
+        for _f, r in walk_records([p for _b, p in segment_logs(c.path)], rep.notes):
+            pa.records += 1
+            for fld, data in (("key", r.key), ("value", r.value)):
+                if data is not None:
+                    _audit_one(dec, registry, stats[fld], c, fld, r, data, samples, samples_here)
         judged = [st for st in stats.values() if st.is_registry_field()]
         if not judged:
             continue  # not schema-registry data: its bytes are not ours to judge
