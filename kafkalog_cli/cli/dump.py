@@ -57,6 +57,15 @@ input found, 2 usage error or unreadable file.""",
               help="StringDecoder (default), IntegerDecoder, LongDecoder or DefaultDecoder. Implies --print-data-log.")
 @click.option("--value-decoder-class", is_flag=False, flag_value="", default=None, shell_complete=complete_decoder_class,
               help="As --key-decoder-class, for values. Implies --print-data-log.")
+@click.option("--key-decoder", "key_decoder", type=click.Choice(["schema-registry"]), default=None,
+              help="Decode keys written by schema-registry serializers (Avro, Protobuf, JSON). Implies --print-data-log.")
+@click.option("--value-decoder", "value_decoder", type=click.Choice(["schema-registry"]), default=None,
+              help="As --key-decoder, for values; the registry comes from --schemas or the _schemas beside the input.")
+@click.option("--schemas", "schemas_dirs", multiple=True, type=click.Path(), metavar="LOGDIR",
+              help="Log dir(s) holding the registry's _schemas partition (repeatable; docs/schemas.md).")
+@click.option("--schemas-wire", type=click.Choice(["confluent", "apicurio"]), default="confluent", show_default=True,
+              help="The id prefix: Confluent's 4-byte id or Apicurio's 8-byte global id.")
+@click.option("--validate", is_flag=True, help="With a schema-registry decoder: validate JSON Schema values.")
 @click.option("--offsets-decoder", is_flag=True, help="Decode records as __consumer_offsets records.")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode records as __transaction_state records.")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode records as KRaft __cluster_metadata records.")
@@ -74,7 +83,9 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
          skip_record_metadata: bool, key_decoder_class: str | None, value_decoder_class: str | None,
          offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool,
          remote_log_metadata_decoder: bool, share_group_state_decoder: bool, kafka_version: str | None, fmt: str,
-         gap_tracker: str, max_decompressed_size: int) -> None:
+         gap_tracker: str, max_decompressed_size: int, key_decoder: str | None = None,
+         value_decoder: str | None = None, schemas_dirs: tuple[str, ...] = (), schemas_wire: str = "confluent",
+         validate: bool = False) -> None:
     """Dump log segments, indexes, producer snapshots and companion files, with the exact text
     DumpLogSegments (kafka-dump-log.sh) prints for the chosen Kafka version.
 
@@ -104,6 +115,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     decoder_kinds = [kind for flag, kind in DECODER_FLAGS if flags[flag]]
     print_data = (
         print_data_log or bool(decoder_kinds) or key_decoder_class is not None or value_decoder_class is not None
+        or key_decoder is not None or value_decoder is not None
     )
     opts = DumpOptions(
         print_data_log=print_data,
@@ -138,6 +150,10 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         except ValueError as exc:
             fail(str(exc), "TAB after --value-decoder-class lists the decoders, e.g. StringDecoder")
         opts.parser = DecoderParser(kdec, vdec, tombstone_key=bool(profile.tombstone_key))
+        if key_decoder or value_decoder:
+            opts.parser, opts.json_decoder = _schema_registry_parser(args, schemas_dirs, kdec, vdec, key_decoder,
+                                                                     value_decoder, schemas_wire, validate,
+                                                                     bool(profile.tombstone_key))
         if profile.deprecated_decoder_notice:
             for name in (value_decoder_class, key_decoder_class):
                 if name and name.startswith("kafka.serializer."):
@@ -188,6 +204,32 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
             err(f"hint: {hint}")
     verdict = _input_verdicts(args, err)
     sys.exit(max(dumper.summary.exit_code(), verdict))
+
+
+def _schema_registry_parser(args: list[str], schemas_dirs: tuple[str, ...], kdec, vdec, key_decoder: str | None,  # noqa: ANN001
+                            value_decoder: str | None, wire: str, validate: bool, tombstone_key: bool):  # noqa: ANN202
+    """``--key-decoder``/``--value-decoder schema-registry``: the registry from ``--schemas`` or beside the input
+    (docs/schemas.md), and the record parser and JSON decode over it."""
+    import os
+
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.internal_topics.schema_decode import Decoder, SchemaRegistryParser
+    from kafkalog_cli.internal_topics.schema_registry import Registry
+    from kafkalog_cli.ops.schemas import load_registry, registry_beside
+
+    try:
+        if schemas_dirs:
+            reg = load_registry(list(schemas_dirs))
+        elif any(os.path.exists(a) for a in args):
+            reg = registry_beside([a for a in args if os.path.exists(a)])
+        else:
+            reg = Registry()  # nothing to dump: the dump itself reports the missing files
+    except KafkalogError as exc:
+        fail(exc.describe(), exc.hint)
+    parser = SchemaRegistryParser(Decoder(reg, wire=wire, validate=validate), key=key_decoder is not None,
+                                  value=value_decoder is not None, key_fallback=kdec, value_fallback=vdec,
+                                  tombstone_key=tombstone_key)
+    return parser, parser.json
 
 
 def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001

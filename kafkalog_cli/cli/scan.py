@@ -53,13 +53,17 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 @click.option("--max-read-rate", default=None, metavar="BYTES/s",
               help="Average read rate bound for the whole scan, e.g. 50M (MiB/s); 'kafkalog scan' sleeps to keep it.")
 @click.option("--records", is_flag=True, help="Also write one row per record (DIR/records): slower, decodes batches.")
+@click.option("--decode", is_flag=True,
+              help="With --records: schema-registry decode columns (value_json, ids, subjects; docs/schemas.md).")
+@click.option("--schemas", "schemas_dirs", multiple=True, type=click.Path(), metavar="LOGDIR",
+              help="--decode: log dir(s) holding _schemas (default: the _schemas found in the scanned log dirs).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
 def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
          endpoint_url: str | None, broker_id: int | None, low_impact: bool, max_read_rate: str | None, records: bool,
-         jobs: int | None, fmt: str) -> None:
+         jobs: int | None, fmt: str, decode: bool = False, schemas_dirs: tuple[str, ...] = ()) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -141,6 +145,9 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
             settings = dataclasses.replace(settings, max_read_rate=impact.parse_rate(max_read_rate))
         except ValueError as exc:
             fail(str(exc))
+    if decode or schemas_dirs:
+        settings = dataclasses.replace(settings, decode_schemas=_decode_schemas(decode, records, schemas_dirs,
+                                                                               segments))
     from kafkalog_cli.scan.run import ScanRefused, run_scan
 
     try:
@@ -206,6 +213,25 @@ def _start_first_pass(segments: list[str], jobs: int | None) -> None:
         return
     if jobs == 1 or len({os.path.dirname(s) for s in segments}) == 1:
         verify_pass.start_early(first)
+
+
+def _decode_schemas(decode: bool, records: bool, schemas_dirs: tuple[str, ...],
+                    segments: list[str]) -> tuple[tuple[int, str], ...]:
+    """``--decode``: the ``_schemas`` copies (partition, directory) the workers replay (docs/schemas.md)."""
+    if not decode or not records:
+        fail("--decode and --schemas need --records (the decoded values are columns of DIR/records)",
+             "kafkalog scan --records --decode /var/lib/kafka --out /tmp/scan")
+    from kafkalog_cli.ops.schemas import schema_copies
+    from kafkalog_cli.scan.paths import locate
+
+    where = list(schemas_dirs) or sorted({locate(s).log_dir for s in segments if "://" not in s})
+    try:
+        copies, _notes = schema_copies(where)
+    except KafkalogError as exc:
+        fail(exc.describe(), "give the registry's log dir with --schemas LOGDIR")
+    if not copies:
+        fail(f"no _schemas partition in {', '.join(where)}", "give the registry's log dir with --schemas LOGDIR")
+    return tuple(copies)
 
 
 def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,

@@ -430,7 +430,8 @@ class _SegmentScan:
         cols = C.location_columns(self.loc, n)
         for f in RECORDS:
             if f.name not in cols:
-                cols[f.name] = pa.array(self.rec[f.name], type=f.type)
+                vals = self.rec[f.name]
+                cols[f.name] = pa.array(vals, type=f.type) if len(vals) == n else pa.nulls(n, f.type)  # decoded: later
         self.rec = {k: [] for k in self.rec}
         return pa.Table.from_arrays([cols[f.name] for f in WIRE["records"]], schema=WIRE["records"])
 

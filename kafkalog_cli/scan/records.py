@@ -78,6 +78,9 @@ class RecordBuffers:
         cols["header_keys"] = pa.Array.from_buffers(pa.list_(pa.string()), n, [None, pa.py_buffer(_ZERO + hlist)], 0,
                                                     children=[keys])
         schema = WIRE["records"]
+        for f in schema:
+            if f.name not in cols:  # the decoded columns (scan/decode.py fills them afterwards, with --decode)
+                cols[f.name] = pa.nulls(n, f.type)
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 

@@ -65,6 +65,18 @@ PROBLEMS = pa.schema(
     ]
 )
 
+# the schema-registry decode of each record (issue 30): ids and subjects the registry's records name, the value as
+# JSON, and why it did not decode
+DECODED_FIELDS = [
+    pa.field("key_schema_id", pa.int32()),
+    pa.field("key_subject", pa.string()),
+    pa.field("key_json", pa.string()),
+    pa.field("value_schema_id", pa.int32()),
+    pa.field("value_subject", pa.string()),
+    pa.field("value_json", pa.string()),
+    pa.field("value_decode_error", pa.string()),
+]
+
 RECORDS = pa.schema(
     LOCATION_FIELDS
     + [
@@ -76,6 +88,7 @@ RECORDS = pa.schema(
         pa.field("key", pa.binary()),
         pa.field("header_keys", pa.list_(pa.string()), nullable=False),
     ]
+    + DECODED_FIELDS  # scan --records --decode (scan/decode.py); null without --decode
 )
 
 DATASETS: dict[str, pa.Schema] = {

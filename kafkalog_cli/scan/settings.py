@@ -27,6 +27,7 @@ class ScanSettings:
     low_impact: bool = False
     max_read_rate: int = 0
     endpoint_url: str | None = None
+    decode_schemas: tuple[tuple[int, str], ...] = ()  # scan --records --decode: the _schemas copies (scan/decode.py)
 
 
 _current = ScanSettings()

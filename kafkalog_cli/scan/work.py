@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkalog_cli.scan import columns as C
+from kafkalog_cli.scan import decode
 from kafkalog_cli.scan.extract import scan_segment_chunks, scan_segment_rows
 from kafkalog_cli.scan.partition import PartitionPass
 from kafkalog_cli.scan.paths import file_size
@@ -80,11 +81,13 @@ class SmallRows:
             out.append(("problems", to_table("problems", self.problems)))
         if self.rec_locs:
             cols = C.location_columns_of(self.rec_locs, WIRE["records"])
+            n = len(self.rec_locs)
             for f in RECORDS:
                 if f.name not in cols:
-                    cols[f.name] = pa.array(self.rec[f.name], type=f.type)
-            out.append(("records", pa.Table.from_arrays([cols[f.name] for f in WIRE["records"]],
-                                                        schema=WIRE["records"])))
+                    vals = self.rec[f.name]
+                    cols[f.name] = pa.array(vals, type=f.type) if len(vals) == n else pa.nulls(n, f.type)
+            out.append(("records", decode.attach(pa.Table.from_arrays([cols[f.name] for f in WIRE["records"]],
+                                                                      schema=WIRE["records"]))))
         result = [(name, table, _runs(self.parts[name])) for name, table in out]
         self.clear()
         return result
@@ -129,6 +132,8 @@ def scan_partition(paths: list[str], *, records: bool, start: int = 0,
                 small.add_problems(part, found)
         else:
             for name, table in _segment_chunks(path, records):  # staged objects, encoded remote objects
+                if name == "records":
+                    table = decode.attach(table)
                 yield name, table
                 if name == "batches":
                     found = pp.feed(table)
