@@ -22,6 +22,7 @@ from kafkalog_cli.versions import DEFAULT_VERSION
 if TYPE_CHECKING:
     from kafkalog_cli.render.dls import DlsRenderer
     from kafkalog_cli.render.jsonl import JsonRenderer
+    from kafkalog_cli.render.records import RecordRenderer
 
 DECODER_FLAGS = (
     ("offsets_decoder", "offsets"),
@@ -40,6 +41,10 @@ Examples:
   kafkalog dump --deep-iteration --print-data-log --kafka-version 3.6 orders-0/
   kafkalog dump --files 00000000000000000000.index,00000000000000000000.timeindex
   kafkalog dump --format json --print-data-log 00000000000000000000.log | jq .
+  kafkalog dump --deep-iteration --producer-id 4001 --start-time 2024-06-15T09:55Z \
+      --end-time 2024-06-15T10:05Z orders-0/
+  kafkalog dump --records --offset 368800 --count 10 orders-0/
+  kafkalog dump --records -f '%o %I %k=%s\\n' orders-0/
 
 Exit codes: 0 clean, 1 invalid batches / index mismatches / trailing bytes / corrupt
 input found, 2 usage error or unreadable file.""",
@@ -71,12 +76,27 @@ input found, 2 usage error or unreadable file.""",
               help="Non-consecutive offset check: Scala tool (ignores each file's first record) or Kafka 4.3's Java port.")
 @click.option("--max-decompressed-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest decompressed batch accepted; larger ones are reported, never allocated.")
+@click.option("--offset", "win_offset", type=int, default=None, metavar="N",
+              help="Window: only records at offset N or later (the offset index finds where to start).")
+@click.option("--count", "win_count", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Window: at most K records per partition.")
+@click.option("--start-time", default=None, metavar="T",
+              help="Window: only records with a timestamp >= T (seek-time's forms: ISO-8601 in UTC, epoch s or ms, -1h).")
+@click.option("--end-time", default=None, metavar="T", help="Window: only records with a timestamp <= T.")
+@click.option("--producer-id", type=int, default=None, metavar="P", help="Window: only batches of producer id P.")
+@click.option("--records", "records_view", is_flag=True,
+              help="One line per record (kcat style, see --record-format); with --format json one kcat -J object per record.")
+@click.option("-f", "--record-format", default=None, metavar="FMT",
+              help="With --records: the line format, kcat's tokens (%t %p %o %T %k %K %s %S %h) and %I %P %E "
+                   "[default: '%o %I %k %s\\n'].")
 def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, deep_iteration: bool,
          verify_index_only: bool, index_sanity_check: bool, max_message_size: int, max_bytes: int | None,
          skip_record_metadata: bool, key_decoder_class: str | None, value_decoder_class: str | None,
          offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool,
          remote_log_metadata_decoder: bool, share_group_state_decoder: bool, kafka_version: str, fmt: str,
-         gap_tracker: str, max_decompressed_size: int) -> None:
+         gap_tracker: str, max_decompressed_size: int, win_offset: int | None, win_count: int | None,
+         start_time: str | None, end_time: str | None, producer_id: int | None, records_view: bool,
+         record_format: str | None) -> None:
     """Dump log segments, indexes, producer snapshots and companion files, with the exact text
     DumpLogSegments (kafka-dump-log.sh) prints for the chosen Kafka version.
 
@@ -106,7 +126,11 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     decoder_kinds = [kind for flag, kind in DECODER_FLAGS if flags[flag]]
     print_data = (
         print_data_log or bool(decoder_kinds) or key_decoder_class is not None or value_decoder_class is not None
+        or records_view
     )
+    window = _window(win_offset, win_count, start_time, end_time, producer_id, records_view)
+    if record_format is not None and not records_view:
+        fail("--record-format formats the lines of --records", "add --records (one line per record)")
     opts = DumpOptions(
         print_data_log=print_data,
         deep_iteration=deep_iteration or print_data,
@@ -119,6 +143,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         decompress_limit=max_decompressed_size,
         gap_tracker=gap_tracker,
         timeindex_needs_index=fmt == "text",
+        window=window,
     )
     notices: list[str] = []
     if decoder_kinds:
@@ -148,8 +173,17 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
 
     sink = StdoutSink()
     out, err = sink.out, sink.err
-    renderer: JsonRenderer | DlsRenderer
-    if fmt == "json":
+    renderer: JsonRenderer | DlsRenderer | RecordRenderer
+    if records_view:
+        from kafkalog_cli.render.dls import DlsRenderer
+        from kafkalog_cli.render.records import DEFAULT_FORMAT, FormatError, RecordRenderer
+
+        try:
+            renderer = RecordRenderer(None if fmt == "json" else (record_format or DEFAULT_FORMAT), sink.out_bytes,
+                                      DlsRenderer(profile, opts, lambda _line: None, err))
+        except FormatError as exc:
+            fail(str(exc), "e.g. -f '%o %T %k %s\\n' (offset, timestamp, key, value)", code=EXIT_USAGE)
+    elif fmt == "json":
         from kafkalog_cli.render.jsonl import JsonRenderer
 
         renderer = JsonRenderer(opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
@@ -170,7 +204,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     gc.freeze()  # the objects of start-up are never garbage: the collector need not walk them again per batch
     try:
         # a progress bar only where it cannot mix with the dump itself: stderr a terminal, stdout redirected
-        if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text":
+        if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text" and window is None:
             with ByteProgress("dumping") as (advance, set_total):
                 set_total(_total_bytes(args))
                 _run(_with_progress(events, advance), renderer, notices, out)
@@ -185,11 +219,37 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     finally:
         gc.unfreeze()  # an in-process caller (tests, an embedding tool) gets its collector back as it was
     sink.flush()
+    for note in dumper.window_notes:
+        err(f"kafkalog: note: {note}")
     if sys.stderr.isatty():  # an operator reading; scripts and Kafka-compatible captures get Kafka's streams only
         for hint in dump_hints(dumper.summary, args):
             err(f"hint: {hint}")
     verdict = _input_verdicts(args, err)
     sys.exit(max(dumper.summary.exit_code(), verdict))
+
+
+def _window(offset: int | None, count: int | None, start: str | None, end: str | None, producer_id: int | None,
+            records_view: bool):  # noqa: ANN202
+    """The window of the options (``ops/dump_window.Window``), or None when none is given (``--records`` alone
+    walks every segment's records: a window without limits)."""
+    if offset is None and count is None and start is None and end is None and producer_id is None and not records_view:
+        return None
+    from kafkalog_cli.cli.timespec import FORMATS_HINT, parse_time
+    from kafkalog_cli.ops.dump_window import Window
+
+    times: list[int | None] = []
+    for name, text in (("--start-time", start), ("--end-time", end)):
+        if text is None:
+            times.append(None)
+            continue
+        try:
+            times.append(parse_time(text).ms)
+        except ValueError as exc:
+            fail(f"{name}: {exc}", FORMATS_HINT, code=EXIT_USAGE)
+    if times[0] is not None and times[1] is not None and times[1] < times[0]:
+        fail(f"--end-time {end} is before --start-time {start}", "give the earlier time to --start-time",
+             code=EXIT_USAGE)
+    return Window(offset=offset, count=count, start_ms=times[0], end_ms=times[1], producer_id=producer_id)
 
 
 def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
