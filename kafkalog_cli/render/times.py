@@ -27,7 +27,7 @@ def duration(ms: int) -> str:
         return f"{ms}ms"
     s = ms // 1000
     units = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-    parts = []
+    parts: list[str] = []
     for name, size in units:
         n, s = divmod(s, size)
         if n or parts:
