@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, install_hint, line_writers
+from kafkalog_cli.cli.common import (
+    EXIT_CLEAN,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    color_enabled,
+    color_option,
+    fail,
+    install_hint,
+    line_writers,
+)
 from kafkalog_cli.errors import KafkalogError
 
 if TYPE_CHECKING:
@@ -56,10 +65,11 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
+              help="Report format: text (lines fitting the terminal, a full table at 160+ columns) or one JSON document.")
+@color_option
 def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
          endpoint_url: str | None, broker_id: int | None, low_impact: bool, max_read_rate: str | None, records: bool,
-         jobs: int | None, fmt: str) -> None:
+         jobs: int | None, fmt: str, color: str) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -148,7 +158,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
                           out_dir=out_dir, remote_out=remote_out, master=master, spark_conf=spark_settings)
     except ScanRefused as exc:
         fail(exc.message, exc.hint)
-    _report(result.summary, records, unmatched, out_dir, engine, result.seconds, fmt, strays)
+    _report(result.summary, records, unmatched, out_dir, engine, result.seconds, fmt, strays, color)
 
 
 def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[str], list[str]]:
@@ -219,7 +229,7 @@ def _start_first_pass(segments: list[str], jobs: int | None) -> None:
 
 
 def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,
-            fmt: str, strays: int = 0) -> None:
+            fmt: str, strays: int = 0, color: str = "auto") -> None:
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if any(n for sev, n in summary["problems"]["by_severity"].items() if sev != "info"):  # notes are not problems
@@ -234,9 +244,23 @@ def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | N
 
     if fmt == "json":
         scan_report.render_json(summary, out, out_dir=shown_dir, engine=engine, seconds=seconds, exit_code=code)
-    elif sys.stdout.isatty():
-        scan_report.render_rich(summary, out_dir=shown_dir, engine=engine, seconds=seconds)
     else:
-        scan_report.render_text(summary, out, out_dir=shown_dir, engine=engine, seconds=seconds)
+        screen_report(summary, out, out_dir=shown_dir, engine=engine, seconds=seconds, color=color)
     sys.stdout.flush()
     sys.exit(code)
+
+
+def screen_report(summary: dict, out, *, out_dir: str | None, engine: str, seconds: float,  # noqa: ANN001
+                  color: str) -> None:
+    """The text report of scan and report: sized to the terminal (``render/scan_report.render_screen``)."""
+    import shutil
+
+    from kafkalog_cli.render import scan_report
+    from kafkalog_cli.render.colour import Palette
+
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    scan_report.render_screen(summary, out, tty=tty, columns=shutil.get_terminal_size().columns,
+                              palette=Palette(color_enabled(color)), out_dir=out_dir, engine=engine, seconds=seconds)

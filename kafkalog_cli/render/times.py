@@ -20,13 +20,13 @@ def iso_utc(ms: int) -> str:
 
 
 def duration(ms: int) -> str:
-    """A length of time in its two largest units: ``3d 4h``, ``5h 12m``, ``4m 2s``, ``850ms``."""
+    """A length of time in its two largest units: ``3y 18d``, ``3d 4h``, ``5h 12m``, ``4m 2s``, ``850ms``."""
     if ms < 0:
         return "-" + duration(-ms)
     if ms < 1000:
         return f"{ms}ms"
     s = ms // 1000
-    units = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+    units = (("y", 365 * 86400), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
     parts: list[str] = []
     for name, size in units:
         n, s = divmod(s, size)
