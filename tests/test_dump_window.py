@@ -77,7 +77,7 @@ def part(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[M]]:
 
 
 def _iso(ms: int) -> str:
-    from kafkalog_cli.render.times import iso_utc
+    from kafkalog_cli.timefmt import iso_utc
 
     return iso_utc(ms)
 

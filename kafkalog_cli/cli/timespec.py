@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from kafkalog_cli.render.times import iso_utc
+from kafkalog_cli.timefmt import iso_utc
 
 FORMATS_HINT = ("use epoch seconds (1718446827), epoch milliseconds (1718446827000), ISO-8601 "
                 "(2024-06-15T10:20:27Z; without a zone UTC is assumed) or a time relative to now (-1h, -30m, -2d)")

@@ -33,9 +33,9 @@ from typing import Any
 
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Record
 from kafkalog_cli.ops import dump as d
-from kafkalog_cli.render.times import iso_utc
 from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 from kafkalog_cli.storage.segment import Entry
+from kafkalog_cli.timefmt import iso_utc
 
 DEFAULT_FORMAT = "%o %I %k %s\\n"
 _TOKEN = re.compile(r"%(.)|\\(.)", re.S)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kafkalog_cli.render.colour import PLAIN, Palette
 from kafkalog_cli.render.jsondoc import versioned
-from kafkalog_cli.render.times import age, iso_utc
+from kafkalog_cli.timefmt import age, iso_utc
 
 HEADERS = ("partition", "segments", "batches", "offsets", "time range (UTC)", "bytes by codec", "producers",
            "leader epochs", "problems")
