@@ -1,0 +1,54 @@
+"""Labels and times that cannot be misread (issue 29): blocked consumer groups of a coordinator-missing
+transaction, transaction ages in text, the problems dataset's offset."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+from test_transactions_logdir import NOW, _open_in, _run
+from txn_scenarios import checkpoint, offset_commit, txn_record, txn_state_partition, write_records
+
+from kafkalog_cli.cli.main import cli
+
+
+def test_coordinator_missing_lists_blocked_consumer_groups(tmp_path: Path) -> None:
+    ld = str(tmp_path / "data")
+    first = _open_in(os.path.join(ld, "orders-0"), 4242)
+    txn_state_partition(ld, [txn_record("someone-else", 1, 0, "Empty", {})], txn_id="someone-else")
+    checkpoint(ld, "replication-offset-checkpoint", {"orders-0": 6})
+    write_records(os.path.join(ld, "__consumer_offsets-0"), [
+        offset_commit("stuck", "orders", 0, first), offset_commit("behind", "orders", 0, 1)])
+    code, out = _run(ld)
+    t = out["open"][0]
+    assert code == 1 and t["classification"] == "coordinator-missing"
+    assert [g["group"] for g in t["blocked_consumers"]] == ["stuck"]
+    r = CliRunner().invoke(cli, ["transactions", ld, "--now-ms", str(NOW)])
+    assert "coordinator-missing: " in r.output
+    assert f"blocked read_committed consumer groups: stuck (at {first})" in r.output
+
+
+def test_transaction_age_reads_as_a_duration(tmp_path: Path) -> None:
+    ld = str(tmp_path / "data")
+    _open_in(os.path.join(ld, "orders-0"), 1001)
+    txn_state_partition(ld, [txn_record("tx-done", 1001, 0, "CompleteAbort", {})], partition=0)
+    code, out = _run(ld, "--partitions", "1")
+    age = out["open"][0]["age_ms"]  # JSON keeps the raw milliseconds
+    assert isinstance(age, int) and age > 0
+    r = CliRunner().invoke(cli, ["transactions", ld, "--partitions", "1", "--now-ms", str(NOW)])
+    from kafkalog_cli.timefmt import duration
+
+    assert f" age: {duration(age)} ({age} ms)" in r.output
+
+
+def test_duration_and_age_words() -> None:
+    from kafkalog_cli.timefmt import age, duration, when
+
+    assert duration(850) == "850ms"
+    assert duration(4 * 60_000 + 2000) == "4m 2s"
+    assert duration((3 * 24 + 4) * 3_600_000 + 59_000) == "3d 4h"
+    assert duration(3 * 3_600_000) == "3h"
+    assert age(1_000, now_ms=1_000 + 3 * 86_400_000) == "3d ago"
+    assert age(10_000, now_ms=1_000) == "in 9s"
+    assert when(1_718_445_600_000, now_ms=1_718_445_600_000 + 3_600_000) == "2024-06-15T10:00:00.000Z (1h ago)"
