@@ -52,3 +52,15 @@ def test_duration_and_age_words() -> None:
     assert age(1_000, now_ms=1_000 + 3 * 86_400_000) == "3d ago"
     assert age(10_000, now_ms=1_000) == "in 9s"
     assert when(1_718_445_600_000, now_ms=1_718_445_600_000 + 3_600_000) == "2024-06-15T10:00:00.000Z (1h ago)"
+
+
+def test_compare_replicas_never_mixes_broker_ids_and_epochs(tmp_path: Path) -> None:
+    """'leader epoch 0 on 1, 1 on 3' read as epochs and offsets; each number now says what it is."""
+    from test_replicas import kafka_10751
+
+    a, b, c = kafka_10751(str(tmp_path), new_leader_writes=True)
+    r = CliRunner().invoke(cli, ["compare-replicas", a, b, c])
+    assert r.exit_code == 1
+    assert "leader epoch 0 on broker 1, leader epoch 1 on broker 3" in r.output
+    assert "leader epochs 0 from offset 0, 1 from offset 2" in r.output
+    assert " on 1, " not in r.output and "@" not in r.output.replace(str(tmp_path), "")

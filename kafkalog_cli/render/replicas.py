@@ -36,8 +36,8 @@ def _ranges(rs: list[list[int]], limit: int = 6) -> str:
 
 def _replica_lines(r: ReplicaReport) -> Iterator[str]:
     rep = r.replica
-    who = rep.name if rep.broker_id is None or str(rep.broker_id) == rep.name else f"{rep.name} (broker {rep.broker_id})"
-    epochs = " ".join(f"{e}@{s}" for e, s in rep.epochs) or "(none)"
+    who = rep.label if rep.broker_id is None or str(rep.broker_id) == rep.name else f"{rep.label} (broker {rep.broker_id})"
+    epochs = ", ".join(f"{e} from offset {s}" for e, s in rep.epochs) or "(none)"
     yield (f"  {who}: {r.role}, offsets {rep.log_start_offset}..{rep.log_end_offset - 1} (log end offset "
            f"{rep.log_end_offset}), leader epochs {epochs}" + ("" if rep.epochs_source == "checkpoint" else
                                                                 f" [{rep.epochs_source}]"))
