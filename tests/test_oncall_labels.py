@@ -64,3 +64,24 @@ def test_compare_replicas_never_mixes_broker_ids_and_epochs(tmp_path: Path) -> N
     assert "leader epoch 0 on broker 1, leader epoch 1 on broker 3" in r.output
     assert "leader epochs 0 from offset 0, 1 from offset 2" in r.output
     assert " on 1, " not in r.output and "@" not in r.output.replace(str(tmp_path), "")
+
+
+def test_problems_dataset_offset_of_a_crc_mismatch(tmp_path: Path) -> None:
+    """The crc-mismatch row of the problems dataset carries its batch's base offset (it was null)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from kafkalog_cli.scan.summary import iter_dataset
+
+    root = Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "fixtures" / "corrupt" / "bad-0", tmp_path / "logs" / "bad-0")
+    out = tmp_path / "scan"
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "scan", str(tmp_path / "logs"), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    rows = [row for t in iter_dataset(str(out), "problems", ["kind", "offset", "message"]) for row in t.to_pylist()]
+    crc = [row for row in rows if row["kind"] == "crc-mismatch"]
+    assert crc and all(row["offset"] is not None for row in crc)
+    # the base offset the message names ("batch baseOffset N")
+    assert all(f"baseOffset {row['offset']}:" in row["message"] for row in crc)
