@@ -85,3 +85,28 @@ def test_problems_dataset_offset_of_a_crc_mismatch(tmp_path: Path) -> None:
     assert crc and all(row["offset"] is not None for row in crc)
     # the base offset the message names ("batch baseOffset N")
     assert all(f"baseOffset {row['offset']}:" in row["message"] for row in crc)
+
+
+def test_report_replicas_uses_the_broker_id_of_the_dataset(tmp_path: Path) -> None:
+    """Without --broker-ids the replicas are the brokers the rows name (meta.properties), not log dir paths."""
+    import json
+
+    from test_replicas import replica, values
+
+    from kafkalog_cli.scan import output
+    from kafkalog_cli.scan.local_engine import run_local
+    from kafkalog_cli.scan.paths import expand
+
+    root = str(tmp_path)
+    for b, n in ((1, 10), (2, 6)):
+        replica(root, b, values(n), part="orders-1")
+    datasets = []
+    for b in (1, 2):
+        out = os.path.join(root, f"scan{b}")
+        segments, _missing = expand([os.path.join(root, f"broker{b}")])
+        output.prepare(out, True)
+        run_local(segments, out, records=True, jobs=1)
+        datasets.append(out)
+    res = CliRunner().invoke(cli, ["report", "--replicas", *datasets, "--out", str(tmp_path / "div"), "--format", "json"])
+    row = json.loads(res.output)["divergence"][0]
+    assert row["brokers"] == ["1", "2"] and row["leader"] == "1"
