@@ -129,7 +129,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         click.echo(f"Nothing to scan: {len(empty)} empty partition director{'y' if len(empty) == 1 else 'ies'}.")
         sys.exit(EXIT_CLEAN)
     if not segments:
-        fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
+        fail("no segment files to scan", "every PATH was reported above")
     if engine == "local" and not low_impact and max_read_rate is None:
         _start_first_pass(segments, jobs)
 
@@ -163,56 +163,25 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
 
 def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[str], list[str]]:
     """(listing, stray .log files named, segments, arguments that matched nothing, empty partition directories);
-    the notes and errors of the arguments printed on stderr."""
+    the notes and errors of the arguments (scan/inputs.py, worded by render/scan_inputs.py) printed on stderr."""
+    from kafkalog_cli.render import scan_inputs
+    from kafkalog_cli.scan import inputs
     from kafkalog_cli.scan.listing import Listing
     from kafkalog_cli.scan.paths import expand
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
-    strays = _input_notes(paths)
+    chk = inputs.check_named_files(list(paths))
+    refused = scan_inputs.refused_lines(chk)
+    if refused is not None:
+        fail(*refused)
     try:
         segments, unmatched = expand(list(paths), listing)
     except (OSError, ValueError) as exc:
         fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
-    empty = [a for a in unmatched if _empty_partition(a)]
-    unmatched = [a for a in unmatched if a not in empty]
-    for arg in empty:  # the documented rule, as verify-crc: an empty log is a note (issue 27)
-        click.echo(f"kafkalog: note: {arg}: no segment in this partition directory: an empty log (the broker creates "
-                   "its first segment when it loads the partition)", err=True)
-    for arg in unmatched:
-        click.echo(f"kafkalog: error: {arg}: no such file, or no segment files (<20 digits>.log) in it", err=True)
-        click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
-    return listing, strays, segments, unmatched, empty
-
-
-def _empty_partition(arg: str) -> bool:
-    """A ``<topic>-<partition>`` directory without any file or subdirectory holding a segment: an empty log."""
-    from kafkalog_cli.storage.partition_name import names_a_partition
-
-    if not os.path.isdir(arg) or not names_a_partition(arg):
-        return False
-    try:
-        return not any(n.endswith(".log") or os.path.isdir(os.path.join(arg, n)) for n in os.listdir(arg))
-    except OSError:
-        return False
-
-
-def _input_notes(paths: tuple[str, ...]) -> int:
-    """Files given by name that are not segments: a non-``.log`` file is refused (exit 2), a stray ``.log``
-    (``0.log``, never read by the broker) is scanned and named on stderr; returns how many strays."""
-    from kafkalog_cli.storage import layout
-
-    strays = 0
-    for a in paths:
-        if "://" in a or not os.path.isfile(a):
-            continue
-        name = os.path.basename(a)
-        if not name.endswith(".log") and layout.classify(name) != "log":
-            fail(f"{a}: not a segment file (scan reads .log segments; {layout.classify(name)} file)",
-                 "give a log directory, a partition directory (<topic>-<partition>) or a .log file")
-        for st in layout.stray_logs([name]):
-            click.echo(f"kafkalog: note: {a}: not a segment name: {st.fate}", err=True)
-            strays += 1
-    return strays
+    inputs.sort_unmatched(chk, unmatched)
+    for line in scan_inputs.note_lines(chk):
+        click.echo(line, err=True)
+    return listing, len(chk.strays), segments, [u.arg for u in chk.unmatched], chk.empty
 
 
 def _start_first_pass(segments: list[str], jobs: int | None) -> None:
