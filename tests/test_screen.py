@@ -4,8 +4,6 @@ installs it)."""
 
 from __future__ import annotations
 
-import os
-import pty
 import re
 import shutil
 import subprocess
@@ -16,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_output_ux import _in_pty
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -105,23 +104,6 @@ def test_piped_report_is_parseable_and_names_brokers(dataset: Path) -> None:
     assert findings >= 4
 
 
-def _pty_run(args: list[str], env: dict[str, str]) -> str:
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: stdout is the pty, 80 columns
-        os.execvpe(sys.executable, [sys.executable, "-m", "kafkalog_cli", *args], {**os.environ, **env, "COLUMNS": "80"})
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 @pytest.mark.parametrize("args, env, coloured", [
     ([], {}, True),
     ([], {"NO_COLOR": "1"}, False),
@@ -132,7 +114,7 @@ def test_colour_on_a_terminal(dataset: Path, args: list[str], env: dict[str, str
     env = {"TERM": "xterm", **env}
     if "NO_COLOR" not in env:
         env["NO_COLOR"] = ""
-    text = _pty_run(["report", *args, str(dataset)], env)
+    text = _in_pty(["report", *args, str(dataset)], 80, env)
     assert ("\x1b[31m" in text) == coloured, text[:2000]
     assert "broker 2 " in ANSI.sub("", text)
 

@@ -40,7 +40,6 @@ from kafkalog_cli.timefmt import iso_utc
 DEFAULT_FORMAT = "%o %I %k %s\\n"
 _TOKEN = re.compile(r"%(.)|\\(.)", re.S)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
-_FIELDS = "tpoTIkKsShPE"
 
 
 class FormatError(ValueError):
@@ -66,11 +65,11 @@ def compile_format(fmt: str) -> list[str | tuple[str]]:
         if tok is not None:
             if tok == "%":
                 parts.append("%")
-            elif tok in _FIELDS:
+            elif tok in _FIELD_TEXT:
                 parts.append((tok,))
             else:
                 raise FormatError(f"unknown format token %{tok} in {fmt!r}; the tokens are "
-                                  + " ".join(f"%{c}" for c in _FIELDS) + " and %%")
+                                  + " ".join(f"%{c}" for c in _FIELD_TEXT) + " and %%")
         elif esc in _ESCAPES:
             parts.append(_ESCAPES[esc])
         else:
@@ -112,29 +111,7 @@ class RecordRenderer:
         self.out_bytes(line.encode("utf-8", "surrogateescape"))
 
     def field(self, tok: str, entry: Entry, rec: Record) -> str:
-        if tok == "t":
-            return self.topic
-        if tok == "p":
-            return str(self.partition)
-        if tok == "o":
-            return str(rec.offset)
-        if tok == "T":
-            return str(rec.timestamp)
-        if tok == "I":
-            return iso_utc(rec.timestamp)
-        if tok == "k":
-            return _text(rec.key)
-        if tok == "K":
-            return str(rec.key_size)
-        if tok == "s":
-            return _text(rec.value)
-        if tok == "S":
-            return str(rec.value_size)
-        if tok == "h":
-            return _headers(rec)
-        if tok == "P":
-            return str(entry.producer_id)
-        return str(entry.producer_epoch)  # "E"
+        return _FIELD_TEXT[tok](self, entry, rec)
 
     def envelope(self, entry: Entry, rec: Record) -> dict[str, Any]:
         """kcat -J's object: topic, partition, offset, tstype, ts, headers (a flat name, value list), key, payload;
@@ -153,3 +130,20 @@ class RecordRenderer:
         obj["key"] = None if rec.key is None else _text(rec.key)
         obj["payload"] = None if rec.value is None else _text(rec.value)
         return obj
+
+
+# the text of each format token (the topic and partition are the renderer's, from the file's directory)
+_FIELD_TEXT: dict[str, Callable[[RecordRenderer, Entry, Record], str]] = {
+    "t": lambda r, e, rec: r.topic,
+    "p": lambda r, e, rec: str(r.partition),
+    "o": lambda r, e, rec: str(rec.offset),
+    "T": lambda r, e, rec: str(rec.timestamp),
+    "I": lambda r, e, rec: iso_utc(rec.timestamp),
+    "k": lambda r, e, rec: _text(rec.key),
+    "K": lambda r, e, rec: str(rec.key_size),
+    "s": lambda r, e, rec: _text(rec.value),
+    "S": lambda r, e, rec: str(rec.value_size),
+    "h": lambda r, e, rec: _headers(rec),
+    "P": lambda r, e, rec: str(e.producer_id),
+    "E": lambda r, e, rec: str(e.producer_epoch),
+}

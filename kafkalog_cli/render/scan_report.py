@@ -172,18 +172,20 @@ def _problems_text(summary: dict[str, Any], out: Callable[[str], None], width: i
     shown = len(pr["first"])
     out(f"problems (first {shown} of {pr['total']}; all in the problems dataset):" if shown < pr["total"]
         else "problems:")
-    last = None
+    last: tuple[Any, ...] | None = None
     for p in pr["first"]:
-        where = (p.get("broker_id"), p.get("log_dir", "?"), p["partition_dir"])
-        if where != last:
-            last = where
-            out(f"  {_broker_label(where[0], where[1])}/{where[2]}")
+        broker = (p.get("broker_id"), p.get("log_dir", "?"))
+        if last is None or broker != last[:2]:
+            out(f"  {_broker_label(*broker)}")
+        if last is None or (*broker, p["partition_dir"]) != last:
+            out(f"    {p['partition_dir']}")
+        last = (*broker, p["partition_dir"])
         sev = p["severity"]
         text = f"{p['file']} bytes {p['position']}..{p['end']} {p['kind']} ({sev}): {p['message']}"
-        lines = [text] if width is None else textwrap.wrap(text, width=max(20, width - 4), subsequent_indent="  ",
-                                                            break_on_hyphens=False, break_long_words=False)
+        lines = [text] if width is None else textwrap.wrap(text, width=max(20, width - 6), subsequent_indent="  ",
+                                                            break_on_hyphens=False)
         for i, ln in enumerate(lines):
-            out("    " + (palette.severity(ln, sev) if i == 0 else ln))
+            out("      " + (palette.severity(ln, sev) if i == 0 else ln))
 
 
 WIDE = 160  # a terminal at least this wide gets the full table (rich); narrower ones the line layout
