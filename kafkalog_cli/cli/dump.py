@@ -17,6 +17,7 @@ from kafkalog_cli.cli.common import (
     kafka_version_help,
     resolve_profile,
 )
+from kafkalog_cli.render.dump_notes import dump_hints
 from kafkalog_cli.versions import DEFAULT_VERSION
 
 if TYPE_CHECKING:
@@ -258,6 +259,7 @@ def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
     ``stray-log``); a directory with no file to dump is an error (exit 2), an empty partition directory a note."""
     import os
 
+    from kafkalog_cli.render import dump_notes as notes
     from kafkalog_cli.storage import layout
     from kafkalog_cli.storage.partition_name import names_a_partition
 
@@ -276,31 +278,15 @@ def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
         else:
             continue
         for st in strays:
-            err(f"kafkalog: note: {os.path.join(where, st.name)}: not a segment name: {st.fate}")
+            err(notes.stray_note(os.path.join(where, st.name), st.fate))
             code = max(code, 1)
         if not files and names_a_partition(a):
-            err(f"kafkalog: note: {a}: no segment in this partition directory: an empty log (the broker creates its "
-                "first segment when it loads the partition)")
+            err(notes.empty_partition_note(a))
         elif not files:
-            err(f"kafkalog: error: {a}: no file dump reads in this directory (segments, indexes, snapshots, "
-                "checkpoints): is it a Kafka log directory or partition directory?")
-            err("hint: check the path; 'kafkalog verify-crc' and 'kafkalog scan' take the same paths")
+            for line in notes.nothing_to_dump(a):
+                err(line)
             code = 2
     return code
-
-
-def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001
-    """Next steps after a dump that found problems (the dump itself prints Kafka's text, which has none)."""
-    target = " ".join(args) if len(args) <= 2 else "PATH"
-    hints = []
-    if s.invalid_batches or s.trailing_files or s.errors or s.unreadable_ranges:
-        hints.append(f"'kafkalog verify-crc {target}' maps every damaged byte range and says what the broker's "
-                     "recovery will do with it ('kafkalog recover' previews it, 'kafkalog salvage' keeps the intact "
-                     "batches)")
-    if any(k not in s.valid_indexes for k in (*s.index_mismatches, *s.ts_mismatches, *s.not_found)):
-        hints.append(f"'kafkalog rebuild-index {target}' shows which index entries are wrong for lookups and "
-                     "rebuilds them by the broker's recovery rule (dry run, then --execute)")
-    return hints
 
 
 def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001

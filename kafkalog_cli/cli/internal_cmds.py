@@ -39,8 +39,9 @@ def _locate(ident: str, kind: str, partitions: int, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(versioned(info), ensure_ascii=False))
     else:
-        click.echo(f"{info['topic']} partition {info['partition']} (directory {info['directory']}, "
-                   f"hashCode {info['hash_code']}, {partitions} partitions)")
+        from kafkalog_cli.render.internal import locate_line
+
+        click.echo(locate_line(info, partitions))
 
 
 @click.command("locate-group")
@@ -183,11 +184,9 @@ def _transactions_file(path: str, fmt: str, stray: bool = False) -> None:
         click.echo(f"kafkalog: warning: {w}", err=True)
     if fmt == "json":
         click.echo(json.dumps(versioned({"path": path, "segments": len(files), "open": [t.as_dict() for t in found]})))
-    elif not found:
-        click.echo(f"No open transactions in {path} ({len(files)} segment(s)).")
     else:
-        for t in found:
-            click.echo(f"producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: {t.first_offset} "
-                       f"lastOffset: {t.last_offset} lastTimestamp: {t.last_timestamp} batches: {t.batches} "
-                       f"segment: {t.segment}")
+        from kafkalog_cli.render.internal import segment_open_lines
+
+        for line in segment_open_lines(path, len(files), found):
+            click.echo(line)
     sys.exit(1 if found or stray else 0)

@@ -142,13 +142,10 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
     if fmt == "json":
         out(json.dumps(versioned({"divergence": rows, "out": target}), indent=1))
     else:
-        for r in rows:
-            where = f"{r['topic']}-{r['partition']} on brokers {','.join(r['brokers'])} (leader {r['leader']})"
-            if r["first_divergent_offset"] is None:
-                out(f"{where}: agree up to offset {r['agree_up_to']}")
-            else:
-                out(f"{where}: DIVERGED at offset {r['first_divergent_offset']}: {r['divergence_kind']}: {r['detail']}")
-        out(f"{len(rows)} replicated partitions compared; divergence dataset written to {target}")
+        from kafkalog_cli.render.replicas import fleet_lines
+
+        for line in fleet_lines(rows, target):
+            out(line)
     sys.stdout.flush()
     sys.exit(EXIT_PROBLEMS if any(r["first_divergent_offset"] is not None for r in rows) else EXIT_CLEAN)
 

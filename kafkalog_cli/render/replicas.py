@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from kafkalog_cli.ops.replicas import Comparison, ReplicaReport
 from kafkalog_cli.render.jsondoc import versioned
@@ -89,3 +90,18 @@ def render_text(cmp: Comparison) -> Iterator[str]:
     else:
         tail = f"; {cmp.ahead} is ahead" if cmp.ahead else "; all replicas end at the same offset"
         yield f"replicas agree up to offset {cmp.agree_up_to}{tail}"
+
+
+def fleet_lines(rows: list[dict[str, Any]], target: str) -> list[str]:
+    """``report --replicas``' text: one line per replicated partition (its brokers, the leader, agreement or the
+    first divergence), then where the divergence dataset went."""
+    out = []
+    for r in rows:
+        where = f"{r['topic']}-{r['partition']} on brokers {','.join(r['brokers'])} (leader {r['leader']})"
+        if r["first_divergent_offset"] is None:
+            out.append(f"{where}: agree up to offset {r['agree_up_to']}")
+        else:
+            out.append(f"{where}: DIVERGED at offset {r['first_divergent_offset']}: {r['divergence_kind']}: "
+                       f"{r['detail']}")
+    out.append(f"{len(rows)} replicated partitions compared; divergence dataset written to {target}")
+    return out
