@@ -110,3 +110,18 @@ def test_report_replicas_uses_the_broker_id_of_the_dataset(tmp_path: Path) -> No
     res = CliRunner().invoke(cli, ["report", "--replicas", *datasets, "--out", str(tmp_path / "div"), "--format", "json"])
     row = json.loads(res.output)["divergence"][0]
     assert row["brokers"] == ["1", "2"] and row["leader"] == "1"
+
+
+def test_compare_replicas_lost_records_time_range_with_age(tmp_path: Path) -> None:
+    from test_replicas import kafka_10751
+
+    from kafkalog_cli.timefmt import iso_utc
+
+    a, b, c = kafka_10751(str(tmp_path), new_leader_writes=True)
+    r = CliRunner().invoke(cli, ["compare-replicas", "--format", "json", a, b, c])
+    import json
+
+    lost = next(x["lost_records"] for x in json.loads(r.output)["replicas"] if x["lost_records"]["count"])
+    text = CliRunner().invoke(cli, ["compare-replicas", a, b, c]).output
+    assert f"{iso_utc(lost['first_timestamp'])} .. {iso_utc(lost['last_timestamp'])} (" in text
+    assert " ago)" in text

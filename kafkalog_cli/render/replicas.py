@@ -13,6 +13,7 @@ from typing import Any
 
 from kafkalog_cli.ops.replicas import Comparison, ReplicaReport
 from kafkalog_cli.render.jsondoc import versioned
+from kafkalog_cli.timefmt import age, iso_utc
 
 
 def render_json(cmp: Comparison) -> str:
@@ -20,14 +21,12 @@ def render_json(cmp: Comparison) -> str:
 
 
 def _ts(v: int | None) -> str:
-    if v is None:
-        return "-"
-    from datetime import datetime, timezone
+    return "-" if v is None else iso_utc(v)
 
-    try:
-        return datetime.fromtimestamp(v / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return str(v)
+
+def _span(first: int | None, last: int | None) -> str:
+    """A time range in UTC ISO-8601 and how long ago its end was."""
+    return f"{_ts(first)} .. {_ts(last)}" + ("" if last is None else f" ({age(last)})")
 
 
 def _ranges(rs: list[list[int]], limit: int = 6) -> str:
@@ -52,7 +51,7 @@ def _replica_lines(r: ReplicaReport) -> Iterator[str]:
         elif r.lost.batches:
             lost = r.lost
             yield (f"    truncation: to offset {r.truncation_offset}: loses {lost.count} records in {lost.batches} "
-                   f"batches, offsets {_ranges(lost.offsets)}, {_ts(lost.first_timestamp)} .. {_ts(lost.last_timestamp)}")
+                   f"batches, offsets {_ranges(lost.offsets)}, {_span(lost.first_timestamp, lost.last_timestamp)}")
             for p in lost.producers:
                 seq = "no sequence" if p["first_sequence"] is None else f"sequences {p['first_sequence']}..{p['last_sequence']}"
                 yield (f"      producer {p['producer_id']} (epoch {','.join(map(str, p['producer_epochs']))}): "
