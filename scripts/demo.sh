@@ -2,12 +2,8 @@
 # Set up .venv with kafkalog and run the main job on the bundled sample log directory (fixtures/sample-logdir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
-fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e .
+. scripts/venv.sh
+ensure_venv .
 if .venv/bin/kafkalog scan --help >/dev/null 2>&1; then
   exec .venv/bin/kafkalog scan fixtures/sample-logdir --out "${TMPDIR:-/tmp}/kafkalog-sample-scan"
 else

@@ -4,12 +4,8 @@
 # Usage: bash scripts/test.sh [extra pytest args]      (CI runs exactly: bash scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
-fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,spark]'
+. scripts/venv.sh
+ensure_venv '.[test,spark]'
 .venv/bin/python -m ruff check kafkalog_cli tests scripts bench
 .venv/bin/python -m mypy  # configured in pyproject.toml ([tool.mypy]: files = kafkalog_cli)
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q -rs "$@"  # -rs: the reason of every skipped test

@@ -76,8 +76,9 @@ def test_clean_partition_has_no_next_step(tmp_path):
     assert code == 0 and "next:" not in out
 
 
-def _in_pty(args: list[str], columns: int) -> str:
-    """Run kafkalog with stdout on a pseudo-terminal of ``columns`` columns; return what it printed."""
+def _in_pty(args: list[str], columns: int, env: dict[str, str] | None = None) -> str:
+    """Run kafkalog with stdout on a pseudo-terminal of ``columns`` columns (``env`` over the defaults); return what
+    it printed."""
     import fcntl
     import pty
     import struct
@@ -85,7 +86,7 @@ def _in_pty(args: list[str], columns: int) -> str:
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = dict(os.environ, COLUMNS=str(columns), LINES="50", NO_COLOR="1")
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "NO_COLOR": "1", **(env or {})}
     proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", *args], stdout=slave, stderr=subprocess.DEVNULL,
                             env=env)
     os.close(slave)

@@ -266,3 +266,24 @@ def _restore_tty(saved: tuple[int, list[Any]] | None) -> None:
         termios.tcsetattr(saved[0], termios.TCSANOW, saved[1])
     except (OSError, termios.error):
         pass
+
+
+def color_option(f):  # noqa: ANN001, ANN201
+    """``--color=auto|always|never`` for a command with a text report (``color_enabled`` decides)."""
+    return click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                        show_default=True,
+                        help="Colour severity and verdicts: auto = on a terminal unless NO_COLOR is set.")(f)
+
+
+def color_enabled(choice: str, stream=None) -> bool:  # noqa: ANN001
+    """Whether to colour ``stream`` (stdout): ``always``/``never`` as said; ``auto`` on a terminal, not with a non-empty
+    ``NO_COLOR`` or ``TERM=dumb``."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    stream = stream if stream is not None else sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

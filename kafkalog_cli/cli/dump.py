@@ -17,10 +17,12 @@ from kafkalog_cli.cli.common import (
     kafka_version_option,
     resolve_profile,
 )
+from kafkalog_cli.render.dump_notes import dump_hints
 
 if TYPE_CHECKING:
     from kafkalog_cli.render.dls import DlsRenderer
     from kafkalog_cli.render.jsonl import JsonRenderer
+    from kafkalog_cli.render.records import RecordRenderer
 
 DECODER_FLAGS = (
     ("offsets_decoder", "offsets"),
@@ -39,6 +41,10 @@ Examples:
   kafkalog dump --deep-iteration --print-data-log --kafka-version 3.6 orders-0/
   kafkalog dump --files 00000000000000000000.index,00000000000000000000.timeindex
   kafkalog dump --format json --print-data-log 00000000000000000000.log | jq .
+  kafkalog dump --deep-iteration --producer-id 4001 --start-time 2024-06-15T09:55Z \
+      --end-time 2024-06-15T10:05Z orders-0/
+  kafkalog dump --records --offset 368800 --count 10 orders-0/
+  kafkalog dump --records -f '%o %I %k=%s\\n' orders-0/
 
 Exit codes: 0 clean, 1 invalid batches / index mismatches / trailing bytes / corrupt
 input found, 2 usage error or unreadable file.""",
@@ -78,12 +84,27 @@ input found, 2 usage error or unreadable file.""",
               help="Non-consecutive offset check: Scala tool (ignores each file's first record) or Kafka 4.3's Java port.")
 @click.option("--max-decompressed-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest decompressed batch accepted; larger ones are reported, never allocated.")
+@click.option("--offset", "win_offset", type=int, default=None, metavar="N",
+              help="Window: only records at offset N or later (the offset index finds where to start).")
+@click.option("--count", "win_count", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Window: at most K records per partition.")
+@click.option("--start-time", default=None, metavar="T",
+              help="Window: only records with a timestamp >= T (seek-time's forms: ISO-8601 in UTC, epoch s or ms, -1h).")
+@click.option("--end-time", default=None, metavar="T", help="Window: only records with a timestamp <= T.")
+@click.option("--producer-id", type=int, default=None, metavar="P", help="Window: only batches of producer id P.")
+@click.option("--records", "records_view", is_flag=True,
+              help="One line per record (kcat style, see --record-format); with --format json one kcat -J object per record.")
+@click.option("-f", "--record-format", default=None, metavar="FMT",
+              help="With --records: the line format, kcat's tokens (%t %p %o %T %k %K %s %S %h) and %I %P %E "
+                   "[default: '%o %I %k %s\\n'].")
 def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, deep_iteration: bool,
          verify_index_only: bool, index_sanity_check: bool, max_message_size: int, max_bytes: int | None,
          skip_record_metadata: bool, key_decoder_class: str | None, value_decoder_class: str | None,
          offsets_decoder: bool, transaction_log_decoder: bool, cluster_metadata_decoder: bool,
          remote_log_metadata_decoder: bool, share_group_state_decoder: bool, kafka_version: str | None, fmt: str,
-         gap_tracker: str, max_decompressed_size: int, key_decoder: str | None = None,
+         gap_tracker: str, max_decompressed_size: int, win_offset: int | None, win_count: int | None,
+         start_time: str | None, end_time: str | None, producer_id: int | None, records_view: bool,
+         record_format: str | None, key_decoder: str | None = None,
          value_decoder: str | None = None, schemas_dirs: tuple[str, ...] = (), schemas_wire: str = "confluent",
          validate: bool = False) -> None:
     """Dump log segments, indexes, producer snapshots and companion files, with the exact text
@@ -115,8 +136,11 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     decoder_kinds = [kind for flag, kind in DECODER_FLAGS if flags[flag]]
     print_data = (
         print_data_log or bool(decoder_kinds) or key_decoder_class is not None or value_decoder_class is not None
-        or key_decoder is not None or value_decoder is not None
+        or key_decoder is not None or value_decoder is not None or records_view
     )
+    window = _window(win_offset, win_count, start_time, end_time, producer_id, records_view)
+    if record_format is not None and not records_view:
+        fail("--record-format formats the lines of --records", "add --records (one line per record)")
     opts = DumpOptions(
         print_data_log=print_data,
         deep_iteration=deep_iteration or print_data,
@@ -129,6 +153,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         decompress_limit=max_decompressed_size,
         gap_tracker=gap_tracker,
         timeindex_needs_index=fmt == "text",
+        window=window,
     )
     notices: list[str] = []
     if decoder_kinds:
@@ -162,8 +187,17 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
 
     sink = StdoutSink()
     out, err = sink.out, sink.err
-    renderer: JsonRenderer | DlsRenderer
-    if fmt == "json":
+    renderer: JsonRenderer | DlsRenderer | RecordRenderer
+    if records_view:
+        from kafkalog_cli.render.dls import DlsRenderer
+        from kafkalog_cli.render.records import DEFAULT_FORMAT, FormatError, RecordRenderer
+
+        try:
+            renderer = RecordRenderer(None if fmt == "json" else (record_format or DEFAULT_FORMAT), sink.out_bytes,
+                                      DlsRenderer(profile, opts, lambda _line: None, err))
+        except FormatError as exc:
+            fail(str(exc), "e.g. -f '%o %T %k %s\\n' (offset, timestamp, key, value)", code=EXIT_USAGE)
+    elif fmt == "json":
         from kafkalog_cli.render.jsonl import JsonRenderer
 
         renderer = JsonRenderer(opts, out, err, out_bytes=sink.out_bytes if sink.utf8 else None)
@@ -184,7 +218,7 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     gc.freeze()  # the objects of start-up are never garbage: the collector need not walk them again per batch
     try:
         # a progress bar only where it cannot mix with the dump itself: stderr a terminal, stdout redirected
-        if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text":
+        if sys.stderr.isatty() and not sys.stdout.isatty() and fmt == "text" and window is None:
             with ByteProgress("dumping") as (advance, set_total):
                 set_total(_total_bytes(args))
                 _run(_with_progress(events, advance), renderer, notices, out)
@@ -199,6 +233,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
     finally:
         gc.unfreeze()  # an in-process caller (tests, an embedding tool) gets its collector back as it was
     sink.flush()
+    for note in dumper.window_notes:
+        err(f"kafkalog: note: {note}")
     if sys.stderr.isatty():  # an operator reading; scripts and Kafka-compatible captures get Kafka's streams only
         for hint in dump_hints(dumper.summary, args):
             err(f"hint: {hint}")
@@ -232,12 +268,37 @@ def _schema_registry_parser(args: list[str], schemas_dirs: tuple[str, ...], kdec
     return parser, parser.json
 
 
+def _window(offset: int | None, count: int | None, start: str | None, end: str | None, producer_id: int | None,
+            records_view: bool):  # noqa: ANN202
+    """The window of the options (``ops/dump_window.Window``), or None when none is given (``--records`` alone
+    walks every segment's records: a window without limits)."""
+    if offset is None and count is None and start is None and end is None and producer_id is None and not records_view:
+        return None
+    from kafkalog_cli.cli.timespec import FORMATS_HINT, parse_time
+    from kafkalog_cli.ops.dump_window import Window
+
+    times: list[int | None] = []
+    for name, text in (("--start-time", start), ("--end-time", end)):
+        if text is None:
+            times.append(None)
+            continue
+        try:
+            times.append(parse_time(text).ms)
+        except ValueError as exc:
+            fail(f"{name}: {exc}", FORMATS_HINT, code=EXIT_USAGE)
+    if times[0] is not None and times[1] is not None and times[1] < times[0]:
+        fail(f"--end-time {end} is before --start-time {start}", "give the earlier time to --start-time",
+             code=EXIT_USAGE)
+    return Window(offset=offset, count=count, start_ms=times[0], end_ms=times[1], producer_id=producer_id)
+
+
 def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
     """What Kafka's tool says nothing about (issue 27; the table of empty and non-Kafka inputs in docs/commands.md): a stray
     ``.log`` (``0.log``) the broker never reads is dumped, then named on stderr (exit 1, as verify-crc's
     ``stray-log``); a directory with no file to dump is an error (exit 2), an empty partition directory a note."""
     import os
 
+    from kafkalog_cli.render import dump_notes as notes
     from kafkalog_cli.storage import layout
     from kafkalog_cli.storage.partition_name import names_a_partition
     from kafkalog_cli.storage.paths import directory_files
@@ -257,31 +318,15 @@ def _input_verdicts(args: list[str], err) -> int:  # noqa: ANN001
         else:
             continue
         for st in strays:
-            err(f"kafkalog: note: {os.path.join(where, st.name)}: not a segment name: {st.fate}")
+            err(notes.stray_note(os.path.join(where, st.name), st.fate))
             code = max(code, 1)
         if not files and names_a_partition(a):
-            err(f"kafkalog: note: {a}: no segment in this partition directory: an empty log (the broker creates its "
-                "first segment when it loads the partition)")
+            err(notes.empty_partition_note(a))
         elif not files:
-            err(f"kafkalog: error: {a}: no file dump reads in this directory (segments, indexes, snapshots, "
-                "checkpoints): is it a Kafka log directory or partition directory?")
-            err("hint: check the path; 'kafkalog verify-crc' and 'kafkalog scan' take the same paths")
+            for line in notes.nothing_to_dump(a):
+                err(line)
             code = 2
     return code
-
-
-def dump_hints(s, args: list[str]) -> list[str]:  # noqa: ANN001
-    """Next steps after a dump that found problems (the dump itself prints Kafka's text, which has none)."""
-    target = " ".join(args) if len(args) <= 2 else "PATH"
-    hints = []
-    if s.invalid_batches or s.trailing_files or s.errors or s.unreadable_ranges:
-        hints.append(f"'kafkalog verify-crc {target}' maps every damaged byte range and says what the broker's "
-                     "recovery will do with it ('kafkalog recover' previews it, 'kafkalog salvage' keeps the intact "
-                     "batches)")
-    if any(k not in s.valid_indexes for k in (*s.index_mismatches, *s.ts_mismatches, *s.not_found)):
-        hints.append(f"'kafkalog rebuild-index {target}' shows which index entries are wrong for lookups and "
-                     "rebuilds them by the broker's recovery rule (dry run, then --execute)")
-    return hints
 
 
 def _run(events, renderer, notices: list[str], out) -> None:  # noqa: ANN001

@@ -92,25 +92,11 @@ def explain_retention(paths: tuple[str, ...], config_file: str | None, retention
     if fmt == "json":
         click.echo(json.dumps(versioned({"partitions": [r.as_dict() for r in results]})))
         return
+    from kafkalog_cli.render.explain import retention_lines
+
     for r in results:
-        who = f", broker {r.broker}" if r.broker is not None else ""
-        click.echo(f"{r.topic}-{r.partition} ({r.path}{who}) at {r.now_ms}: retention.ms={r.config['retention.ms']} "
-                   f"retention.bytes={r.config['retention.bytes']} cleanup.policy={r.config['cleanup.policy']}")
-        click.echo(f"  log start {r.log_start_offset_before} -> {r.log_start_offset_after}, log end {r.log_end_offset}, "
-                   f"high watermark {r.high_watermark}; {r.size_before} bytes -> {r.size_after} "
-                   f"({r.bytes_freed} freed)" + ("; the active segment is rolled first" if r.rolled else ""))
-        for s in r.segments:
-            tag = "DELETE" if s.deleted else "keep  "
-            act = " (active)" if s.active else ""
-            until = []
-            if not s.deleted and s.ms_until_deleted is not None:
-                until.append(f"goes by time in {s.ms_until_deleted} ms")
-            if not s.deleted and s.bytes_until_deleted is not None:
-                until.append(f"by size after {s.bytes_until_deleted} more bytes")
-            extra = f" [{', '.join(until)}]" if until else ""
-            click.echo(f"  {tag} {s.base_offset:020d}.log{act} {s.size} bytes: {s.reason}{extra}")
-        for n in r.notes:
-            click.echo(f"  note: {n}")
+        for line in retention_lines(r):
+            click.echo(line)
 
 
 @click.command("explain-cleaner")
@@ -175,35 +161,11 @@ def explain_cleaner(paths: tuple[str, ...], config_file: str | None, min_cleanab
     if fmt == "json":
         click.echo(json.dumps(versioned({"partitions": [r.as_dict() for r in results]})))
         return
+    from kafkalog_cli.render.explain import cleaner_lines
+
     for r in results:
-        who = f", broker {r.broker}" if r.broker is not None else ""
-        click.echo(f"{r.topic}-{r.partition} ({r.path}{who}) at {r.now_ms}")
-        click.echo(f"  log start {r.log_start_offset}, log end {r.log_end_offset}, high watermark {r.high_watermark}, "
-                   f"last stable offset {r.last_stable_offset}, active segment {r.active_segment_base}")
-        click.echo(f"  first dirty offset {r.first_dirty_offset} ({r.checkpoint_note})")
-        click.echo(f"  first uncleanable offset {r.first_uncleanable_offset} (unrounded {r.first_uncleanable_offset_unrounded}: "
-                   f"{r.uncleanable_reason})")
-        click.echo(f"  clean {r.clean_bytes} bytes, dirty {r.dirty_bytes} bytes, total {r.total_bytes}: dirty ratio "
-                   f"{r.dirty_ratio:.4f} vs min.cleanable.dirty.ratio {r.min_cleanable_dirty_ratio}")
-        forced = f"yes ({r.max_compaction_delay_ms} ms overdue)" if r.forced_by_max_lag else "no"
-        pick = "YES" if r.would_clean else "no"
-        rank = f", {r.rank} in this log dir's order" if r.rank else ""
-        click.echo(f"  would clean now: {pick}{rank} ({r.decision}); forced by max.compaction.lag.ms: {forced}")
-        click.echo(f"  offset map: {r.dirty_keys} distinct dirty keys ({r.dirty_keyed_records} keyed records) vs "
-                   f"{r.dedupe_capacity} entries" + (f": full, this round stops at {r.map_full_at}" if r.map_full_at
-                                                     is not None else ": fits"))
-        t = r.tombstones
-        click.echo(f"  tombstones below the first uncleanable offset: {t['horizon_passed']} past their delete horizon, "
-                   f"{t['horizon_pending']} waiting for it, {t['horizon_unset']} without one yet (the next clean sets "
-                   "it to now + delete.retention.ms)")
-        e = r.estimate
-        if e.get("available"):
-            click.echo(f"  estimate after cleaning (compact's plan, up to {e['cleaned_up_to']}): {e['bytes_before']} -> "
-                       f"{e['bytes_after']} bytes, {e['records_before']} -> {e['records_after']} records")
-        else:
-            click.echo(f"  estimate unavailable: {e.get('why')}")
-        for n in r.notes:
-            click.echo(f"  note: {n}")
+        for line in cleaner_lines(r):
+            click.echo(line)
 
 
 def _nothing_found(paths: tuple[str, ...], results: list, notes: list[str]) -> None:

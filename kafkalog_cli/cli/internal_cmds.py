@@ -39,8 +39,9 @@ def _locate(ident: str, kind: str, partitions: int, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(versioned(info), ensure_ascii=False))
     else:
-        click.echo(f"{info['topic']} partition {info['partition']} (directory {info['directory']}, "
-                   f"hashCode {info['hash_code']}, {partitions} partitions)")
+        from kafkalog_cli.render.internal import locate_line
+
+        click.echo(locate_line(info, partitions))
 
 
 @click.command("locate-group")
@@ -161,49 +162,11 @@ def transactions(paths: tuple[str, ...], partitions: int, bootstrap: str, now_ms
             "counts": counts,
         })))
     else:
-        _print_transactions(report, partitions)
+        from kafkalog_cli.render.transactions import transactions_lines
+
+        for line in transactions_lines(report, partitions):
+            click.echo(line)
     sys.exit(1 if problems else 0)
-
-
-def _print_transactions(report, partitions: int) -> None:  # noqa: ANN001
-    view = report.coordinator
-    present = len(view.partitions_present)
-    click.echo(f"Coordinator: {present} of {partitions} __transaction_state partition(s) present, "
-               f"{sum(1 for v in view.latest.values() if v is not None)} transactional id(s)")
-    for p in report.partitions:
-        if not p.open and p.last_stable_offset == p.high_watermark:
-            continue
-        who = f", broker {p.broker}" if p.broker is not None else ""
-        hw = "" if p.high_watermark_known else " (unknown: log end used)"
-        click.echo(f"{p.topic}-{p.partition} ({p.path}{who}): log start {p.log_start_offset}, log end "
-                   f"{p.log_end_offset}, high watermark {p.high_watermark}{hw}, last stable offset "
-                   f"{p.last_stable_offset} (lags the log end by {p.lso_lag})")
-        for t in p.open:
-            tid = f" transactionalId: {t.transactional_id}" if t.transactional_id is not None else ""
-            cut = " (data start removed by retention)" if t.data_start_removed else ""
-            age = f" age: {t.age_ms} ms" if t.age_ms is not None else ""
-            click.echo(f"  producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: "
-                       f"{t.first_offset}{cut} lastOffset: {t.last_offset} batches: {t.batches}{age}{tid}")
-            click.echo(f"    {t.classification}: {t.reason}")
-            if t.complete_advice:
-                click.echo(f"    {t.complete_advice}")
-            if t.abort_command:
-                if t.abort_warning:
-                    click.echo(f"    WARNING: {t.abort_warning}")
-                click.echo(f"    {'last resort' if t.abort_warning else 'fix'}: {t.abort_command}")
-                if t.blocked_consumers:
-                    names = ", ".join(f"{g['group']} (at {g['committed_offset']})" for g in t.blocked_consumers)
-                    click.echo(f"    blocked read_committed consumer groups: {names}")
-        for n in p.notes:
-            click.echo(f"  note: {n}")
-    findings = report.findings
-    if not findings:
-        click.echo(f"No open transactions in {len(report.partitions)} partition(s).")
-        return
-    counts: dict[str, int] = {}
-    for t in findings:
-        counts[t.classification] = counts.get(t.classification, 0) + 1
-    click.echo(f"{len(findings)} open transaction(s): " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
 
 
 def _transactions_file(path: str, fmt: str, stray: bool = False) -> None:
@@ -220,11 +183,9 @@ def _transactions_file(path: str, fmt: str, stray: bool = False) -> None:
         click.echo(f"kafkalog: warning: {w}", err=True)
     if fmt == "json":
         click.echo(json.dumps(versioned({"path": path, "segments": len(files), "open": [t.as_dict() for t in found]})))
-    elif not found:
-        click.echo(f"No open transactions in {path} ({len(files)} segment(s)).")
     else:
-        for t in found:
-            click.echo(f"producerId: {t.producer_id} producerEpoch: {t.producer_epoch} firstOffset: {t.first_offset} "
-                       f"lastOffset: {t.last_offset} lastTimestamp: {t.last_timestamp} batches: {t.batches} "
-                       f"segment: {t.segment}")
+        from kafkalog_cli.render.internal import segment_open_lines
+
+        for line in segment_open_lines(path, len(files), found):
+            click.echo(line)
     sys.exit(1 if found or stray else 0)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, color_option, fail, line_writers
 from kafkalog_cli.render.jsondoc import versioned
 
 
@@ -97,8 +97,9 @@ unreadable datasets.""",
               help="Spark master URL for --engine spark (default: the site's, else local[*]).")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
               help="A Spark setting for --engine spark (repeatable); the site's spark-defaults.conf is kept.")
+@color_option
 def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, out_dir: str | None, fmt: str,
-           engine: str, master: str | None, confs: tuple[str, ...]) -> None:
+           engine: str, master: str | None, confs: tuple[str, ...], color: str) -> None:
     """The scan report of one or more scan datasets (a fleet's shared --out), without re-reading segments; with
     --replicas, replica divergence across scan datasets of several brokers (the fleet form of compare-replicas)."""
     import json
@@ -109,7 +110,7 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
     if engine != "spark" and (master is not None or confs):
         fail("--master and --conf apply to --engine spark only", "add --engine spark")
     if not replicas:
-        _fleet_report(datasets, fmt, engine, master, confs)
+        _fleet_report(datasets, fmt, engine, master, confs, color)
 
     import pyarrow.parquet as pq
 
@@ -141,19 +142,16 @@ def report(replicas: bool, datasets: tuple[str, ...], broker_ids: str | None, ou
     if fmt == "json":
         out(json.dumps(versioned({"divergence": rows, "out": target}), indent=1))
     else:
-        for r in rows:
-            where = f"{r['topic']}-{r['partition']} on brokers {','.join(r['brokers'])} (leader {r['leader']})"
-            if r["first_divergent_offset"] is None:
-                out(f"{where}: agree up to offset {r['agree_up_to']}")
-            else:
-                out(f"{where}: DIVERGED at offset {r['first_divergent_offset']}: {r['divergence_kind']}: {r['detail']}")
-        out(f"{len(rows)} replicated partitions compared; divergence dataset written to {target}")
+        from kafkalog_cli.render.replicas import fleet_lines
+
+        for line in fleet_lines(rows, target):
+            out(line)
     sys.stdout.flush()
     sys.exit(EXIT_PROBLEMS if any(r["first_divergent_offset"] is not None for r in rows) else EXIT_CLEAN)
 
 
 def _fleet_report(datasets: tuple[str, ...], fmt: str, engine: str = "local", master: str | None = None,
-                  confs: tuple[str, ...] = ()) -> None:
+                  confs: tuple[str, ...] = (), color: str = "auto") -> None:
     """``kafkalog report DATASET...``: the same report (text or JSON, same keys) that ``kafkalog scan`` prints,
     aggregated from the datasets' batches and problems (every broker_id=<id>/ part file, every host); with
     ``--engine spark`` by Spark SQL (``scan.spark_summary``), with the same result."""
@@ -195,7 +193,9 @@ def _fleet_report(datasets: tuple[str, ...], fmt: str, engine: str = "local", ma
     if fmt == "json":
         scan_report.render_json(summary, out, out_dir=shown, engine=engine, seconds=seconds, exit_code=code)
     else:
-        scan_report.render_text(summary, out, out_dir=None, engine=engine, seconds=seconds)  # nothing written
+        from kafkalog_cli.cli.scan import screen_report
+
+        screen_report(summary, out, out_dir=None, engine=engine, seconds=seconds, color=color)  # nothing written
     sys.stdout.flush()
     sys.exit(code)
 

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE, fail, install_hint, line_writers
+from kafkalog_cli.cli.common import (
+    EXIT_CLEAN,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    color_enabled,
+    color_option,
+    fail,
+    install_hint,
+    line_writers,
+)
 from kafkalog_cli.errors import KafkalogError
 
 if TYPE_CHECKING:
@@ -60,10 +69,11 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or unreadable input.""",
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Parallel workers: processes (local) or local[N] cores (spark). Default: the CPU count.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Report format: text (rich tables on a terminal, plain in a pipe) or one JSON document.")
+              help="Report format: text (lines fitting the terminal, a full table at 160+ columns) or one JSON document.")
+@color_option
 def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[str, ...], out_dir: str | None,
          endpoint_url: str | None, broker_id: int | None, low_impact: bool, max_read_rate: str | None, records: bool,
-         jobs: int | None, fmt: str, decode: bool = False, schemas_dirs: tuple[str, ...] = ()) -> None:
+         jobs: int | None, fmt: str, color: str, decode: bool = False, schemas_dirs: tuple[str, ...] = ()) -> None:
     """Scan log directories, partition directories or segment files (globs expanded, quoted or not) and write
     what every batch is, every problem found, and optionally every record, as Parquet datasets; then print a
     report per partition: offset and time range, bytes by codec, producers, leader epochs, problem counts.
@@ -123,7 +133,7 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
         click.echo(f"Nothing to scan: {len(empty)} empty partition director{'y' if len(empty) == 1 else 'ies'}.")
         sys.exit(EXIT_CLEAN)
     if not segments:
-        fail("no segment files to scan", "give a log directory, a partition directory or a .log file")
+        fail("no segment files to scan", "every PATH was reported above")
     if engine == "local" and not low_impact and max_read_rate is None:
         _start_first_pass(segments, jobs)
 
@@ -155,51 +165,30 @@ def scan(paths: tuple[str, ...], engine: str, master: str | None, confs: tuple[s
                           out_dir=out_dir, remote_out=remote_out, master=master, spark_conf=spark_settings)
     except ScanRefused as exc:
         fail(exc.message, exc.hint)
-    _report(result.summary, records, unmatched, out_dir, engine, result.seconds, fmt, strays)
+    _report(result.summary, records, unmatched, out_dir, engine, result.seconds, fmt, strays, color)
 
 
 def _list_input(paths: tuple[str, ...]) -> tuple[Listing, int, list[str], list[str], list[str]]:
     """(listing, stray .log files named, segments, arguments that matched nothing, empty partition directories);
-    the notes and errors of the arguments printed on stderr."""
+    the notes and errors of the arguments (scan/inputs.py, worded by render/scan_inputs.py) printed on stderr."""
+    from kafkalog_cli.render import scan_inputs
+    from kafkalog_cli.scan import inputs
     from kafkalog_cli.scan.listing import Listing
     from kafkalog_cli.scan.paths import expand
-    from kafkalog_cli.storage.paths import empty_partition, unmatched_reason
 
     listing = Listing()  # unlistable directories and leftover files met while listing: problem rows
-    strays = _input_notes(paths)
+    chk = inputs.check_named_files(list(paths))
+    refused = scan_inputs.refused_lines(chk)
+    if refused is not None:
+        fail(*refused)
     try:
         segments, unmatched = expand(list(paths), listing)
     except (OSError, ValueError) as exc:
         fail(f"cannot list the input: {exc}", "check the URI and the AWS_* credentials / --endpoint-url")
-    empty = [a for a in unmatched if empty_partition(a)]
-    unmatched = [a for a in unmatched if a not in empty]
-    for arg in empty:  # the documented rule, as verify-crc: an empty log is a note (issue 27)
-        click.echo(f"kafkalog: note: {arg}: no segment in this partition directory: an empty log (the broker creates "
-                   "its first segment when it loads the partition)", err=True)
-    for arg in unmatched:
-        what = (unmatched_reason(arg) if "://" not in arg else None) or "no segment files (<20 digits>.log) in it"
-        click.echo(f"kafkalog: error: {arg}: {what}", err=True)
-        click.echo("hint: give a log directory, a partition directory (<topic>-<partition>) or a .log file", err=True)
-    return listing, strays, segments, unmatched, empty
-
-
-def _input_notes(paths: tuple[str, ...]) -> int:
-    """Files given by name that are not segments: a non-``.log`` file is refused (exit 2), a stray ``.log``
-    (``0.log``, never read by the broker) is scanned and named on stderr; returns how many strays."""
-    from kafkalog_cli.storage import layout
-
-    strays = 0
-    for a in paths:
-        if "://" in a or not os.path.isfile(a):
-            continue
-        name = os.path.basename(a)
-        if not name.endswith(".log") and layout.classify(name) != "log":
-            fail(f"{a}: not a segment file (scan reads .log segments; {layout.classify(name)} file)",
-                 "give a log directory, a partition directory (<topic>-<partition>) or a .log file")
-        for st in layout.stray_logs([name]):
-            click.echo(f"kafkalog: note: {a}: not a segment name: {st.fate}", err=True)
-            strays += 1
-    return strays
+    inputs.sort_unmatched(chk, unmatched)
+    for line in scan_inputs.note_lines(chk):
+        click.echo(line, err=True)
+    return listing, len(chk.strays), segments, [u.arg for u in chk.unmatched], chk.empty
 
 
 def _start_first_pass(segments: list[str], jobs: int | None) -> None:
@@ -235,7 +224,7 @@ def _decode_schemas(decode: bool, records: bool, schemas_dirs: tuple[str, ...],
 
 
 def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | None, engine: str, seconds: float,
-            fmt: str, strays: int = 0) -> None:
+            fmt: str, strays: int = 0, color: str = "auto") -> None:
     summary["totals"]["with_records"] = records
     code = EXIT_CLEAN
     if any(n for sev, n in summary["problems"]["by_severity"].items() if sev != "info"):  # notes are not problems
@@ -250,9 +239,23 @@ def _report(summary: dict, records: bool, unmatched: list[str], out_dir: str | N
 
     if fmt == "json":
         scan_report.render_json(summary, out, out_dir=shown_dir, engine=engine, seconds=seconds, exit_code=code)
-    elif sys.stdout.isatty():
-        scan_report.render_rich(summary, out_dir=shown_dir, engine=engine, seconds=seconds)
     else:
-        scan_report.render_text(summary, out, out_dir=shown_dir, engine=engine, seconds=seconds)
+        screen_report(summary, out, out_dir=shown_dir, engine=engine, seconds=seconds, color=color)
     sys.stdout.flush()
     sys.exit(code)
+
+
+def screen_report(summary: dict, out, *, out_dir: str | None, engine: str, seconds: float,  # noqa: ANN001
+                  color: str) -> None:
+    """The text report of scan and report: sized to the terminal (``render/scan_report.render_screen``)."""
+    import shutil
+
+    from kafkalog_cli.render import scan_report
+    from kafkalog_cli.render.colour import Palette
+
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    scan_report.render_screen(summary, out, tty=tty, columns=shutil.get_terminal_size().columns,
+                              palette=Palette(color_enabled(color)), out_dir=out_dir, engine=engine, seconds=seconds)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -17,7 +16,6 @@ from kafkalog_cli.cli.common import (
     resolve_profile,
 )
 from kafkalog_cli.cli.timespec import parse_time
-from kafkalog_cli.render.jsondoc import versioned
 
 
 def parse_timestamp(text: str) -> int:
@@ -25,52 +23,11 @@ def parse_timestamp(text: str) -> int:
     return parse_time(text).ms
 
 
-def _json_events(res, profile, print_data_log: bool) -> dict:  # noqa: ANN001
-    """The batch (and record) as the dump command's JSON objects."""
-    from kafkalog_cli.ops import dump as d
-    from kafkalog_cli.render.jsonl import JsonRenderer
-    from kafkalog_cli.render.parsers import DecoderParser
-
-    lines: list[str] = []
-    opts = d.DumpOptions(print_data_log=True, deep_iteration=True,
-                         parser=DecoderParser(tombstone_key=bool(profile.tombstone_key)))
-    r = JsonRenderer(opts, lines.append, lambda _s: None)
-    e = res.entry
-    r.on_BatchEvent(d.BatchEvent(e, res.valid, res.computed_crc, res.segment))
-    out = {"segment": res.segment, "position": res.position, "batch": json.loads(lines[-1]),
-           "batch_base_offset": res.batch_base_offset, "batch_last_offset": e.last_offset}
-    if res.record is not None:
-        ev = d.Dumper(profile, opts)._record_event(e, res.record)
-        r.on_RecordEvent(ev)
-        out["record"] = json.loads(lines[-1])
-        out["offset"] = res.record.offset
-        out["timestamp"] = res.record.timestamp
-    out["exact"] = res.exact
-    return out
-
-
-def _text_lines(res, profile, print_data_log: bool, out) -> None:  # noqa: ANN001
-    from kafkalog_cli.ops import dump as d
-    from kafkalog_cli.render.dls import DlsRenderer
-    from kafkalog_cli.render.parsers import DecoderParser
-
-    opts = d.DumpOptions(print_data_log=print_data_log, deep_iteration=print_data_log,
-                         parser=DecoderParser(tombstone_key=bool(profile.tombstone_key)))
-    r = DlsRenderer(profile, opts, out, lambda _s: None)
-    e = res.entry
-    out(f"Segment: {res.segment}")
-    r.on_BatchEvent(d.BatchEvent(e, res.valid, res.computed_crc, res.segment))
-    if print_data_log and res.record is not None:
-        r.on_RecordEvent(d.Dumper(profile, opts)._record_event(e, res.record))
-
-
 def _finish(res, stats, verbose: bool, err) -> None:  # noqa: ANN001
-    for w in res.warnings if res is not None else []:
-        err(f"kafkalog: warning: {w}")
-    for f in res.findings if res is not None else []:
-        err(f"kafkalog: {'note' if f.is_note else 'error'}: {f.describe()}")
-    if verbose:
-        err(stats.line())
+    from kafkalog_cli.render.seek import finish_lines
+
+    for line in finish_lines(res, stats, verbose):
+        err(line)
     if res is not None and res.disk_problems:  # the answer may have skipped bytes that could not be read
         sys.stdout.flush()
         sys.exit(EXIT_PROBLEMS)
@@ -119,10 +76,12 @@ def seek_offset(partition_dir: str, offset: int, print_data_log: bool, fmt: str,
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
     try:
+        from kafkalog_cli.render import seek as text
+
         if fmt == "json":
-            out(json.dumps(versioned(_json_events(res, profile, print_data_log))))
+            out(text.offset_json(res, profile))
         else:
-            _text_lines(res, profile, print_data_log, out)
+            text.offset_text(res, profile, print_data_log, out)
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint or "the batch could not be decoded; kafkalog dump --deep-iteration shows it")
     _finish(res, stats, verbose, err)
@@ -188,14 +147,10 @@ def seek_time(partition_dir: str, timestamp: str, fmt: str, verbose: bool) -> No
         sys.exit(EXIT_PROBLEMS)
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint or "check the partition directory (kafkalog dump shows what is there)")
-    rec = res.record
-    assert rec is not None  # seek_time returns the record it found (it raises OffsetNotFound otherwise)
-    if fmt == "json":
-        out(json.dumps(versioned({"offset": rec.offset, "timestamp": rec.timestamp, "target": target, "segment": res.segment,
-                        "position": res.position, "batch_base_offset": res.batch_base_offset,
-                        "batch_last_offset": res.entry.last_offset})))
-    else:
-        out(f"offset: {rec.offset} timestamp: {rec.timestamp} segment: {res.segment} position: {res.position}")
+    from kafkalog_cli.render import seek as text
+
+    assert res.record is not None  # seek_time returns the record it found (it raises OffsetNotFound otherwise)
+    out(text.time_json(res, target) if fmt == "json" else text.time_text(res))
     _finish(res, stats, verbose, err)
     sys.stdout.flush()
     sys.exit(EXIT_CLEAN)

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from kafkalog_cli.timefmt import iso_utc
+
 FORMATS_HINT = ("use epoch seconds (1718446827), epoch milliseconds (1718446827000), ISO-8601 "
                 "(2024-06-15T10:20:27Z; without a zone UTC is assumed) or a time relative to now (-1h, -30m, -2d)")
 
@@ -49,16 +51,6 @@ class TimeSpec:
         if text.startswith(MINUS_SIGN):
             text = "-" + text[1:]
         return f"time: {text!r} read as {self.how} = {iso_utc(self.ms)} ({self.ms} ms since the epoch)"
-
-
-def iso_utc(ms: int) -> str:
-    """Epoch milliseconds as RFC 3339 in UTC with milliseconds (``2024-06-15T10:20:27.000Z``)."""
-    seconds, millis = divmod(ms, 1000)
-    try:
-        dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return "(outside the calendar)"
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
 
 
 def parse_time(text: str, now_ms: int | None = None) -> TimeSpec:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from typing import Any
 
 import click
 
-from kafkalog_cli.cli.common import ByteProgress, fail, line_writers
+from kafkalog_cli.cli.common import ByteProgress, color_enabled, color_option, fail, line_writers
 from kafkalog_cli.render.jsondoc import versioned
 
 
@@ -48,8 +47,9 @@ Exit codes: 0 clean, 1 problems found, 2 usage error or a path cannot be read.""
 @click.option("--notes", "show_notes", is_flag=True,
               help="Also list the info notes (preallocated tails, leftovers the broker deletes, ...); by default "
                    "they are only counted, JSON always lists them.")
+@color_option
 def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: int, max_batch_size: int,
-               max_problems: int, no_index: bool, show_notes: bool) -> None:
+               max_problems: int, no_index: bool, show_notes: bool, color: str) -> None:
     """Verify CRCs, lengths, offsets, timestamps, indexes and companion files of Kafka log data.
 
     PATH is a segment (.log), a partition directory or a whole log directory."""
@@ -73,12 +73,16 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
             result = ops.verify_paths(list(paths), progress=advance, on_total=set_total, **kwargs)
     else:
         result = ops.verify_paths(list(paths), **kwargs)
+    from kafkalog_cli.render import verify as text
+    from kafkalog_cli.render.colour import Palette
+
     if fmt == "json":
-        out(json.dumps(versioned(_document(result)), separators=(",", ":")))
-    elif sys.stdout.isatty() and not plain and shutil.get_terminal_size().columns >= TABLE_MIN_COLUMNS:
-        _rich_report(result, show_notes)
+        out(json.dumps(versioned(text.document(result)), separators=(",", ":")))
+    elif sys.stdout.isatty() and not plain and shutil.get_terminal_size().columns >= text.TABLE_MIN_COLUMNS \
+            and color != "never":
+        text.rich_report(result, show_notes, color=color_enabled(color))
     else:
-        for line in _lines(result, show_notes):
+        for line in text.lines(result, show_notes, Palette(color_enabled(color) and not plain)):
             out(line)
     for f in result.files:
         if f.unreadable:
@@ -88,113 +92,3 @@ def verify_crc(paths: tuple[str, ...], deep: bool, fmt: str, plain: bool, jobs: 
         err("hint: check the path and its permissions (verify-crc only needs read access)")
     sys.stdout.flush()
     sys.exit(result.exit_code())
-
-
-# ---------------------------------------------------------------------------------------------------- output
-# below this width the six-column table folds every cell into a column of a few characters (73 broken lines for a
-# 6-line report at 80 columns, the usual SSH window): one problem per line reads better there
-TABLE_MIN_COLUMNS = 120
-
-
-def _next(result: Any) -> list[str]:
-    from kafkalog_cli.render.next_steps import next_steps
-
-    return next_steps(result.all_problems())
-
-
-def _summary(result: Any) -> dict[str, Any]:
-    from kafkalog_cli.storage.verify_model import SegmentReport
-
-    segs = [f for f in result.files if isinstance(f, SegmentReport)]
-    return {
-        "files": len(result.files),
-        "segments": len(segs),
-        "bytes": sum(f.bytes_checked for f in result.files),
-        "batches": sum(s.batches for s in segs),
-        "records": sum(s.records for s in segs),
-        "problems": result.problem_count,
-        "notes": len(result.all_notes()),
-        "corrupt_bytes": sum(s.corrupt_bytes for s in segs),
-        "corrupt_regions": sum(s.regions for s in segs),
-        "unreadable": result.unreadable,
-        "exit_code": result.exit_code(),
-    }
-
-
-def _document(result: Any) -> dict[str, Any]:
-    return {
-        "files": [f.to_dict() for f in result.files],
-        "problems": [p.to_dict() for p in result.all_problems()],
-        "notes": [p.to_dict() for p in result.all_notes()],
-        "next_steps": _next(result),
-        "summary": _summary(result),
-    }
-
-
-def _offsets(p: Any) -> str:
-    if p.last_good_offset is None and p.first_good_offset is None:
-        return ""
-    last = "none" if p.last_good_offset is None else str(p.last_good_offset)
-    first = "none" if p.first_good_offset is None else str(p.first_good_offset)
-    return f" [last good offset {last}, first good offset {first}]"
-
-
-# notes about the input itself, not about healthy data: shown in the default view too
-INPUT_NOTES = frozenset({"no-segment"})
-
-
-def _shown_notes(result: Any, show_notes: bool) -> list[Any]:
-    """Healthy data prints no info note (issue 27); beside problems the notes are context, so they are listed."""
-    if show_notes or result.all_problems():
-        return result.all_notes()
-    return [n for n in result.all_notes() if n.kind in INPUT_NOTES]
-
-
-def _lines(result: Any, show_notes: bool = True) -> list[str]:
-    """Healthy data prints no info notes by default (issue 27): the summary counts them, ``--notes`` lists them
-    (``_shown_notes``)."""
-    lines = []
-    for p in result.all_problems() + _shown_notes(result, show_notes):
-        lines.append(f"{p.file}:{p.position}-{p.end}: {p.severity} {p.kind}: {p.message}{_offsets(p)}")
-    lines += [f"next: {step}" for step in _next(result)]
-    s = _summary(result)
-    status = "OK" if s["exit_code"] == 0 else "UNREADABLE" if s["unreadable"] else "PROBLEMS"
-    lines.append(
-        f"{status}: {s['files']} files, {s['bytes']} bytes, {s['batches']} batches verified; {s['problems']} problems, "
-        f"{s['notes']} notes" + (" (--notes lists them)" if len(_shown_notes(result, show_notes)) < s["notes"] else "")
-        + f", {s['corrupt_bytes']} corrupt bytes in {s['corrupt_regions']} regions"
-    )
-    return lines
-
-
-def _rich_report(result: Any, show_notes: bool = True) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(file=sys.stdout, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
-    rows = result.all_problems() + _shown_notes(result, show_notes)
-    if rows:
-        table = Table(show_lines=False, header_style="bold")
-        for col in ("File", "Bytes [start, end)", "Severity", "Kind", "Offsets (last good / first good)", "Message"):
-            table.add_column(col, overflow="fold")
-        style = {"error": "red", "warning": "yellow", "info": "dim"}
-        for p in rows:
-            offs = ""
-            if p.last_good_offset is not None or p.first_good_offset is not None:
-                offs = f"{p.last_good_offset if p.last_good_offset is not None else '-'} / " \
-                       f"{p.first_good_offset if p.first_good_offset is not None else '-'}"
-            table.add_row(os.path.relpath(p.file) if not p.file.startswith("..") else p.file,
-                          f"[{p.position}, {p.end})", f"[{style.get(p.severity, '')}]{p.severity}[/]", p.kind, offs,
-                          p.message)
-        console.print(table)
-    for step in _next(result):
-        console.print(f"[bold]next:[/] {escape(step)}")
-    s = _summary(result)
-    colour = "green" if s["exit_code"] == 0 else "red"
-    console.print(
-        f"[{colour}]{'clean' if s['exit_code'] == 0 else 'problems found'}[/]: {s['files']} files, "
-        f"{s['bytes']:,} bytes, {s['batches']:,} batches; {s['problems']} problems, {s['notes']} notes, "
-        f"{s['corrupt_bytes']:,} corrupt bytes in {s['corrupt_regions']} regions"
-    )
-

@@ -554,11 +554,12 @@ def analyse(paths: list[str], *, txn_partitions: int = 50, now_ms: int | None = 
             if start is None:
                 start = t.last_timestamp
             t.age_ms = None if start is None else now - start
+            if t.classification in ("hanging", "coordinator-missing"):  # both keep read_committed consumers waiting
+                t.blocked_consumers = [g for g in r.groups if g["blocked"]]
             if t.classification == "hanging":
                 part = t.partition if t.partition >= 0 else "<partition>"
                 t.abort_command = ABORT_TEMPLATE.format(bootstrap=bootstrap, topic=t.topic, partition=part,
                                                         offset=t.first_offset)
-                t.blocked_consumers = [g for g in r.groups if g["blocked"]]
                 if t.committed_by_coordinator:
                     t.abort_warning = (
                         f"aborting writes an ABORT marker: read_committed consumers then SKIP the committed records "

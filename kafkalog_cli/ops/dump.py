@@ -66,6 +66,7 @@ class DumpOptions:
     fast_run: Any = None  # optional compiled formatter of runs of clean v2 batches (render/accel.py make_run)
     # a .timeindex whose .index is missing fails as in Kafka's tool (text output) or is listed anyway (JSON)
     timeindex_needs_index: bool = True
+    window: Any = None  # an ops/dump_window.Window: print only the batches and records in it (no fast tiers then)
 
     @property
     def deep(self) -> bool:
@@ -383,8 +384,14 @@ class Dumper:
         self.opts = options
         self.summary = DumpSummary()
         self._maps: list[MappedFile] = []
+        self.window_notes: list[str] = []  # what the window's index lookups noticed (a missing index, ...)
+        self._starts: dict[str, int] = {}  # window: the byte position each segment's walk starts at
+        self._wstate: Any = None  # window: the WindowState of the partition being dumped
 
     def run(self, args: list[str]) -> Iterator[Any]:
+        if self.opts.window is not None:
+            yield from self._run_window(args)
+            return
         for arg in args:
             if os.path.isdir(arg):
                 try:
@@ -402,6 +409,30 @@ class Dumper:
                     yield from self.dump_file(f, listed=True)
             else:
                 yield from self.dump_file(arg)
+
+    def _run_window(self, args: list[str]) -> Iterator[Any]:
+        """A window (``ops/dump_window.py``): only the segments it needs, each from its indexed start position, and
+        only the batches and records in it; the fast tiers are off (they print whole segments)."""
+        from kafkalog_cli.ops.dump_window import WindowState, plan
+
+        self.opts.fast = self.opts.fast_run = None
+        try:
+            p = plan(args, self.opts.window)
+        except KafkalogError as exc:
+            self.summary.unreadable += 1
+            yield FileError(exc, unreadable=True)
+            return
+        except OSError as exc:
+            yield from self._unlistable(args[0] if args else ".", exc)
+            return
+        self.window_notes = p.notes
+        states: dict[str, Any] = {}
+        for t in p.targets:
+            self._wstate = states.setdefault(t.partition, WindowState(self.opts.window))
+            if self._wstate.done:
+                continue  # the window is complete: later segments are not even opened
+            self._starts[java_arg(t.path)] = t.position
+            yield from self.dump_file(t.path)
 
     def _unlistable(self, path: str, exc: OSError) -> Iterator[Any]:
         from kafkalog_cli.errors import cannot_list
@@ -495,6 +526,7 @@ class Dumper:
             mf.advise_sequential()
             yield header
             w = _LogWalk(mf, arg, min(mf.size, self.opts.max_bytes))
+            w.start = w.valid_bytes = min(self._starts.pop(arg, 0), w.end)  # a window's indexed start (else 0)
             while True:
                 try:
                     if self.opts.fast_run is not None and w.wait <= 0:
@@ -577,6 +609,7 @@ class Dumper:
         fast = self.opts.fast
         summary = self.summary
         zstd_known = self.profile.zstd_known
+        window = self._wstate if self.opts.window is not None else None
         for pos, size, magic in walk(buf, w.start, w.end, file=arg):
             if run is not None:
                 if w.wait <= 0:  # back to the run formatter from here
@@ -584,6 +617,14 @@ class Dumper:
                     return _BACK_TO_RUNS
                 w.wait -= 1
             entry = read_entry(buf, pos, magic, file=arg)
+            if window is not None:
+                verdict = "stop" if window.done else window.window.judge(entry)
+                if verdict == "stop":
+                    w.valid_bytes = w.end  # the rest is outside the window, not trailing bytes
+                    return None
+                if verdict == "skip":
+                    w.valid_bytes += size
+                    continue
             if entry.codec > 4 or (entry.codec == 4 and not zstd_known):
                 if _lost(mf, pos, pos + size):
                     return pos
@@ -596,6 +637,10 @@ class Dumper:
             summary.batches += 1
             if not valid:
                 summary.invalid_batches += 1
+            if window is not None:
+                yield from self._log_entry_window(w, entry, valid, computed)
+                w.valid_bytes += size
+                continue
             if fast is not None and not entry.is_legacy:
                 ev = self._log_batch_fast(w, entry, valid)
                 if ev is not None:
@@ -605,6 +650,27 @@ class Dumper:
             yield from self._log_entry_python(w, entry, valid, computed)
             w.valid_bytes += size
         return None
+
+    def _log_entry_window(self, w: _LogWalk, entry: Entry, valid: bool, computed: int) -> Iterator[Any]:
+        """A window's batch: its records decoded, those in the window chosen (``WindowState.choose``); the batch
+        line and (deep) the chosen records' lines when any is, nothing otherwise. Offset gaps are not tracked: a
+        window sees only part of the log."""
+        opts = self.opts
+        records = list(entry.iter_records(w.buf, opts.decompress_limit, copy=opts.print_data_log))
+        chosen = self._wstate.choose(entry, records)
+        if not chosen:
+            return
+        yield BatchEvent(entry, valid, computed, w.arg)
+        if not opts.deep:
+            return
+        for rec in chosen:
+            self.summary.records += 1
+            try:
+                ev = self._record_event(entry, rec)
+            except KafkalogError:
+                yield PartialRecord(entry, rec)
+                raise
+            yield ev
 
     def _log_unknown_codec(self, arg: str, entry: Entry, pos: int) -> CompressionError:
         """The error Kafka's tool throws at a codec id it does not know (after the ``PartialBatch`` line it

@@ -131,6 +131,12 @@ class Replica:
         return self.epochs[-1][0] if self.epochs else -1
 
     @property
+    def label(self) -> str:
+        """The replica in a sentence: ``broker 2`` when its name is a broker id (``--names 0,1,2``), so that a broker
+        id is never read as an offset or an epoch; else its name."""
+        return f"broker {self.name}" if self.name.isdigit() else self.name
+
+    @property
     def compacted(self) -> bool:
         """Whether the cleaner visibly rewrote any batch here (fewer records than offsets, or a delete horizon)."""
         return any(b.magic >= 2 and not b.is_control and (b.records < b.last - b.base + 1 or b.attributes & 0x40)
@@ -326,7 +332,7 @@ def compare_pair(a: Replica, b: Replica) -> PairResult:
     for r in (a, b):
         for c in r.corrupt:
             if lo <= c.offset < hi:
-                findings.append(Finding(c.offset, CORRUPT_BATCH, f"{r.name}: {c.file} at byte {c.position}: {c.message}"))
+                findings.append(Finding(c.offset, CORRUPT_BATCH, f"{r.label}: {c.file} at byte {c.position}: {c.message}"))
     missing: list[tuple[Replica, Replica, BatchRef, Record | None, bool]] = []  # holder, lacker, batch, record, covered
     ia = [x for x in a.batches if x.last >= lo and x.base < hi]
     ib = [x for x in b.batches if x.last >= lo and x.base < hi]
@@ -352,16 +358,16 @@ def compare_pair(a: Replica, b: Replica) -> PairResult:
         if x.base != y.base:
             off = max(lo, min(x.base, y.base))
             kind = DIFFERENT_EPOCH if x.epoch != y.epoch else DIFFERENT_BATCH
-            findings.append(Finding(off, kind, f"{a.name} has batch {x.base}..{x.last} (leader epoch {x.epoch}), "
-                                               f"{b.name} has batch {y.base}..{y.last} (leader epoch {y.epoch})"))
+            findings.append(Finding(off, kind, f"{a.label} has batch {x.base}..{x.last} (leader epoch {x.epoch}), "
+                                               f"{b.label} has batch {y.base}..{y.last} (leader epoch {y.epoch})"))
             break
         if not (x.valid and y.valid):
             continue  # already a corrupt-batch finding
         if x.header == y.header:
             continue
         if x.epoch != y.epoch:
-            findings.append(Finding(x.base, DIFFERENT_EPOCH, f"batch at {x.base}: leader epoch {x.epoch} on {a.name}, "
-                                                             f"{y.epoch} on {b.name}"))
+            findings.append(Finding(x.base, DIFFERENT_EPOCH, f"batch at {x.base}: leader epoch {x.epoch} on {a.label}, "
+                                                             f"leader epoch {y.epoch} on {b.label}"))
             break
         if x.identity() != y.identity() or x.magic < 2:
             findings.append(Finding(x.base, DIFFERENT_BATCH, _describe_difference(a, x, b, y)))
@@ -397,7 +403,7 @@ def _describe_difference(a: Replica, x: BatchRef, b: Replica, y: BatchRef) -> st
         parts.append(f"magic {x.magic} vs {y.magic}")
     if not parts:
         parts.append("bytes differ")
-    return f"batch at {x.base} differs between {a.name} and {b.name}: " + ", ".join(parts)
+    return f"batch at {x.base} differs between {a.label} and {b.label}: " + ", ".join(parts)
 
 
 def _compare_records(a: Replica, x: BatchRef, b: Replica, y: BatchRef,
@@ -416,7 +422,7 @@ def _compare_records(a: Replica, x: BatchRef, b: Replica, y: BatchRef,
                 what = [w for w, u, v in (("key", p.key, q.key), ("value", p.value, q.value),
                                           ("timestamp", p.timestamp, q.timestamp), ("headers", p.headers, q.headers))
                         if u != v]
-                return Finding(off, DIFFERENT_BATCH, f"record {off} differs between {a.name} and {b.name} ("
+                return Finding(off, DIFFERENT_BATCH, f"record {off} differs between {a.label} and {b.label} ("
                                + ", ".join(what) + ")")
         elif p is not None:
             missing.append((a, b, x, p, True))
@@ -446,12 +452,12 @@ def _judge_missing(holder: Replica, lacker: Replica, batch: BatchRef, rec: Recor
         if not batch.valid:
             return None
         if batch.magic < 2:
-            return Finding(max(lo, batch.base), MISSING_RANGE, f"{lacker.name} lacks offset {batch.base} "
-                           f"that {holder.name} holds")
+            return Finding(max(lo, batch.base), MISSING_RANGE, f"{lacker.label} lacks offset {batch.base} "
+                           f"that {holder.label} holds")
         try:
             recs = holder.records(batch)
         except KafkalogError as exc:
-            return Finding(batch.base, CORRUPT_BATCH, f"batch at {batch.base} on {holder.name}: {exc.describe()}")
+            return Finding(batch.base, CORRUPT_BATCH, f"batch at {batch.base} on {holder.label}: {exc.describe()}")
     else:
         recs = [rec]
     for r in recs:
@@ -469,7 +475,7 @@ def _judge_missing(holder: Replica, lacker: Replica, batch: BatchRef, rec: Recor
             kind = CLEANING_DIVERGENCE if covered else MISSING_RANGE
         if kind == MISSING_RANGE:
             end = _run_end(lacker, r.offset, hi)
-            text = f"{lacker.name} lacks offsets {r.offset}..{end} that {holder.name} holds ({text})"
+            text = f"{lacker.label} lacks offsets {r.offset}..{end} that {holder.label} holds ({text})"
         return Finding(r.offset, kind, text)
     return None
 
@@ -489,7 +495,7 @@ def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, h
     if batch.is_control:
         if cleaned and r.offset < qmin and not _txn_data_before(holder, lacker, batch.producer_id, r.offset):
             return None  # the cleaner removes a marker once its transaction's data is gone and its horizon passed
-        return CLEANING_DIVERGENCE, (f"transaction marker at {where} kept on {holder.name} only ({lacker.name} "
+        return CLEANING_DIVERGENCE, (f"transaction marker at {where} kept on {holder.label} only ({lacker.label} "
                                      "still holds data of that transaction, or was not cleaned there)")
     if r.key is None:
         if r.offset < qmin and lacker.compacted:
@@ -509,10 +515,10 @@ def _unexplained(holder: Replica, lacker: Replica, batch: BatchRef, r: Record, h
     if r.value is None and k == 0 and cleaned and r.offset < qmin:
         return None  # a tombstone removed after its delete horizon, with every older value of the key gone too
     if r.value is None:
-        return CLEANING_DIVERGENCE, f"tombstone for key {key!r} at {where} present on {holder.name} only"
+        return CLEANING_DIVERGENCE, f"tombstone for key {key!r} at {where} present on {holder.label} only"
     if k > 0:
-        return CLEANING_DIVERGENCE, (f"latest value of key {key!r} differs: {holder.name} has it at {where}, "
-                                     f"{lacker.name} kept an older record at {mine[k - 1]} and dropped this one")
+        return CLEANING_DIVERGENCE, (f"latest value of key {key!r} differs: {holder.label} has it at {where}, "
+                                     f"{lacker.label} kept an older record at {mine[k - 1]} and dropped this one")
     return None, f"record with key {key!r} at {where}"
 
 
@@ -574,7 +580,7 @@ def leader_epochs(leader: Replica, replicas: list[Replica]) -> tuple[list[tuple[
         return list(leader.epochs), None
     entry = (top + 1, leader.log_end_offset)
     return list(leader.epochs) + [entry], (
-        f"the leader {leader.name}'s latest epoch {leader.latest_epoch} is below {top} (seen on a follower): as leader it "
+        f"the leader {leader.label}'s latest epoch {leader.latest_epoch} is below {top} (seen on a follower): as leader it "
         f"runs at a newer epoch, modelled as {entry[0]} starting at its log end offset {entry[1]}")
 
 
@@ -842,12 +848,12 @@ def _compare_loaded(replicas: list[Replica], leader_name: str | None) -> Compari
         if lost.batches:
             first = lost.offsets[0][0]
             findings.append(Finding(max(first, target or 0), MISSING_RANGE,
-                                    f"{leader.name} (leader) lacks offsets {first}..{r.log_end_offset - 1} as {r.name} "
-                                    f"holds them: truncation to {target} would lose {lost.count} records of {r.name}"))
+                                    f"{leader.label} (leader) lacks offsets {first}..{r.log_end_offset - 1} as {r.label} "
+                                    f"holds them: truncation to {target} would lose {lost.count} records of {r.label}"))
         reports.append(ReplicaReport(r, "follower", target, steps, lost, vs, tnotes))
     for r in replicas:
         for c in r.corrupt:
-            findings.append(Finding(c.offset, CORRUPT_BATCH, f"{r.name}: {c.file} at byte {c.position}: {c.message}"))
+            findings.append(Finding(c.offset, CORRUPT_BATCH, f"{r.label}: {c.file} at byte {c.position}: {c.message}"))
     earliest = _earliest(findings)
     leos = {r.name: r.log_end_offset for r in replicas}
     top = max(leos.values())

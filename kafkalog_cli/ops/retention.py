@@ -33,6 +33,7 @@ from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, checkpoint_offset, discover
 from kafkalog_cli.ops import seek
 from kafkalog_cli.storage.segment import MappedFile, entries
+from kafkalog_cli.timefmt import duration, iso_utc
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # log.retention.hours=168
 DEFAULTS = {"retention.ms": str(DEFAULT_RETENTION_MS), "retention.bytes": "-1", "cleanup.policy": "delete"}
@@ -84,6 +85,10 @@ def config_from(props: dict[str, str]) -> RetentionConfig:
     cfg.policy_explicit = "cleanup.policy" in props
     cfg.remote_storage = merged.get("remote.storage.enable", "false").lower() == "true"
     return cfg
+
+
+# where a segment's largest timestamp (its age) comes from, as the broker's LogSegment.largestTimestamp takes it
+_SOURCE = {"timeindex": "from its last time-index entry", "mtime": "the .log file's mtime: its time index is empty"}
 
 
 @dataclass
@@ -238,8 +243,8 @@ def explain(copy: PartitionCopy, cfg: RetentionConfig) -> PartitionRetention:
         def time_pred(s: SegmentFate, _nxt: SegmentFate | None) -> str | None:
             age = now - s.largest_timestamp
             if age > cfg.retention_ms:
-                return (f"retention.ms: largest timestamp {s.largest_timestamp} ({s.timestamp_source}) is {age} ms "
-                        f"old > retention.ms {cfg.retention_ms}")
+                return (f"retention.ms: largest timestamp {iso_utc(s.largest_timestamp)} ({_SOURCE[s.timestamp_source]}) "
+                        f"is {duration(age)} old ({age} ms) > retention.ms {cfg.retention_ms} ({duration(cfg.retention_ms)})")
             return None
 
         run_pass("retention.ms", time_pred)
@@ -285,10 +290,12 @@ def _explain_kept(segs: list[SegmentFate], cfg: RetentionConfig, now: int, hw: i
             if cfg.retention_ms >= 0:
                 age = now - s.largest_timestamp
                 if age < 0:
-                    parts.append(f"largest timestamp {s.largest_timestamp} is in the future ({-age} ms ahead): time "
-                                 "retention stops here")
+                    parts.append(f"largest timestamp {iso_utc(s.largest_timestamp)} ({_SOURCE[s.timestamp_source]}) is "
+                                 f"in the future ({duration(-age)} ahead): time retention stops here")
                 else:
-                    parts.append(f"{age} ms old <= retention.ms {cfg.retention_ms}")
+                    parts.append(f"{duration(age)} old ({age} ms; largest timestamp {iso_utc(s.largest_timestamp)}, "
+                                 f"{_SOURCE[s.timestamp_source]}) <= retention.ms {cfg.retention_ms} "
+                                 f"({duration(cfg.retention_ms)})")
             else:
                 parts.append("retention.ms=-1 (no time limit)")
             if cfg.retention_bytes >= 0 and size < cfg.retention_bytes:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from kafkalog_cli.ops.replicas import Comparison, ReplicaReport
 from kafkalog_cli.render.jsondoc import versioned
+from kafkalog_cli.timefmt import age, iso_utc
 
 
 def render_json(cmp: Comparison) -> str:
@@ -19,14 +21,12 @@ def render_json(cmp: Comparison) -> str:
 
 
 def _ts(v: int | None) -> str:
-    if v is None:
-        return "-"
-    from datetime import datetime, timezone
+    return "-" if v is None else iso_utc(v)
 
-    try:
-        return datetime.fromtimestamp(v / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return str(v)
+
+def _span(first: int | None, last: int | None) -> str:
+    """A time range in UTC ISO-8601 and how long ago its end was."""
+    return f"{_ts(first)} .. {_ts(last)}" + ("" if last is None else f" ({age(last)})")
 
 
 def _ranges(rs: list[list[int]], limit: int = 6) -> str:
@@ -36,8 +36,8 @@ def _ranges(rs: list[list[int]], limit: int = 6) -> str:
 
 def _replica_lines(r: ReplicaReport) -> Iterator[str]:
     rep = r.replica
-    who = rep.name if rep.broker_id is None or str(rep.broker_id) == rep.name else f"{rep.name} (broker {rep.broker_id})"
-    epochs = " ".join(f"{e}@{s}" for e, s in rep.epochs) or "(none)"
+    who = rep.label if rep.broker_id is None or str(rep.broker_id) == rep.name else f"{rep.label} (broker {rep.broker_id})"
+    epochs = ", ".join(f"{e} from offset {s}" for e, s in rep.epochs) or "(none)"
     yield (f"  {who}: {r.role}, offsets {rep.log_start_offset}..{rep.log_end_offset - 1} (log end offset "
            f"{rep.log_end_offset}), leader epochs {epochs}" + ("" if rep.epochs_source == "checkpoint" else
                                                                 f" [{rep.epochs_source}]"))
@@ -51,7 +51,7 @@ def _replica_lines(r: ReplicaReport) -> Iterator[str]:
         elif r.lost.batches:
             lost = r.lost
             yield (f"    truncation: to offset {r.truncation_offset}: loses {lost.count} records in {lost.batches} "
-                   f"batches, offsets {_ranges(lost.offsets)}, {_ts(lost.first_timestamp)} .. {_ts(lost.last_timestamp)}")
+                   f"batches, offsets {_ranges(lost.offsets)}, {_span(lost.first_timestamp, lost.last_timestamp)}")
             for p in lost.producers:
                 seq = "no sequence" if p["first_sequence"] is None else f"sequences {p['first_sequence']}..{p['last_sequence']}"
                 yield (f"      producer {p['producer_id']} (epoch {','.join(map(str, p['producer_epochs']))}): "
@@ -89,3 +89,18 @@ def render_text(cmp: Comparison) -> Iterator[str]:
     else:
         tail = f"; {cmp.ahead} is ahead" if cmp.ahead else "; all replicas end at the same offset"
         yield f"replicas agree up to offset {cmp.agree_up_to}{tail}"
+
+
+def fleet_lines(rows: list[dict[str, Any]], target: str) -> list[str]:
+    """``report --replicas``' text: one line per replicated partition (its brokers, the leader, agreement or the
+    first divergence), then where the divergence dataset went."""
+    out = []
+    for r in rows:
+        where = f"{r['topic']}-{r['partition']} on brokers {','.join(r['brokers'])} (leader {r['leader']})"
+        if r["first_divergent_offset"] is None:
+            out.append(f"{where}: agree up to offset {r['agree_up_to']}")
+        else:
+            out.append(f"{where}: DIVERGED at offset {r['first_divergent_offset']}: {r['divergence_kind']}: "
+                       f"{r['detail']}")
+    out.append(f"{len(rows)} replicated partitions compared; divergence dataset written to {target}")
+    return out

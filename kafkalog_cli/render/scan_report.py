@@ -7,11 +7,14 @@ take the same dict from ``scan.summary.summarize``.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from kafkalog_cli.render.colour import PLAIN, Palette
 from kafkalog_cli.render.jsondoc import versioned
+from kafkalog_cli.timefmt import age, iso_utc
 
 HEADERS = ("partition", "segments", "batches", "offsets", "time range (UTC)", "bytes by codec", "producers",
            "leader epochs", "problems")
@@ -82,19 +85,86 @@ def _footer(summary: dict[str, Any], out_dir: str | None, engine: str, seconds: 
     return lines
 
 
+def _iso_s(ms: int) -> str:
+    return iso_utc(ms)[:19] + "Z"  # seconds are enough for a range; ISO-8601 without spaces (one field for awk)
+
+
+def _wrap(tokens: list[str], indent: str, width: int | None) -> list[str]:
+    """``tokens`` joined by two spaces, on lines of at most ``width`` columns (one line when ``width`` is None)."""
+    if width is None:
+        return [indent + "  ".join(tokens)] if tokens else []
+    lines: list[str] = []
+    cur = ""
+    for t in tokens:
+        if cur and len(indent) + len(cur) + 2 + len(t) > width:
+            lines.append(indent + cur)
+            cur = t
+        else:
+            cur = f"{cur}  {t}" if cur else t
+    if cur:
+        lines.append(indent + cur)
+    return lines
+
+
+def _broker_label(broker_id: int | None, log_dir: str) -> str:
+    return f"broker {broker_id if broker_id is not None else '?'} {log_dir}"
+
+
 def render_text(summary: dict[str, Any], out: Callable[[str], None], *, out_dir: str | None, engine: str,
-                seconds: float) -> None:
-    table = [HEADERS, *rows(summary)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(HEADERS))]
-    for r in table:
-        out("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    _problems_text(summary, out)
+                seconds: float, width: int | None = None, palette: Palette = PLAIN, now_ms: int | None = None) -> None:
+    """The line layout (a terminal of any width, and pipes): a line per log dir naming its broker, then one line
+    per partition (segments, batches, offsets, size, problem count) and its details on the lines under it (time
+    range with the age of the last record, bytes by codec, producers, leader epochs, problems by kind), wrapped at
+    ``width`` columns; in a pipe (``width`` None) nothing is wrapped, so each partition is two lines: the first
+    grep-able by its name, the second indented by four spaces."""
+    parts = summary["partitions"]
+    cols = []
+    for p in parts:
+        offsets = "-" if p["first_offset"] is None else f"{p['first_offset']}..{p['last_offset']}"
+        cols.append((p["partition_dir"], str(p["segments"]), str(p["batches"]), offsets, _bytes(p["bytes"]).replace(" ", "")))
+    heads = ("partition", "segments", "batches", "offsets", "size")
+    w = [max([len(h)] + [len(c[i]) for c in cols]) for i, h in enumerate(heads)]
+
+    def line(c: tuple[str, ...]) -> str:
+        return (f"  {c[0]:<{w[0]}} {c[1]:>{w[1]}} {c[2]:>{w[2]}} {c[3]:<{w[3]}} {c[4]:>{w[4]}}")
+
+    if parts:
+        out(line(heads) + "  problems")
+    last_dir = None
+    for p, c in zip(parts, cols):
+        if p["log_dir"] != last_dir:
+            last_dir = p["log_dir"]
+            n = sum(1 for q in parts if q["log_dir"] == last_dir)
+            out(palette.paint(f"{_broker_label(p.get('broker_id'), last_dir)} ({n} partition{'s' if n != 1 else ''})",
+                              "bold"))
+        verdict = palette.severity("ok", "ok") if not p["problems"] else palette.severity(str(p["problems"]), "error")
+        out(f"{line(c)}  {verdict}")
+        details = []
+        if p["last_timestamp"] is not None:
+            details.append(f"{_iso_s(p['first_timestamp'] if p['first_timestamp'] is not None else p['last_timestamp'])}"
+                           f"..{_iso_s(p['last_timestamp'])} (last {age(p['last_timestamp'], now_ms)})")
+        codecs = ",".join(f"{k}:{_bytes(n).replace(' ', '')}" for k, n in p["bytes_by_codec"].items())
+        if codecs:
+            details.append(f"codecs {codecs}")
+        details.append(f"producers {p['producers']}")
+        details.append(f"epochs {_epochs(p['leader_epochs'])}")
+        if p["problems_by_kind"]:
+            details.append(palette.severity("problems " + ",".join(f"{k}:{n}" for k, n in p["problems_by_kind"].items()),
+                                            "error"))
+        for d in _wrap(details, "    ", width):
+            out(d)
+    _problems_text(summary, out, width, palette)
     out("")
-    for line in _footer(summary, out_dir, engine, seconds):
-        out(line)
+    for i, text in enumerate(_footer(summary, out_dir, engine, seconds)):
+        if i == 1:
+            text = palette.severity(text, "ok" if text.startswith("no problems") else "error")
+        for ln in ([text] if width is None else textwrap.wrap(text, width=width, subsequent_indent="  ",
+                                                               break_on_hyphens=False, break_long_words=False)):
+            out(ln)
 
 
-def _problems_text(summary: dict[str, Any], out: Callable[[str], None]) -> None:
+def _problems_text(summary: dict[str, Any], out: Callable[[str], None], width: int | None = None,
+                   palette: Palette = PLAIN) -> None:
     pr = summary["problems"]
     if not pr["total"] - pr["by_severity"].get("info", 0):
         return  # only notes: not listed in the default view
@@ -102,16 +172,42 @@ def _problems_text(summary: dict[str, Any], out: Callable[[str], None]) -> None:
     shown = len(pr["first"])
     out(f"problems (first {shown} of {pr['total']}; all in the problems dataset):" if shown < pr["total"]
         else "problems:")
+    last: tuple[Any, ...] | None = None
     for p in pr["first"]:
-        where, span, kind, sev, msg = _problem_line(p)
-        out(f"  {where} bytes {span} {kind} ({sev}): {msg}")
+        broker = (p.get("broker_id"), p.get("log_dir", "?"))
+        if last is None or broker != last[:2]:
+            out(f"  {_broker_label(*broker)}")
+        if last is None or (*broker, p["partition_dir"]) != last:
+            out(f"    {p['partition_dir']}")
+        last = (*broker, p["partition_dir"])
+        sev = p["severity"]
+        text = f"{p['file']} bytes {p['position']}..{p['end']} {p['kind']} ({sev}): {p['message']}"
+        lines = [text] if width is None else textwrap.wrap(text, width=max(20, width - 6), subsequent_indent="  ",
+                                                            break_on_hyphens=False)
+        for i, ln in enumerate(lines):
+            out("      " + (palette.severity(ln, sev) if i == 0 else ln))
 
 
-def render_rich(summary: dict[str, Any], *, out_dir: str | None, engine: str, seconds: float) -> None:
+WIDE = 160  # a terminal at least this wide gets the full table (rich); narrower ones the line layout
+
+
+def render_screen(summary: dict[str, Any], out: Callable[[str], None], *, tty: bool, columns: int, palette: Palette,
+                  out_dir: str | None, engine: str, seconds: float) -> None:
+    """The text report for stdout: on a terminal of ``WIDE`` columns or more the full table, on a narrower one the
+    line layout wrapped at its width, in a pipe the line layout unwrapped (colour only as ``palette`` says)."""
+    if tty and columns >= WIDE:
+        render_rich(summary, out_dir=out_dir, engine=engine, seconds=seconds, color=palette.enabled)
+    else:
+        render_text(summary, out, out_dir=out_dir, engine=engine, seconds=seconds,
+                    width=columns if tty else None, palette=palette)
+
+
+def render_rich(summary: dict[str, Any], *, out_dir: str | None, engine: str, seconds: float,
+                color: bool = True) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(no_color=not color, highlight=False)
     table = Table(title="kafkalog scan", title_justify="left")
     for i, h in enumerate(HEADERS):
         table.add_column(h, justify="right" if i in (1, 2, 6) else "left",

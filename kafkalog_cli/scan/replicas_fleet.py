@@ -7,8 +7,8 @@ Why it is built this way:
   ``ops.replicas.Replica`` objects (batches from the ``batches`` dataset, records from the ``records`` dataset) and
   the same alignment, compaction check and truncation simulation run on them; pyarrow does the grouping (which
   topic-partitions sit on which brokers) and the per-replica slicing.
-* The current scan schema has no ``broker_id`` column, so the broker comes from ``--broker-ids`` (a dataset
-  directory or a ``log_dir`` value = id); without it the ``log_dir`` path names the replica.
+* The broker of a replica: ``--broker-ids`` (a dataset directory or a ``log_dir`` value = id) when given, else the
+  ``broker_id`` column of its rows (meta.properties or scan's --broker-id), else its ``log_dir`` path.
 * What the datasets cannot carry, said plainly: no stored CRC, so two batches are "equal" when every header column
   (size, count, timestamps, producer fields, leader epoch, codec, flags) is equal; record values are compared by size
   only; leader epochs are rebuilt from the batches as log recovery does (no ``leader-epoch-checkpoint`` is scanned).
@@ -152,8 +152,10 @@ def divergence(datasets: list[str], broker_ids: dict[str, str] | None = None) ->
             t = read_dataset(ds, name)
             if owner is not None:
                 broker = pa.array([owner] * len(t), pa.string())
-            else:
-                mapped = [broker_ids.get(v, v) for v in t["log_dir"].to_pylist()]
+            else:  # --broker-ids for the log dir, else the broker_id the rows carry, else the log dir's path
+                ids = t["broker_id"].to_pylist() if "broker_id" in t.column_names else [None] * len(t)
+                mapped = [broker_ids.get(v) or (str(b) if b is not None else v)
+                          for v, b in zip(t["log_dir"].to_pylist(), ids)]
                 broker = pa.array(mapped, pa.string())
             out.append(t.append_column("broker", broker))
     batches = pa.concat_tables(batch_tables)

@@ -72,6 +72,9 @@ def summarize_spark(spark: Any, out_dirs: list[str]) -> dict[str, Any]:
                d["first_ts"], d["last_ts"], d["pids"], d["epochs"])
         _entry(acc.parts, d["log_dir"], d["partition_dir"])["_segments"].update(d["segments"])
         acc.batches += d["batches"]
+    for r in b.select("log_dir", "broker_id").distinct().collect():  # the broker each log dir's rows name
+        if r["broker_id"] is not None or r["log_dir"] not in acc.brokers:
+            acc.brokers[r["log_dir"]] = r["broker_id"]
     for r in b.groupBy(*KEY, "codec").agg(F.sum("size").alias("size")).collect():
         codecs = _entry(acc.parts, r["log_dir"], r["partition_dir"])["bytes_by_codec"]
         codecs[r["codec"]] = codecs.get(r["codec"], 0) + (r["size"] or 0)

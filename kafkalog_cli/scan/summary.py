@@ -111,7 +111,7 @@ def summarize_many(out_dirs: list[str], segments: list[str] | None = None) -> di
             for s in iter_dataset(out_dir, "batches", ["log_dir", "partition_dir", "segment"], dictionary=True):
                 for r in _groups(s, [("segment", "count")], ["segment"]):
                     _entry(acc.parts, r["log_dir"], r["partition_dir"])["_segments"].add(r["segment"])
-        for b in iter_dataset(out_dir, "batches", BATCH_COLUMNS, dictionary=True):
+        for b in iter_dataset(out_dir, "batches", [*BATCH_COLUMNS, "broker_id"], dictionary=True):
             acc.add_batches(b)
         for pr in iter_dataset(out_dir, "problems", DATASETS["problems"].names):
             acc.add_problems(pr)
@@ -139,10 +139,23 @@ class Summary:
         self.severities: dict[str, int] = {}
         self.shown: list[tuple[tuple, int, dict[str, Any]]] = []
         self.problems = self.unreadable = self.unreadable_ranges = self.seq = 0
+        self.brokers: dict[str, int | None] = {}  # log_dir -> broker_id, as the rows carry it (the report names it)
+
+    def _note_brokers(self, t: pa.Table) -> None:
+        if "broker_id" not in t.column_names or t.num_rows == 0:
+            return
+        one = single_key(t, ["log_dir", "broker_id"])
+        pairs = [one] if one is not None else (
+            t.select(["log_dir", "broker_id"]).unify_dictionaries().group_by(["log_dir", "broker_id"], use_threads=False)
+            .aggregate([]).to_pylist())
+        for r in pairs:
+            if r["broker_id"] is not None or r["log_dir"] not in self.brokers:
+                self.brokers[r["log_dir"]] = r["broker_id"]
 
     def add(self, name: str, table: pa.Table) -> None:
         """A chunk as the engine built it (any column order, timestamps as timestamps, strings as dictionaries)."""
         if name == "batches":
+            self._note_brokers(table)
             facts = facts_of(table)
             if facts is not None and table.num_rows and self._add_facts(table, facts):
                 return
@@ -171,6 +184,7 @@ class Summary:
         return True
 
     def add_batches(self, b: pa.Table) -> None:
+        self._note_brokers(b)
         self.batches += b.num_rows
         if b.num_rows:
             _batches_chunk(self.parts, b)
@@ -178,6 +192,7 @@ class Summary:
     def add_problems(self, pr: pa.Table) -> None:
         if not pr.num_rows:
             return
+        self._note_brokers(pr)
         parts = self.parts
         self.problems += pr.num_rows
         # ``unreadable`` with a byte range: pages the disk could not deliver (the rest was scanned; exit 1); with
@@ -213,10 +228,11 @@ class Summary:
             e["leader_epochs"] = sorted(e["leader_epochs"])
             e["bytes_by_codec"] = dict(sorted(e["bytes_by_codec"].items()))
             e["problems_by_kind"] = dict(sorted(e["problems_by_kind"].items()))
+            e["broker_id"] = self.brokers.get(e["log_dir"])
             out.append(e)
         partitions = sorted(out, key=lambda e: (e["log_dir"], e["topic"] or "",
                                                 -1 if e["partition"] is None else e["partition"], e["partition_dir"]))
-        first = [{k: v for k, v in r.items() if k != "log_dir"} for _k, _s, r in self.shown]
+        first = [r for _k, _s, r in self.shown]  # with log_dir and broker_id: a fleet finding names its broker
         return {
             "partitions": partitions,
             "problems": {

@@ -323,7 +323,10 @@ class _Walker:
         self.r.regions += severity != INFO
         if severity != INFO:
             self.r.corrupt_bytes += end - pos
-        self.problem(pos, end, kind, message, severity, last_good_offset=self.prev_last, first_good_offset=first_good)
+        # a whole entry whose check failed (CRC, codec, counts) still names its base offset: the problem's offset
+        offset = _PREFIX.unpack_from(self.buf, pos)[0] if declared_end is not None else None
+        self.problem(pos, end, kind, message, severity, last_good_offset=self.prev_last, first_good_offset=first_good,
+                     offset=offset)
         for obs in self.observers:
             obs.on_region(pos, end, severity != INFO)
         return end
