@@ -75,22 +75,15 @@ def recover(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
     results = _errors(lambda: rc.run(list(paths), kafka_version, execute=execute, backup_dir=backup_dir,
                                      now_ms=now_ms, config=ld.TopicConfig.from_pairs(configs),
                                      recovery_point=recovery_point))
-    for _plan, recovered, _used in results:
-        for line in rr.recovered_lines(recovered):
-            err(line)
+    for line in rr.recovered_lines(line for _plan, recovered, _used in results for line in recovered):
+        err(line)
     plans = [plan for plan, _recovered, _used in results]
     if fmt == "json":
-        docs = [rr.recover_doc(plan, execute=execute, used=used) for plan, _recovered, used in results]
-        out(rr.json_text(docs if len(docs) != 1 else docs[0]))
+        out(rr.json_docs([rr.recover_doc(plan, execute=execute, used=used) for plan, _recovered, used in results]))
     else:
-        if len(results) == 1 or verbose:
-            for plan, _recovered, used in results:
-                for line in rr.recover_text(plan, execute=execute, used=used):
-                    out(line)
-        if len(results) > 1:
-            for line in rr.recover_summary(plans, execute=execute, used=[b for _p, _r, u in results for b in u],
-                                           verbose=verbose):
-                out(line)
+        for line in rr.recover_lines([(plan, used) for plan, _recovered, used in results], execute=execute,
+                                     verbose=verbose):
+            out(line)
     sys.stdout.flush()
     if any(plan.fatal for plan in plans):
         sys.exit(2)
@@ -141,22 +134,16 @@ def salvage(paths: tuple[str, ...], kafka_version: str, execute: bool, backup_di
     results = _errors(lambda: sv.run(list(paths), kafka_version=kafka_version, execute=execute,
                                      backup_dir=backup_dir, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
                                      allow_unknown_in_transaction=allow_unknown_in_transaction))
-    for _plan, recovered, _written in results:
-        for line in rr.recovered_lines(recovered):
-            err(line)
+    for line in rr.recovered_lines(line for _plan, recovered, _written in results for line in recovered):
+        err(line)
     plans = [plan for plan, _recovered, _written in results]
     if fmt == "json":
-        docs = [rr.salvage_doc(plan, execute=execute, written=written) for plan, _recovered, written in results]
-        out(rr.json_text(docs if len(docs) != 1 else docs[0]))
+        out(rr.json_docs([rr.salvage_doc(plan, execute=execute, written=written)
+                          for plan, _recovered, written in results]))
     else:
-        if len(results) == 1 or verbose:
-            for plan, _recovered, written in results:
-                for line in rr.salvage_text(plan, execute=execute, written=written):
-                    out(line)
-        if len(results) > 1:
-            for line in rr.salvage_summary(plans, execute=execute, written=[w for _p, _r, w in results if w],
-                                           verbose=verbose):
-                out(line)
+        for line in rr.salvage_lines([(plan, written) for plan, _recovered, written in results], execute=execute,
+                                     verbose=verbose):
+            out(line)
     sys.stdout.flush()
     changed = any(plan.has_changes for plan in plans)
     sys.exit(EXIT_PROBLEMS if changed and not execute else EXIT_CLEAN)

@@ -35,6 +35,38 @@ def json_text(doc: dict | list) -> str:
     return json.dumps(versioned(doc), indent=1)
 
 
+def json_docs(docs: list[dict]) -> str:
+    """recover's and salvage's ``--format json``: one partition's object, or the list of them for several."""
+    return json_text(docs if len(docs) != 1 else docs[0])
+
+
+def _blocks_then_summary(blocks: list[Iterator[str]], summary: Iterator[str], *, verbose: bool) -> Iterator[str]:
+    """One partition: its block. Several (a log dir): the blocks only with ``verbose``, then the summary."""
+    if len(blocks) == 1 or verbose:
+        for block in blocks:
+            yield from block
+    if len(blocks) > 1:
+        yield from summary
+
+
+def recover_lines(results: list[tuple[LoaderPlan, list[str]]], *, execute: bool, verbose: bool) -> Iterator[str]:
+    """recover's stdout: per partition (plan, backup dirs written)."""
+    return _blocks_then_summary(
+        [recover_text(plan, execute=execute, used=used) for plan, used in results],
+        recover_summary([plan for plan, _used in results], execute=execute,
+                        used=[b for _plan, used in results for b in used], verbose=verbose),
+        verbose=verbose)
+
+
+def salvage_lines(results: list[tuple[SalvagePlan, str | None]], *, execute: bool, verbose: bool) -> Iterator[str]:
+    """salvage's stdout: per partition (plan, backup dir written or None)."""
+    return _blocks_then_summary(
+        [salvage_text(plan, execute=execute, written=written) for plan, written in results],
+        salvage_summary([plan for plan, _written in results], execute=execute,
+                        written=[w for _plan, w in results if w], verbose=verbose),
+        verbose=verbose)
+
+
 def recovered_lines(recovered: Iterable[str]) -> Iterator[str]:
     """The stderr lines of the interrupted changes a run finished or undid before planning (every writing command)."""
     for line in recovered:

@@ -10,7 +10,7 @@ locked as Kafka's ``FileLock`` does, so a broker starting mid-repair fails its `
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from kafkalog_cli.errors import RepairRefused, unreadable
@@ -19,15 +19,16 @@ from kafkalog_cli.storage import lock as locks
 from kafkalog_cli.storage.layout import log_dir_of
 
 
-def _lock_refusal(logdir: str, lock_path: str, state: locks.LockState) -> RepairRefused:
+def _held(state: locks.LockState, message: Callable[[str], str], file: str, expected: str, lock: str) -> RepairRefused:
+    """A refusal because another process holds a lock; ``message`` is given who holds it."""
     who = f"pid {state.pid}" if state.pid else "pid unknown"
-    return RepairRefused(
-        f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock on .lock; or by another "
-        "kafkalog command writing in that log directory)",
-        file=lock_path,
-        expected="no process holding the lock",
-        found=f"{state.kind} lock held by {who}",
-    )
+    return RepairRefused(message(who), file=file, expected=expected, found=f"{lock} held by {who}")
+
+
+def _lock_refusal(logdir: str, lock_path: str, state: locks.LockState) -> RepairRefused:
+    return _held(state, lambda who: f"log directory {logdir} is locked by a running broker ({who}, {state.kind} lock "
+                 "on .lock; or by another kafkalog command writing in that log directory)", lock_path,
+                 "no process holding the lock", f"{state.kind} lock")
 
 
 def _lock_error(logdir: str, lock_path: str, exc: OSError) -> RepairRefused:
@@ -59,14 +60,9 @@ _created_locks: set[str] = set()  # .lock files this process created (and remove
 
 
 def _own_lock_refusal(real: str, state: locks.LockState) -> RepairRefused:
-    who = f"pid {state.pid}" if state.pid else "pid unknown"
-    return RepairRefused(
-        f"another kafkalog command ({who}) is changing this partition: two writing commands must not interleave; "
-        "wait for it to finish",
-        file=real,
-        expected="no other kafkalog command writing this partition",
-        found=f"kafkalog's partition lock held by {who}",
-    )
+    return _held(state, lambda who: f"another kafkalog command ({who}) is changing this partition: two writing "
+                 "commands must not interleave; wait for it to finish", real, "no other kafkalog command writing this partition",
+                 "kafkalog's partition lock")
 
 
 @contextmanager
