@@ -1065,7 +1065,7 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
 
 # ------------------------------------------------------------------------------------------ execution
 def plan_actions(plan: CompactPlan) -> list:
-    """The file-level view of the plan, as ``safety.FileAction`` values (what a dry run lists): exactly the steps
+    """The file-level view of the plan, as ``repair_plan.FileAction`` values (what a dry run lists): exactly the steps
     ``--execute`` performs (``compaction_steps``)."""
     return repair_plan.actions(plan.partition_dir, compaction_steps(plan))
 

@@ -4,7 +4,8 @@ Why offline: the broker's recovery deletes every segment after the first bad bat
 the partition is offline for everyone. Running the same plan here shows it first (dry run), keeps a backup of
 everything removed or replaced, and leaves a partition whose next load finds nothing to change.
 
-Execution goes through ``safety`` in two transactions, because Kafka's own leftover handling is two-step:
+Execution goes through the one repair driver (``repair_plan.drive``) in two transactions, because Kafka's own leftover
+handling is two-step:
 
 1. leftovers: the files the loader deletes (``.deleted``, ``.cleaned``, invalid ``.swap``, the segments an
    interrupted clean/split replaces) are removed through a ``Transaction`` (backed up); then the remaining ``.swap``
