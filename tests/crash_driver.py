@@ -9,7 +9,7 @@ right before each call). An uninterrupted run counts
 them (N); a run with kill point k SIGKILLs the child right *before* its k-th such call, so k = 1..N plus the finished
 run cover every state between two file-changing calls (the data written into an open file is not a separate state:
 only staged ``.cleaned``/``.tmp`` files are written that way). This is independent of kafkalog's own step hook
-(``safety._slow``), which a missing ``_slow()`` call would silently skip.
+(``safety.files.count_step``), which a missing ``count_step()`` call would silently skip.
 
 For each kill point the directory left behind is loaded
 
@@ -101,7 +101,7 @@ def _install_call_hook(root: str, kill_at: int, calls: list[str]) -> None:
                     what = f"{event} {args[0]}"
             elif event == "ctypes.dlsym" and len(args) > 1 and args[1] == "renameat2":
                 # a foreign call raises no audit event; kafkalog looks renameat2 up right before each call
-                # (safety._rename_exchange makes a new CDLL each time), so its lookup marks the call
+                # (safety.transaction._rename_exchange makes a new CDLL each time), so its lookup marks the call
                 what = "renameat2"
             if what is not None:
                 calls.append(what)
@@ -127,7 +127,7 @@ def run_forked(args: list[str], env: dict[str, str], *, root: str | None = None,
             os.dup2(devnull, 2)
             sys.stdout = sys.stderr = open(os.devnull, "w")
             os.environ.update(env)
-            safety._steps = 0
+            safety.files.step_count = 0
             from kafkalog_cli.cli.main import cli
 
             if root is not None:

@@ -238,7 +238,7 @@ def test_transaction_never_touches_files_it_did_not_create(tmp_path, monkeypatch
     t = safety.Transaction(str(pdir), str(bk))
     t.stage("00000000000000000000.timeindex", b"newt")
     t._set_state("backing-up")
-    safety._backup_file(str(pdir / "00000000000000000000.timeindex"), str(bk))
+    safety.journal.backup_file(str(pdir / "00000000000000000000.timeindex"), str(bk))
     safety.recover_interrupted(str(pdir))
     assert sorted(os.listdir(bk)) == ["journal.json", "keep.index"]
     assert (pdir / "00000000000000000000.timeindex").read_bytes() == b"oldt"

@@ -79,3 +79,57 @@ def test_execute_steps_with_no_step_writes_nothing(tmp_path):
     pdir.mkdir(parents=True)
     assert rp.execute_steps(str(pdir), [], str(tmp_path / "bk")) == []
     assert not (tmp_path / "bk").exists()
+
+
+def test_every_writing_command_executes_through_the_one_driver(tmp_path, monkeypatch):
+    """compact, truncate-to-epoch, recover, salvage and rebuild-index --execute: each partition goes through
+    ``repair_plan.drive`` (lock -> recover interrupted -> plan -> execute), the one driver, with execute on."""
+    from kafkalog_cli.ops import rebuild_index as rb
+    from kafkalog_cli.ops import recover as rc
+    from kafkalog_cli.ops import salvage as sv
+
+    calls: list[tuple[str, bool]] = []
+    real = rp.drive
+
+    def recording(partition_dir, plan_fn, **kw):  # noqa: ANN001, ANN003, ANN202
+        calls.append((os.path.basename(partition_dir), kw["execute"]))
+        return real(partition_dir, plan_fn, **kw)
+
+    monkeypatch.setattr(rp, "drive", recording)
+    runs = {
+        "compact": lambda p, b: cp.run(p, cp.CompactOptions(now_ms=NOW, segment_bytes=4000), execute=True,
+                                       backup_dir=b),
+        "truncate": lambda p, b: tr.run(p, None, 50, execute=True, backup_dir=b),
+        "recover": lambda p, b: rc.run([p], execute=True, backup_dir=b),
+        "salvage": lambda p, b: sv.run([p], execute=True, backup_dir=b),
+        "rebuild-index": lambda p, b: rb.run([p], execute=True, backup_dir=b),
+    }
+    for i, (name, fn) in enumerate(runs.items()):
+        pdir = str(tmp_path / name / "logs" / f"t-{i}")
+        random_partition(pdir, 6)
+        calls.clear()
+        fn(pdir, str(tmp_path / f"bk-{name}"))
+        assert calls == [(f"t-{i}", True)], name
+
+
+def test_only_the_driver_locks_recovers_and_opens_transactions():
+    """The lock -> recover -> execute sequence is written once: no module of kafkalog_cli but ops/repair_plan.py
+    takes the repair lock, recovers interrupted work, opens a Transaction or performs steps (recover's own variant
+    of the recovery is passed to the driver, it does not lock)."""
+    import re
+    from pathlib import Path
+
+    import kafkalog_cli
+
+    root = Path(kafkalog_cli.__file__).parent
+    calls = re.compile(r"\b(locked_log_dir|Transaction|execute_steps)\(")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("ops/safety/") or rel == "ops/repair_plan.py":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if calls.search(code) and not code.lstrip().startswith(("def ", "class ", '"', "'")):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)

@@ -187,7 +187,7 @@ def test_lock_file_is_created_and_held_during_the_commit(tmp_path, monkeypatch):
         _, status = os.waitpid(pid, 0)
         seen.append(os.WEXITSTATUS(status))
 
-    monkeypatch.setattr(safety, "_slow", step)
+    monkeypatch.setattr(safety.files, "count_step", step)
     from kafkalog_cli.ops import rebuild_index as rb
 
     rb.run([pdir], interval=300, execute=True, backup_dir=str(tmp_path / "bk"))
@@ -364,7 +364,7 @@ def test_failure_after_the_exchange_finishes_forward_and_keeps_the_backup(tmp_pa
     shutil.copytree(ref, work)
     truncate.run(ref, None, 50, execute=True, backup_dir=str(tmp_path / "refbk"))
     new = _hashes(ref)
-    real_remove = safety._remove_side
+    real_remove = safety.transaction.remove_side
     calls = []
 
     def failing_remove(side: str) -> None:
@@ -373,7 +373,7 @@ def test_failure_after_the_exchange_finishes_forward_and_keeps_the_backup(tmp_pa
             raise OSError(5, "Input/output error", side)
         real_remove(side)
 
-    monkeypatch.setattr(safety, "_remove_side", failing_remove)
+    monkeypatch.setattr(safety.transaction, "remove_side", failing_remove)
     with pytest.raises(WriteFailedError):
         truncate.run(work, None, 50, execute=True, backup_dir=str(tmp_path / "bk"))
     assert _hashes(work) == new

@@ -133,7 +133,7 @@ def test_plain_names_are_staged_as_tmp_never_cleaned_or_swap(tmp_path, monkeypat
     (pdir / "leader-epoch-checkpoint").write_bytes(b"old")
     (pdir / "00000000000000000000.index").write_bytes(b"oldi")
     seen: list[str] = []
-    monkeypatch.setattr(safety, "_slow", lambda: seen.extend(os.listdir(pdir)))
+    monkeypatch.setattr(safety.files, "count_step", lambda: seen.extend(os.listdir(pdir)))
     with safety.Transaction(str(pdir), None) as t:
         t.stage("leader-epoch-checkpoint", b"new")
         t.stage("00000000000000000000.index", b"newi")
@@ -313,7 +313,7 @@ def _crash_at_first_swap_rename(pdir: str, backup: str, new_index: bytes) -> Non
             _os._exit(9)
         return real_replace(src, dst, *a, **k)
 
-    sf.os.replace = dying_replace
+    sf.transaction.os.replace = dying_replace
     _os.environ[sf.NO_EXCHANGE_ENV] = "1"  # the in-place commit (5.log is outside every new segment's range)
     with sf.Transaction(pdir, backup) as tx:
         tx.stage("00000000000000000000.index", new_index)
@@ -360,8 +360,8 @@ def test_journal_of_another_format_is_refused_not_guessed(tmp_path, monkeypatch)
     backup = tmp_path / "bk" / "t-0-old"
     journal = {"version": 1, "state": "committing", "partition_dir": str(pdir), "backup_dir": str(backup),
                "replace": ["00000000000000000000.index"], "create": [], "delete": []}
-    safety._write_json_atomic(str(backup / safety.JOURNAL_NAME), journal, step=False)
-    safety._write_pointer(str(pdir), {"backup_dir": str(backup), "state": "committing"})
+    safety.files.write_json_atomic(str(backup / safety.JOURNAL_NAME), journal, step=False)
+    safety.journal.write_pointer(str(pdir), {"backup_dir": str(backup), "state": "committing"})
     before = _hashes(str(pdir))
     with pytest.raises(RepairRefused) as exc:
         safety.recover_interrupted(str(pdir))

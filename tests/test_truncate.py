@@ -221,13 +221,13 @@ def test_clean_shutdown_marker_survives_no_backup_and_failed_commit(tmp_path, mo
         if not marker.exists():
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(safety, "_slow", fail_once_marker_gone)
+    monkeypatch.setattr(safety.files, "count_step", fail_once_marker_gone)
     with pytest.raises(WriteFailedError):
         truncate.run(pdir, None, off, execute=True, backup_dir=str(tmp_path / "bk1"))
     assert marker.read_text().startswith('{"version"')
     assert _hashes(pdir) == old
     assert safety.recover_interrupted(pdir) == []
-    monkeypatch.setattr(safety, "_slow", lambda: None)
+    monkeypatch.setattr(safety.files, "count_step", lambda: None)
     code, text = run_cli(pdir, "--to-offset", str(off), "--execute", "--no-backup", "--backup-dir", str(tmp_path / "bk"))
     assert code == 0, text
     assert not marker.exists()

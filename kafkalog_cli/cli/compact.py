@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers
 from kafkalog_cli.cli.repair_errors import engine_call
-from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -70,6 +67,7 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
     """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
     from kafkalog_cli.ops import compact as cp
+    from kafkalog_cli.render import repairs as rr
 
     out, err = line_writers()
     opts = cp.CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
@@ -95,44 +93,14 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
         (UnreadableFileError, "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed"),
         (KafkalogError, "nothing was changed; 'kafkalog verify-crc PARTITION_DIR' maps the damage"),
     ], os_file=partition_dir)
-    for line in recovered:
-        err(f"kafkalog: recovered an interrupted change: {line}")
+    for line in rr.recovered_lines(recovered):
+        err(line)
     actions = cp.plan_actions(plan)
     if fmt == "json":
-        doc = plan.to_dict()
-        doc.update({"execute": execute, "written": written is not None, "backup_dir": written,
-                    "actions": [{"kind": a.kind, "path": a.path, "size": a.size, "detail": a.detail} for a in actions]})
-        out(json.dumps(versioned(doc), indent=1))
+        out(rr.json_text(rr.compact_doc(plan, actions, execute=execute, written=written)))
     else:
-        out(f"Compaction of {plan.partition_dir}: log {plan.log_start_offset}..{plan.log_end_offset - 1}, "
-            f"cleaning offsets below {plan.first_uncleanable_offset} (now={plan.now_ms})")
-        for s in plan.stats:
-            out(f"  segment {s.base}: records {s.records_before} -> {s.records_after}, batches {s.batches_before} -> "
-                f"{s.batches_after}, bytes {s.bytes_before} -> {s.bytes_after} (removed: {s.superseded_removed} "
-                f"superseded, {s.aborted_records_removed} aborted, {s.tombstones_removed} tombstones, {s.keyless_removed} keyless, {s.markers_removed} markers; "
-                f"{s.batches_rewritten} re-encoded, {s.batches_emptied} kept empty, {s.horizons_set} horizons set)")
-        for base, bases in plan.splits:
-            out(f"  split: segment {base} -> segments {', '.join(str(b) for b in bases)} (offset overflow)")
-        if plan.offset_map:
-            m = plan.offset_map
-            out(f"  offset map: {m['entries']} keys of {m['max_entries']} ({m['slots']} slots, {m['bytes']} bytes)"
-                + (f", FULL: cleaned up to offset {m['cleaned_up_to'] - 1}" if m["full"] else ""))
-        t = plan.totals()
-        out(f"  total: records {t['records_before']} -> {t['records_after']}, bytes {t['bytes_before']} -> "
-            f"{t['bytes_after']} (removed: {t['superseded_removed']} superseded by a later value of their key, "
-            f"{t['tombstones_removed']} tombstones, {t['aborted_records_removed']} aborted, {t['keyless_removed']} "
-            "keyless)")
-        if not actions:
-            out("  (no file changes: the cleanable range is already compact)")
-        for a in actions:
-            size = "" if a.kind == "delete" or a.size == 0 else f" ({a.size} bytes)"
-            out(f"  {a.kind:<7} {os.path.basename(a.path)}{size}: {a.detail}")
-        for n in plan.notes:
-            out(f"  note: {n}")
-        if written:
-            out(f"Done. Old files kept in {written}" if not no_backup else "Done.")
-        elif not execute and actions:
-            out("Dry run: nothing was written; re-run with --execute to apply.")
+        for line in rr.compact_text(plan, actions, execute=execute, written=written, keep_backup=not no_backup):
+            out(line)
     sys.stdout.flush()
     # the one dry-run rule of every repair command: 1 when --execute would change something, 0 when nothing to do
     sys.exit(EXIT_PROBLEMS if not execute and actions else EXIT_CLEAN)

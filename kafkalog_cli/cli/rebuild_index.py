@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -49,6 +48,7 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
     PATH is a partition directory or a segment file (.log, .index or .timeindex)."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, WriteFailedError
     from kafkalog_cli.ops import rebuild_index as rb
+    from kafkalog_cli.render import repairs as rr
 
     out, err = line_writers()
     res = engine_call(
@@ -59,40 +59,13 @@ def rebuild_index(paths: tuple[str, ...], index_interval_bytes: int, segment_ind
             (WriteFailedError, WRITE_FAILED_HINT),
             (KafkalogError, "check the path; nothing was changed"),
         ], os_file=", ".join(paths))
-    for line in res.recovered:
-        err(f"kafkalog: recovered an interrupted change: {line}")
+    for line in rr.recovered_lines(res.recovered):
+        err(line)
     if fmt == "json":
-        from kafkalog_cli.render.jsondoc import versioned
-
-        out(json.dumps(versioned({
-            "execute": execute,
-            "segments": [s.to_dict() for s in res.segments],
-            "plans": [p.to_dict() for p in res.plans],
-            "backup_dirs": res.backup_dirs,
-            "recovered": res.recovered,
-            "differences": res.differences,
-            "problems": res.problems,
-        }), indent=1))
+        out(rr.json_text(rr.rebuild_index_doc(res, execute=execute)))
     else:
-        for s in res.segments:
-            tag = " (active segment)" if s.active else ""
-            out(f"{s.log_path}{tag}: {s.batches} batches, {s.valid_bytes} of {s.log_size} bytes valid, "
-                f"rebuilt {s.index_entries} offset / {s.time_entries} time entries")
-            out(f"  .index: {s.index.text()}")
-            out(f"  .timeindex: {s.timeindex.text()}")
-            if s.problem is not None:
-                out(f"  problem: {s.problem.describe()}; the broker's recovery would truncate the log here "
-                    "(segment not rewritten)")
-            if s.written:
-                out(f"  written: {', '.join(s.written)}")
-        for plan in res.plans:
-            if not execute:
-                for line in plan.lines():
-                    out(line)
-        for b in res.backup_dirs:
-            out(f"Old files kept in {b}")
-        if not execute and res.differences:
-            out("Dry run: nothing was written; re-run with --execute to write the rebuilt indexes.")
+        for line in rr.rebuild_index_text(res, execute=execute):
+            out(line)
     sys.stdout.flush()
     if res.problems:
         sys.exit(EXIT_PROBLEMS)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
 from kafkalog_cli.cli.repair_errors import WRITE_FAILED_HINT, engine_call
-from kafkalog_cli.render.jsondoc import versioned
 
 
 @click.command(
@@ -56,6 +54,7 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
     """Truncate a partition to the end offset of leader epoch EPOCH, as a follower would."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError, WriteFailedError
     from kafkalog_cli.ops import truncate as tr
+    from kafkalog_cli.render import repairs as rr
 
     out, err = line_writers()
     if (epoch is None) == (to_offset is None):
@@ -69,35 +68,13 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
             (UnreadableFileError, "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed"),
             (KafkalogError, "nothing was changed; run 'kafkalog dump' on the file to see the damage"),
         ], os_file=partition_dir)
-    for line in recovered:
-        err(f"kafkalog: recovered an interrupted change: {line}")
+    for line in rr.recovered_lines(recovered):
+        err(line)
     if fmt == "json":
-        doc = plan.to_dict()
-        doc.update({"execute": execute, "written": written is not None, "backup_dir": written})
-        out(json.dumps(versioned(doc), indent=1))
+        out(rr.json_text(rr.truncate_doc(plan, execute=execute, written=written)))
     else:
-        what = f"epoch {epoch}" if epoch is not None else "--to-offset"
-        out(f"Truncation of {plan.partition_dir} ({what}): target offset {plan.target_offset}, log end offset "
-            f"{plan.old_log_end_offset} -> {plan.new_log_end_offset}")
-        for r in plan.lost:
-            how = "segment removed" if r.whole_segment else "segment cut"
-            out(f"  lose offsets {r.first_offset}..{r.last_offset} in {r.segment}: {r.records} records, {r.batches} "
-                f"batches, {r.bytes} bytes ({how})")
-        if plan.checkpoint_after != plan.checkpoint_before:
-            out("  leader-epoch-checkpoint: " + " ".join(f"{e}@{s}" for e, s in plan.checkpoint_before) + " -> "
-                + (" ".join(f"{e}@{s}" for e, s in plan.checkpoint_after) or "(empty)"))
-        for name in plan.snapshot_deletes:
-            out(f"  delete  {name}: producer snapshot out of range after the cut (as the broker's truncateAndReload)")
-        for w in plan.snapshot_writes:
-            out(f"  write   {w.name}: producer snapshot ({w.producers} producers), as the broker writes at the cut")
-        for n in plan.notes:
-            out(f"  note: {n}")
-        if not plan.has_changes:
-            out("  (no file changes)")
-        elif written:
-            out(f"Done. Removed and replaced files kept in {written}" if not no_backup else "Done.")
-        elif not execute:
-            out("Dry run: nothing was written; re-run with --execute to apply.")
+        for line in rr.truncate_text(plan, epoch=epoch, execute=execute, written=written, keep_backup=not no_backup):
+            out(line)
     sys.stdout.flush()
     # the one dry-run rule of every repair command: 1 when --execute would change something, 0 when nothing to do
     sys.exit(EXIT_PROBLEMS if not execute and plan.has_changes else EXIT_CLEAN)

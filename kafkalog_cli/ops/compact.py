@@ -1065,7 +1065,7 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
 
 # ------------------------------------------------------------------------------------------ execution
 def plan_actions(plan: CompactPlan) -> list:
-    """The file-level view of the plan, as ``safety.FileAction`` values (what a dry run lists): exactly the steps
+    """The file-level view of the plan, as ``repair_plan.FileAction`` values (what a dry run lists): exactly the steps
     ``--execute`` performs (``compaction_steps``)."""
     return repair_plan.actions(plan.partition_dir, compaction_steps(plan))
 
@@ -1180,9 +1180,15 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan, appends: list[tuple[i
     return index, timeindex
 
 
+def plan_repair(partition_dir: str, opts: CompactOptions, progress: Progress | None = None) -> repair_plan.RepairPlan[CompactPlan]:
+    """The repair plan: the cleaner's findings (``plan_compaction``) and their steps (``compaction_steps``)."""
+    report = plan_compaction(partition_dir, opts, progress)
+    return repair_plan.RepairPlan(partition_dir, report, lambda: compaction_steps(report, progress))
+
+
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
         keep_backup: bool = True, progress: Progress | None = None) -> tuple[CompactPlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
-    return repair_plan.run_locked(partition_dir, lambda: plan_compaction(partition_dir, opts, progress),
-                                  lambda plan: compaction_steps(plan, progress), execute=execute,
-                                  backup_dir=backup_dir, keep_backup=keep_backup)
+    o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, opts, progress), execute=execute,
+                          backup_dir=backup_dir, keep_backup=keep_backup)
+    return o.report, o.recovered, o.backup_dir

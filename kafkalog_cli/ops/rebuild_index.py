@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkalog_cli.broker.log_segment import (
@@ -52,7 +53,7 @@ from kafkalog_cli.storage.paths import segment_groups
 from kafkalog_cli.storage.segment import MappedFile
 
 if TYPE_CHECKING:
-    from kafkalog_cli.ops.repair_plan import Step
+    from kafkalog_cli.ops.repair_plan import RepairPlan, Step
 
 __all__ = ["Rebuilt", "rebuild_segment", "rebuild_segment_py"]  # the broker's rule, re-exported for importers
 _PREFIX = ENTRY_PREFIX.struct  # offset, size, epoch | crc, magic
@@ -243,7 +244,7 @@ def examine_segment(
 class RebuildResult:
     segments: list[SegmentReport] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
-    plans: list = field(default_factory=list)  # safety.Plan per partition
+    plans: list[IndexPlan] = field(default_factory=list)  # one per partition
     backup_dirs: list[str] = field(default_factory=list)
 
     @property
@@ -275,23 +276,48 @@ def run(
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
     rewrite_valid: bool = False,
 ) -> RebuildResult:
-    """Dry run (compare) or execute (write through safety.Transaction) for each partition directory in ``paths``."""
-    from kafkalog_cli.ops import safety
+    """Dry run (compare) or execute (write through ``repair_plan.drive``) for each partition directory in ``paths``."""
+    from kafkalog_cli.ops import repair_plan
 
     result = RebuildResult()
     for pdir, selected in segment_groups(paths).items():
-        if execute:
-            # held from recovery to the last rename, so that a broker cannot start on half-written files
-            with safety.locked_log_dir(pdir):
-                result.recovered += [f"{pdir}: {line}" for line in safety.recover_interrupted(pdir)]
-                _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes, rewrite_valid)
-        else:
-            _run_partition(result, pdir, selected, interval, execute, backup_dir, segment_index_bytes, rewrite_valid)
+        # with --execute the lock is held from recovery to the last rename, so that a broker cannot start on
+        # half-written files
+        o = repair_plan.drive(pdir, partial(plan_repair, pdir, selected, interval, execute, backup_dir,
+                                            segment_index_bytes, rewrite_valid),
+                              execute=execute, backup_dir=backup_dir)
+        result.recovered += [f"{pdir}: {line}" for line in o.recovered]
+        result.segments += o.report.segments
+        result.txn_differences += o.report.txn_differences
+        result.backup_dirs += o.backup_dirs
+        result.plans.append(o.report)
     return result
 
 
-def _run_partition(
-    result: RebuildResult,
+@dataclass
+class IndexPlan:
+    """rebuild-index's findings for one partition (the report of its ``repair_plan.RepairPlan``): the files to write
+    (``repair_plan.actions`` of its steps), notes and a summary; ``segments``: what was found per segment."""
+
+    partition_dir: str
+    actions: list = field(default_factory=list)  # repair_plan.FileAction
+    notes: list[str] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+    segments: list[SegmentReport] = field(default_factory=list)
+    txn_differences: int = 0
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.actions)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {"partition_dir": self.partition_dir, "actions": [asdict(a) for a in self.actions],
+                "notes": self.notes, "summary": self.summary}
+
+
+def plan_repair(
     pdir: str,
     selected: list[str] | None,
     interval: int,
@@ -299,8 +325,8 @@ def _run_partition(
     backup_dir: str | None,
     segment_index_bytes: int,
     rewrite_valid: bool = False,
-) -> None:
-    """Compare (and with ``execute`` rewrite) one partition directory's indexes; appends to ``result``.
+) -> RepairPlan[IndexPlan]:
+    """Compare one partition directory's indexes with the rebuilt ones: the plan of the files to write.
 
     The files to write are ``repair_plan`` steps: the dry run's actions are those steps, ``--execute`` performs them."""
     from kafkalog_cli.ops import repair_plan, safety
@@ -310,14 +336,14 @@ def _run_partition(
         raise layout.no_segment(pdir)
     active_base = logs[-1][0]
     chosen = [(b, p) for b, p in logs if selected is None or p in selected]
-    plan = safety.Plan(pdir)
+    plan = IndexPlan(pdir)
     if execute:  # refused before anything is compared, even when nothing is to be written
         safety.check_backup_dir(pdir, safety.backup_subdir(backup_dir, pdir))
     steps: list[repair_plan.Step] = []
     for base, log_path in chosen:
         rep, rb = examine_segment(log_path, base == active_base, interval, segment_index_bytes)
         rep.rewrite_valid = rewrite_valid
-        result.segments.append(rep)
+        plan.segments.append(rep)
         if rep.problem is not None:
             plan.notes.append(f"{os.path.basename(log_path)} skipped: {rep.problem.describe()}")
             continue
@@ -332,7 +358,7 @@ def _run_partition(
             if execute:
                 rep.written.append(name)
     txn_steps = _txn_index_steps(pdir, [b for b, _ in chosen])
-    result.txn_differences += len(txn_steps)
+    plan.txn_differences = len(txn_steps)
     steps += txn_steps
     plan.actions = repair_plan.actions(pdir, steps)
     if active_base in [b for b, _ in chosen]:
@@ -343,12 +369,9 @@ def _run_partition(
     plan.summary = {
         "segments": len(chosen),
         "files_to_write": len(plan.actions),
-        "segments_skipped": sum(1 for r in result.segments if r.problem and os.path.dirname(r.log_path) == pdir),
+        "segments_skipped": sum(1 for r in plan.segments if r.problem),
     }
-    if execute and steps:
-        result.backup_dirs += repair_plan.execute_steps(pdir, steps, backup_dir)
-    plan.notes += safety.log_dir_warnings(pdir)
-    result.plans.append(plan)
+    return repair_plan.RepairPlan(pdir, plan, lambda: steps)
 
 
 def _txn_index_steps(pdir: str, bases: list[int]) -> list[Step]:

@@ -1,25 +1,28 @@
 """One plan -> transaction path for every repair (rebuild-index, compact, truncate-to-epoch, recover, salvage).
 
-Why: each repair used to drive ``safety.Transaction`` by hand, five times over, so the order rules (a segment's
-``.log.swap`` before its indexes, the early deletes of a truncation, the two-phase leftover handling of recover)
-lived in five places and a dry run listed files from code other than the code that wrote them. Now a repair's
-planner returns data (its own plan type, what the dry run shows), a ``*_steps`` function turns that plan into a list
-of ``Step`` values, each naming the one file it writes, deletes or renames, and ``execute_steps`` is the only code
-that performs steps. Where a command prints file actions (compact, rebuild-index) they are ``actions(steps)``: the dry run
-lists exactly the steps ``--execute`` performs.
+Why: each repair used to drive ``safety.Transaction`` by hand, five times over, and then the lock -> recover ->
+plan -> execute sequence four times over, so the order rules (a segment's ``.log.swap`` before its indexes, the
+early deletes of a truncation, the two-phase leftover handling of recover) and the locking lived in several places
+and a dry run listed files from code other than the code that wrote them. Now every writing command has one plan
+type, ``RepairPlan``: the partition, the command's findings (its ``report``: ``CompactPlan``, ``TruncatePlan``,
+``LoaderPlan``, ``SalvagePlan``, rebuild-index's ``IndexPlan``; what the dry run prints) and a function giving its
+``Step`` values, each naming the one file it writes, deletes or renames. ``drive`` is the one driver and
+``execute_steps`` the only code that performs steps. Where a command prints file actions (compact, rebuild-index)
+they are ``actions(steps)``: the dry run lists exactly the steps ``--execute`` performs.
 
-The life of a repair (``run_locked``):
+The life of a repair (``drive``):
 
-1. dry run: ``plan_fn(partition_dir)`` computes the plan; nothing is locked or written;
+1. dry run: ``plan_fn()`` computes the plan; nothing is locked or written;
 2. ``--execute``: under ``safety.locked_log_dir`` (kafkalog's flock plus the broker's ``.lock``), interrupted work
    of an earlier run is finished or undone first (``safety.recover_interrupted``), the plan is recomputed (so dry
-   run and execute cannot disagree), and when it has changes its steps go to ``execute_steps``;
+   run and execute cannot disagree), a command's ``check`` may refuse it, and when it has changes its steps go to
+   ``execute_steps``;
 3. ``execute_steps`` opens a ``safety.Transaction`` at the first file step and hands it every ``write`` / ``delete`` /
    ``delete-early`` / ``remove-log-dir-file`` step in order: ``stage`` writes ``<name>.cleaned`` (``<name>.tmp``
    for names without an offset) and fsyncs it; deletes are recorded. The transaction then commits: journal,
    backups, ``.cleaned -> .swap`` renames, deletes, ``.swap -> final`` (``.log`` first), or the directory exchange
-   of a truncation (``safety``'s module docstring has the full order and why each step is safe for the broker's
-   loader);
+   of a truncation (``safety/transaction.py``'s docstring has the full order and why each step is safe for the
+   broker's loader);
 4. a ``rename`` step (recover's installing of the broker's own ``.swap`` files, LogLoader's third pass) commits the
    transaction so far first and is then performed directly; a later file step opens a new transaction. So one
    plan can be the two phases Kafka's loader runs (delete leftovers, then install swaps, then recover).
@@ -32,8 +35,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import BinaryIO, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import BinaryIO, Generic, Protocol, TypeVar
 
 from kafkalog_cli.errors import UnreadableFileError
 from kafkalog_cli.ops import safety
@@ -79,9 +82,20 @@ def delete(name: str, *, early: bool = False, detail: str = "") -> Step:
     return Step("delete-early" if early else "delete", name, shown="delete", detail=detail)
 
 
-def actions(partition_dir: str, steps: Iterable[Step]) -> list[safety.FileAction]:
-    """What a dry run lists: one ``safety.FileAction`` per file step, in the order ``execute_steps`` performs them."""
-    return [safety.FileAction(s.shown, os.path.join(partition_dir, s.name), s.size, s.detail)
+@dataclass
+class FileAction:
+    """One line of a dry run's file list: what a step does to which file."""
+
+    kind: str  # "create" | "replace" | "delete" | "rename"
+    path: str
+    size: int = 0
+    detail: str = ""
+    source: str | None = None
+
+
+def actions(partition_dir: str, steps: Iterable[Step]) -> list[FileAction]:
+    """What a dry run lists: one ``FileAction`` per file step, in the order ``execute_steps`` performs them."""
+    return [FileAction(s.shown, os.path.join(partition_dir, s.name), s.size, s.detail)
             for s in steps if s.op != "remove-log-dir-file"]
 
 
@@ -145,8 +159,10 @@ def copy_prefix(src: str, length: int) -> Writer:
     return write_prefix
 
 
-class RepairPlan(Protocol):
-    """What ``run_locked`` needs of a repair's plan."""
+class Report(Protocol):
+    """What the driver needs of a command's findings (``CompactPlan``, ``TruncatePlan``, ``LoaderPlan``,
+    ``SalvagePlan``, rebuild-index's ``IndexPlan``): the notes it prints, whether ``--execute`` would change
+    anything."""
 
     notes: list[str]
 
@@ -154,22 +170,71 @@ class RepairPlan(Protocol):
     def has_changes(self) -> bool: ...
 
 
-P = TypeVar("P", bound=RepairPlan)
+R = TypeVar("R", bound=Report)
 
 
-def run_locked(partition_dir: str, plan_fn: Callable[[], P], steps_fn: Callable[[P], Iterable[Step]], *,
-               execute: bool, backup_dir: str | None, keep_backup: bool) -> tuple[P, list[str], str | None]:
-    """The life of a one-partition repair (module docstring, 1-3): (plan, recovered lines, backup dir or None)."""
+@dataclass
+class RepairPlan(Generic[R]):
+    """The one plan type of every writing command: a partition, the command's findings (``report``: what the dry run
+    prints and ``--format json`` shows) and the steps ``--execute`` performs.
+
+    ``steps`` is a function, called only under the lock when the plan is executed (a dry run never builds the
+    steps' writers nor reads what they read)."""
+
+    partition_dir: str
+    report: R
+    steps: Callable[[], Iterable[Step]]
+
+    @property
+    def notes(self) -> list[str]:
+        return self.report.notes
+
+    @property
+    def has_changes(self) -> bool:
+        return self.report.has_changes
+
+
+@dataclass
+class Outcome(Generic[R]):
+    """What ``drive`` returns for one partition."""
+
+    plan: RepairPlan[R]
+    recovered: list[str] = field(default_factory=list)  # one line per interrupted change finished or undone first
+    backup_dirs: list[str] = field(default_factory=list)  # one per transaction committed
+
+    @property
+    def report(self) -> R:
+        return self.plan.report
+
+    @property
+    def backup_dir(self) -> str | None:
+        """The backup directory of the last transaction (None: nothing written)."""
+        return self.backup_dirs[-1] if self.backup_dirs else None
+
+
+def drive(partition_dir: str, plan_fn: Callable[[], RepairPlan[R]], *, execute: bool, backup_dir: str | None,
+          keep_backup: bool = True, recover: Callable[[str], list[str]] | None = None,
+          check: Callable[[R], None] | None = None, after: Callable[[R], None] | None = None) -> Outcome[R]:
+    """The one repair driver (module docstring): lock -> recover interrupted work -> plan -> execute -> journal.
+
+    A dry run (``execute`` false) only plans: nothing is locked or written. With ``execute``: under
+    ``safety.locked_log_dir``, ``recover`` (``safety.recover_interrupted``; recover's own variant leaves a broker's
+    ``.log.swap`` to its loader model) finishes or undoes an earlier run's change, the plan is computed again (so the
+    dry run and the execution cannot disagree), ``check`` may refuse it (raise ``RepairRefused``), its steps go to
+    ``execute_steps`` when it has changes (the transactions write the journal), and ``after`` runs last, still under
+    the lock. The log dir's own warnings (``safety.log_dir_warnings``) are added to the plan's notes in both modes."""
     if not execute:
         plan = plan_fn()
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        return plan, [], None
-    written = None
+        plan.notes.extend(safety.log_dir_warnings(partition_dir))
+        return Outcome(plan)
     with safety.locked_log_dir(partition_dir):
-        recovered = safety.recover_interrupted(partition_dir)
+        recovered = (recover or safety.recover_interrupted)(partition_dir)
         plan = plan_fn()
-        plan.notes += safety.log_dir_warnings(partition_dir)
-        if plan.has_changes:
-            used = execute_steps(partition_dir, steps_fn(plan), backup_dir, keep_backup=keep_backup)
-            written = used[-1] if used else None
-    return plan, recovered, written
+        plan.notes.extend(safety.log_dir_warnings(partition_dir))
+        if check is not None:
+            check(plan.report)
+        used = execute_steps(partition_dir, plan.steps(), backup_dir, keep_backup=keep_backup) \
+            if plan.has_changes else []
+        if after is not None:
+            after(plan.report)
+    return Outcome(plan, recovered, used)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import BinaryIO
 
 from kafkalog_cli.broker import leader_epoch_cache as lec
@@ -42,7 +43,7 @@ from kafkalog_cli.errors import RepairRefused, UnreadableFileError
 from kafkalog_cli.format import layouts as L
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import rebuild_index as ri
-from kafkalog_cli.ops import repair_plan, safety
+from kafkalog_cli.ops import repair_plan
 from kafkalog_cli.storage import companions as comp
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.paths import partition_name, require_directory
@@ -537,17 +538,16 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
             out.append((SalvagePlan(pdir, notes=["no segment (.log) file: nothing to salvage (the broker creates an "
                                                  "empty segment at load, see 'kafkalog recover')"]), [], None))
             continue
-        if not execute:
-            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow)
-            plan.notes += safety.log_dir_warnings(pdir)
-            out.append((plan, [], None))
-            continue
-        with safety.locked_log_dir(pdir):
-            recovered = safety.recover_interrupted(pdir)
-            plan = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow)
-            plan.notes += safety.log_dir_warnings(pdir)
-            used = repair_plan.execute_steps(pdir, salvage_steps(plan), backup_dir, keep_backup=keep_backup) \
-                if plan.has_changes else []
-            written = used[-1] if used else None
-            out.append((plan, recovered, written))
+        o = repair_plan.drive(pdir, partial(plan_repair, pdir, kafka_version=kafka_version, now_ms=now_ms, **allow),
+                              execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+        out.append((o.report, o.recovered, o.backup_dir))
     return out
+
+
+def plan_repair(pdir: str, *, kafka_version: str = ld.DEFAULT_VERSION, now_ms: int | None = None,
+                allow_lost_marker: bool = False,
+                allow_unknown_in_transaction: bool = False) -> repair_plan.RepairPlan[SalvagePlan]:
+    """The repair plan: salvage's findings (``plan_salvage``) and their steps (``salvage_steps``)."""
+    report = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
+                          allow_unknown_in_transaction=allow_unknown_in_transaction)
+    return repair_plan.RepairPlan(pdir, report, lambda: salvage_steps(report))

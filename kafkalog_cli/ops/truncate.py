@@ -32,7 +32,7 @@ from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoi
 from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
 from kafkalog_cli.errors import KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
-from kafkalog_cli.ops import repair_plan, safety
+from kafkalog_cli.ops import repair_plan
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -260,7 +260,7 @@ def _rebuild_producer_state(plan: TruncatePlan, pdir: str, segments: list[ps.Seg
     """``deleteProducerSnapshots`` + ``rebuildProducerState(targetOffset)`` in ``UnifiedLog.truncateTo``
     (UnifiedLog.scala:1850-1855): the producer snapshots as the broker leaves them (``_plan_snapshots``; when the
     producer state cannot be replayed, ``_plan_snapshots_fallback``)."""
-    marker = os.path.join(safety.log_dir_of(pdir), CLEAN_SHUTDOWN)
+    marker = os.path.join(layout.log_dir_of(pdir), CLEAN_SHUTDOWN)
     try:
         _plan_snapshots(plan, pdir, segments, seg, cut, min(target, _log_start(pdir, segments[0].base)), target,
                         now_ms, expiration_ms)
@@ -499,12 +499,20 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
     return steps
 
 
+def plan_repair(partition_dir: str, epoch: int | None, to_offset: int | None, *, now_ms: int | None = None,
+         producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> repair_plan.RepairPlan[TruncatePlan]:
+    """The repair plan: the truncation's findings (``plan_truncation``) and their steps (``truncation_steps``)."""
+    report = plan_truncation(partition_dir, epoch, to_offset, now_ms=now_ms,
+                             producer_id_expiration_ms=producer_id_expiration_ms)
+    return repair_plan.RepairPlan(partition_dir, report, lambda: truncation_steps(report))
+
+
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True, now_ms: int | None = None,
         producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         ) -> tuple[TruncatePlan, list[str], str | None]:
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
-    return repair_plan.run_locked(partition_dir,
-                                  lambda: plan_truncation(partition_dir, epoch, to_offset, now_ms=now_ms,
-                                                          producer_id_expiration_ms=producer_id_expiration_ms),
-                                  truncation_steps, execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+    o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
+                                                             producer_id_expiration_ms=producer_id_expiration_ms),
+                          execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+    return o.report, o.recovered, o.backup_dir
