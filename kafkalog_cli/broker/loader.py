@@ -844,16 +844,14 @@ class _LoadModel:
 
 
 def _txn_sanity(path: str | None, base: int) -> str | None:
-    """TransactionIndex.sanityCheck: 'fatal' for a version > 0, a reason to recover for lastOffset < base. The
-    version Kafka checks is the entry's FIRST BYTE as a signed byte (AbortedTxn.version() is ``buffer.get(0)``,
-    AbortedTxn.java:65-67, though the field is written as a short): 0x00XX passes, 0x01.. stops the broker."""
+    """TransactionIndex.sanityCheck: 'fatal' for a version > 0 (``AbortedTxn.kafka_version``: the entry's first
+    byte), a reason to recover for lastOffset < base."""
     if not path or not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
         data = f.read()
-    for i, e in enumerate(comp.parse_txn_index(data)):
-        first = data[i * 34]
-        if 0 < first < 128:
+    for e in comp.parse_txn_index(data):
+        if e.kafka_version > 0:
             return "fatal"
         if e.last_offset < base:
             return f"the .txnindex has an entry (last offset {e.last_offset}) below the base offset"
