@@ -110,7 +110,7 @@ def _final_segments(pdir: Path, plan: ld.LoaderPlan) -> list[int]:
         elif c.kind == "rename":
             names.discard(c.source or "")
             names.add(c.name)
-        elif c.kind in ("create-empty", "write"):
+        elif c.kind in ("create-empty", "write", "copy"):
             names.add(c.name)
     return sorted(int(n[:20]) for n in names if n.endswith(".log") and n[:20].isdigit())
 
@@ -156,8 +156,9 @@ def compare_recover_case(oracle: Oracle, tmp: Path, p: dict, pdir: Path, muts: l
     k_cut = sorted(n for n, (size, _h) in k_after.items() if n.endswith(".log")
                    and src.get(n, n) in k_before and k_before[src.get(n, n)][0] != size)
     final = set(_final_segments(pdir, ours))
-    our_cut = sorted(c.name for c in ours.changes if c.kind == "truncate" and c.name.endswith(".log")
-                     and int(c.name[:20]) in final)
+    # a split's first piece replaces the segment of its base with a prefix of it: a cut too
+    our_cut = sorted(c.name for c in ours.changes if (c.kind == "truncate" or c.kind == "copy" and c.name == c.source)
+                     and c.name.endswith(".log") and int(c.name[:20]) in final)
     if our_cut != k_cut:
         bad.append(f"segments cut: kafkalog {our_cut}, Kafka {k_cut}")
     if bad:
@@ -446,3 +447,54 @@ def test_regression_seek_in_a_legacy_compressed_wrapper(kafka_real, tmp_path):
         assert (res.position, res.batch_base_offset, res.entry.last_offset) == \
             (ans["position"], ans["batchBaseOffset"], ans["batchLastOffset"])
         assert res.warnings == []
+
+
+# the offset-overflow split (LogLoader.retryOnOffsetOverflow -> LocalLog.splitOverflowedSegment)
+SPLIT_PLAN = {
+    "config": {"index.interval.bytes": "1"}, "shutdown": "crash-no-checkpoint",
+    "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2},
+            {"op": "roll"},
+            {"op": "append", "count": 3, "keyFormat": "k%d", "producerId": 42, "batches": 3},
+            {"op": "roll"},
+            {"op": "append", "count": 2, "keyFormat": "k%d", "batches": 2}],
+}
+
+
+def _flip_base_offset(log: Path, batch: int) -> None:
+    """Add 2**32 to the base offset of the ``batch``-th batch of ``log`` (byte 3 of its int64, outside the CRC)."""
+    data = bytearray(log.read_bytes())
+    pos = 0
+    for _ in range(batch):
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[pos + 3] ^= 0x01
+    log.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("batch", [2, 0])
+def test_regression_offset_overflow_split(kafka_real, tmp_path, batch):
+    """A flipped bit in a batch's base offset puts its last offset outside the segment's 32-bit range. The LAST
+    batch (2): recovery throws LogSegmentOffsetOverflowException, Kafka splits the segment into one at its base (the
+    first two batches) and one at the flipped base offset (ordered after the next segment), recovers again and loads;
+    kafkalog said FATAL (seed 3182 of the recover campaign). The FIRST (0): the last batch does not overflow, the
+    split's require(hasOverflow) throws and the broker does not start; kafkalog says FATAL, naming that."""
+    p = dict(SPLIT_PLAN)
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[1]
+    _flip_base_offset(log, batch)
+    _case(kafka_real, tmp_path, p, [f"{log.name}: base offset of batch {batch} + 2**32"])
+    ours = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=_topic_config(p))
+    if batch == 0:
+        assert ours.fatal and "hasOverflow" in ours.fatal[0], ours.fatal
+    else:
+        assert not ours.fatal and _final_segments(pdir, ours) == [0, 4, 13, 10 + (1 << 32)]
+
+
+def test_regression_offset_overflow_split_of_an_only_batch(kafka_real, tmp_path):
+    """The segment's only batch overflows: the split gives one segment at the flipped base offset, the old one is
+    deleted (with its producer snapshot), and the log end is the new segment's."""
+    p = dict(SPLIT_PLAN, ops=[*SPLIT_PLAN["ops"][:2], {"op": "append", "count": 3, "producerId": 42}, {"op": "roll"},
+                              SPLIT_PLAN["ops"][-1]])
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[1]
+    _flip_base_offset(log, 0)
+    _case(kafka_real, tmp_path, p, [f"{log.name}: base offset of its only batch + 2**32"])
