@@ -115,10 +115,32 @@ def _final_segments(pdir: Path, plan: ld.LoaderPlan) -> list[int]:
     return sorted(int(n[:20]) for n in names if n.endswith(".log") and n[:20].isdigit())
 
 
+class Refused(Exception):
+    """Kafka's leader refuses the generated plan (RecordBatchTooLargeException: a batch larger than a small
+    segment.bytes; tests/oracle_plans.py sizes batches to the segment, about 1 seed in 200 still overshoots): the
+    seed has no partition to compare."""
+
+
+def _written(oracle: Oracle, out: Path, p: dict) -> Path:
+    res = oracle.json("Write", "--out", str(out), "--plan-json", json.dumps(p))
+    err = res.get("error")
+    if err and err.get("class", "").endswith("RecordBatchTooLargeException"):
+        raise Refused(err["message"])
+    assert not err, f"Write failed: {err}"
+    return Path(res["partitionDir"])
+
+
 def _damaged_case(oracle: Oracle, tmp: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> tuple[dict, Path, list[str]]:
     p = plan(seed, PROFILE)
-    pdir = write_partition(oracle, tmp / "w", p)
+    pdir = _written(oracle, tmp / "w", p)
     return p, pdir, mutate(seed, pdir, kinds)
+
+
+def _or_skip(fn, *args):  # noqa: ANN001, ANN202
+    try:
+        return fn(*args)
+    except Refused as exc:
+        pytest.skip(f"the generated plan does not fit segment.bytes: {exc}")
 
 
 def compare_recover(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
@@ -233,7 +255,7 @@ def compare_seek(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
         for op in p["ops"]:
             for r in op.get("records", []):
                 r.pop("headers", None)  # v0/v1 messages have no headers
-    pdir = write_partition(oracle, tmp / "w", p)
+    pdir = _written(oracle, tmp / "w", p)
     probe = oracle.json("Load", "--in", str(pdir), "--work", str(tmp / "probe"), "--now-ms", str(NOW))
     leo = probe["log"]["logEndOffset"]
     offsets = sorted({0, max(0, leo - 1), *(rng.randrange(max(1, leo)) for _ in range(6))})
@@ -274,30 +296,34 @@ def compare_seek(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
 
 @pytest.mark.parametrize("seed", seeds(N_RECOVER))
 def test_recover_matches_kafka_load(kafka_real, tmp_path, seed):
-    assert compare_recover(kafka_real, tmp_path, seed) == []
+    assert _or_skip(compare_recover, kafka_real, tmp_path, seed) == []
 
 
 @pytest.mark.parametrize("seed", seeds(N_REBUILD, base=5000))
 def test_rebuild_index_matches_kafka_recovery(kafka_real, tmp_path, seed):
-    assert compare_rebuild_index(kafka_real, tmp_path, seed) == []
+    assert _or_skip(compare_rebuild_index, kafka_real, tmp_path, seed) == []
 
 
 @pytest.mark.parametrize("seed", seeds(N_SEEK, base=9000))
 def test_seek_matches_kafka_lookups(kafka_real, tmp_path, seed):
-    assert compare_seek(kafka_real, tmp_path, seed) == []
+    assert _or_skip(compare_seek, kafka_real, tmp_path, seed) == []
 
 
 @pytest.mark.oracle_long
 def test_long_campaign(kafka_real, tmp_path):
     """``pytest -m oracle_long``: LONG cases of each comparison from seeds no default run uses."""
     bad: list[str] = []
-    for i in range(LONG):
-        for fn, base in ((compare_recover, 100_000), (compare_rebuild_index, 200_000), (compare_seek, 300_000)):
+    base = int(os.environ.get("KAFKALOG_ORACLE_SEED_BASE", 0))
+    for i in range(base, base + LONG):
+        for fn, off in ((compare_recover, 100_000), (compare_rebuild_index, 200_000), (compare_seek, 300_000)):
             if fn is not compare_recover and i % 3:
                 continue
             d = tmp_path / f"{fn.__name__}-{i}"
             d.mkdir()
-            bad += fn(kafka_real, d, base + i)
+            try:
+                bad += fn(kafka_real, d, off + i)
+            except Refused:
+                pass  # Kafka's leader refuses the plan: nothing to compare
             shutil.rmtree(d)
     assert bad == [], json.dumps(bad[:40], indent=1)
 
