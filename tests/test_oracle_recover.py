@@ -524,3 +524,20 @@ def test_regression_offset_overflow_split_of_an_only_batch(kafka_real, tmp_path)
     log = sorted(pdir.glob("*.log"))[1]
     _flip_base_offset(log, 0)
     _case(kafka_real, tmp_path, p, [f"{log.name}: base offset of its only batch + 2**32"])
+
+
+def test_regression_index_read_by_the_producer_replay_is_trimmed(kafka_real, tmp_path):
+    """Segments recovered at load (their .index missing): the first one's producer-state rebuild deletes every
+    snapshot above its base (truncateAndReload) and writes one at its end, so the last one's rebuild replays the
+    middle segment from there: UnifiedLog.rebuildProducerState reads it (segment.read -> translateOffset looks the
+    offset index up), the broker opens its odd-length .index and trims it at its close; kafkalog left it (long
+    campaign, seed 100247)."""
+    seg = {"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2}
+    p = {"config": {"index.interval.bytes": "1"}, "shutdown": "clean",
+         "ops": [seg, {"op": "roll"}, seg, {"op": "roll"}, seg]}
+    pdir = _write(kafka_real, tmp_path, p)
+    idx = sorted(pdir.glob("*.index"))
+    idx[0].unlink()
+    idx[-1].unlink()
+    idx[1].write_bytes(idx[1].read_bytes() + b"\x05\x05\x05")
+    _case(kafka_real, tmp_path, p, [f"{idx[0].name} and {idx[-1].name} deleted, {idx[1].name} 3 bytes longer"])

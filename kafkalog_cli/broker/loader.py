@@ -685,6 +685,7 @@ class _LoadModel:
     split: list[SplitPiece] = field(default_factory=list)  # the pieces of the segment recover_segment found overflowed
     split_deleted: list[str] = field(default_factory=list)  # the old files of split segments
     split_retry: bool = False  # recoverLog runs again after a split
+    replay_read: list[int] = field(default_factory=list)  # segments a producer-state replay read (their .index opened)
 
     def __post_init__(self) -> None:
         self.cache = list(self.plan.epochs_before)
@@ -736,7 +737,7 @@ class _LoadModel:
         ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
         plan, store = self.plan, self.store
         psm = ProducerStateManager(store, self.version.java_producer_map, self.now)
-        rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
+        rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False, self.replay_read)
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
         again = s.base in self.recovered_bases
         self.recovered_bases.add(s.base)
@@ -954,7 +955,12 @@ class _LoadModel:
         if version.removes_stray_snapshots:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateManager(self.store, version.java_producer_map, self.now)
-        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean, self.replay_read)
+        for base in sorted(set(self.replay_read)):
+            # the replay's segment.read opened these offset indexes (LogSegment.translateOffset): trimmed at close
+            held = [x for x in segs if x.base == base]
+            if held and held[0] is not segs[-1]:
+                self._trim_active_indexes(held[0], ("index",), "read by the producer-state replay")
         unstable = set(main.state.ongoing) | main.state.unreplicated
         if unstable:
             # UnifiedLog's start-up maybeIncrementFirstUnstableOffset converts the first unstable offset (ongoing or
