@@ -60,6 +60,23 @@ def _scenario(kind: str, root: str, kafka_real) -> tuple[str, list[str]]:
             return pdir, ["truncate-to-epoch", "--execute", "--to-offset", "20", pdir]
         extra = ["--include-active"] if kind == "compact-include-active" else []
         return pdir, ["compact", "--execute", "--now-ms", str(NOW), *extra, pdir]
+    if kind == "recover-split":
+        # the last batch of the middle segment overflows its 32-bit relative range: recover --execute splits the
+        # segment as Kafka's loader does (LocalLog.splitOverflowedSegment)
+        os.makedirs(root, exist_ok=True)
+        plan = dict(_SPLIT_PLAN, topic="t", partition=0)
+        write_partition(kafka_real, Path(logs), plan)
+        log = os.path.join(pdir, sorted(n for n in os.listdir(pdir) if n.endswith(".log"))[1])
+        with open(log, "r+b") as f:
+            pos = 0
+            for _ in range(2):
+                f.seek(pos + 8)
+                pos += 12 + int.from_bytes(f.read(4), "big")
+            f.seek(pos + 3)
+            byte = f.read(1)[0]
+            f.seek(pos + 3)
+            f.write(bytes([byte ^ 1]))
+        return pdir, ["recover", "--execute", "--config", "index.interval.bytes=1", pdir]
     random_partition(pdir, 11)
     names = sorted(n for n in os.listdir(pdir) if n.endswith(".log"))
     if kind == "salvage":
@@ -76,7 +93,13 @@ def _scenario(kind: str, root: str, kafka_real) -> tuple[str, list[str]]:
 
 
 SCENARIOS = ["truncate-to-epoch", "truncate-to-offset", "compact", "compact-include-active",
-             "compact-include-active-no-leo-snapshot", "salvage", "recover", "rebuild-index"]
+             "compact-include-active-no-leo-snapshot", "salvage", "recover", "recover-split", "rebuild-index"]
+_SPLIT_PLAN = {
+    "config": {"index.interval.bytes": "1"}, "shutdown": "crash-no-checkpoint",
+    "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2}, {"op": "roll"},
+            {"op": "append", "count": 3, "keyFormat": "k%d", "producerId": 42, "batches": 3}, {"op": "roll"},
+            {"op": "append", "count": 2, "keyFormat": "k%d", "batches": 2}],
+}
 
 
 def _run(tmp_path, kind, kafka_real, sample):

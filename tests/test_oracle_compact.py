@@ -78,8 +78,10 @@ def written(oracle: Oracle, out: Path, p: dict) -> Path:
     return Path(res["partitionDir"])
 
 
-def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict) -> None:
+def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict, mutate=None) -> None:
     part = written(oracle, tmp / "written", p)
+    if mutate is not None:
+        mutate(part)
     topic = dict(p["config"])
     config = dict(topic, **{"delete.retention.ms": str(s["delete_retention_ms"]),
                             "min.compaction.lag.ms": str(s["min_compaction_lag_ms"]),
@@ -155,3 +157,26 @@ def test_segments_without_removals_get_the_cleaners_indexes(kafka_real, tmp_path
          "shutdown": "clean"}
     compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
                                               "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})
+
+
+def test_txnindex_version_is_its_first_byte(kafka_real, tmp_path):
+    """An aborted transaction's entry whose int16 version is 0x0005: Kafka's TransactionIndex checks the first byte
+    only (AbortedTxn.java:65-67, TransactionIndex.java:247-249), so the cleaner cleans (and writes version-0 entries);
+    kafkalog's repair view read the whole int16 and refused the partition."""
+    import struct
+
+    txn = {"op": "append", "count": 2, "keyFormat": "t%d", "producerId": 9, "producerEpoch": 0, "transactional": True}
+    p = {"config": {"cleanup.policy": "compact", "segment.bytes": "600"},
+         "ops": [_keys(3, 2), txn, {"op": "marker", "type": "ABORT", "producerId": 9, "producerEpoch": 0},
+                 _keys(3, 2), {"op": "roll"}, _keys(3, 1)],
+         "shutdown": "clean"}
+
+    def version_0005(part: Path) -> None:
+        txns = [f for f in part.iterdir() if f.suffix == ".txnindex" and f.stat().st_size]
+        assert txns, "the plan must leave an aborted transaction in a .txnindex"
+        with open(txns[0], "r+b") as f:
+            f.write(struct.pack(">h", 5))
+
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 1},
+                   mutate=version_0005)

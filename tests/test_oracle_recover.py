@@ -110,15 +110,37 @@ def _final_segments(pdir: Path, plan: ld.LoaderPlan) -> list[int]:
         elif c.kind == "rename":
             names.discard(c.source or "")
             names.add(c.name)
-        elif c.kind in ("create-empty", "write"):
+        elif c.kind in ("create-empty", "write", "copy"):
             names.add(c.name)
     return sorted(int(n[:20]) for n in names if n.endswith(".log") and n[:20].isdigit())
 
 
+class Refused(Exception):
+    """Kafka's leader refuses the generated plan (RecordBatchTooLargeException: a batch larger than a small
+    segment.bytes; tests/oracle_plans.py sizes batches to the segment, about 1 seed in 200 still overshoots): the
+    seed has no partition to compare."""
+
+
+def _written(oracle: Oracle, out: Path, p: dict) -> Path:
+    res = oracle.json("Write", "--out", str(out), "--plan-json", json.dumps(p))
+    err = res.get("error")
+    if err and err.get("class", "").endswith("RecordBatchTooLargeException"):
+        raise Refused(err["message"])
+    assert not err, f"Write failed: {err}"
+    return Path(res["partitionDir"])
+
+
 def _damaged_case(oracle: Oracle, tmp: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> tuple[dict, Path, list[str]]:
     p = plan(seed, PROFILE)
-    pdir = write_partition(oracle, tmp / "w", p)
+    pdir = _written(oracle, tmp / "w", p)
     return p, pdir, mutate(seed, pdir, kinds)
+
+
+def _or_skip(fn, *args):  # noqa: ANN001, ANN202
+    try:
+        return fn(*args)
+    except Refused as exc:
+        pytest.skip(f"the generated plan does not fit segment.bytes: {exc}")
 
 
 def compare_recover(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
@@ -156,8 +178,9 @@ def compare_recover_case(oracle: Oracle, tmp: Path, p: dict, pdir: Path, muts: l
     k_cut = sorted(n for n, (size, _h) in k_after.items() if n.endswith(".log")
                    and src.get(n, n) in k_before and k_before[src.get(n, n)][0] != size)
     final = set(_final_segments(pdir, ours))
-    our_cut = sorted(c.name for c in ours.changes if c.kind == "truncate" and c.name.endswith(".log")
-                     and int(c.name[:20]) in final)
+    # a split's first piece replaces the segment of its base with a prefix of it: a cut too
+    our_cut = sorted(c.name for c in ours.changes if (c.kind == "truncate" or c.kind == "copy" and c.name == c.source)
+                     and c.name.endswith(".log") and int(c.name[:20]) in final)
     if our_cut != k_cut:
         bad.append(f"segments cut: kafkalog {our_cut}, Kafka {k_cut}")
     if bad:
@@ -232,7 +255,7 @@ def compare_seek(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
         for op in p["ops"]:
             for r in op.get("records", []):
                 r.pop("headers", None)  # v0/v1 messages have no headers
-    pdir = write_partition(oracle, tmp / "w", p)
+    pdir = _written(oracle, tmp / "w", p)
     probe = oracle.json("Load", "--in", str(pdir), "--work", str(tmp / "probe"), "--now-ms", str(NOW))
     leo = probe["log"]["logEndOffset"]
     offsets = sorted({0, max(0, leo - 1), *(rng.randrange(max(1, leo)) for _ in range(6))})
@@ -273,30 +296,34 @@ def compare_seek(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
 
 @pytest.mark.parametrize("seed", seeds(N_RECOVER))
 def test_recover_matches_kafka_load(kafka_real, tmp_path, seed):
-    assert compare_recover(kafka_real, tmp_path, seed) == []
+    assert _or_skip(compare_recover, kafka_real, tmp_path, seed) == []
 
 
 @pytest.mark.parametrize("seed", seeds(N_REBUILD, base=5000))
 def test_rebuild_index_matches_kafka_recovery(kafka_real, tmp_path, seed):
-    assert compare_rebuild_index(kafka_real, tmp_path, seed) == []
+    assert _or_skip(compare_rebuild_index, kafka_real, tmp_path, seed) == []
 
 
 @pytest.mark.parametrize("seed", seeds(N_SEEK, base=9000))
 def test_seek_matches_kafka_lookups(kafka_real, tmp_path, seed):
-    assert compare_seek(kafka_real, tmp_path, seed) == []
+    assert _or_skip(compare_seek, kafka_real, tmp_path, seed) == []
 
 
 @pytest.mark.oracle_long
 def test_long_campaign(kafka_real, tmp_path):
     """``pytest -m oracle_long``: LONG cases of each comparison from seeds no default run uses."""
     bad: list[str] = []
-    for i in range(LONG):
-        for fn, base in ((compare_recover, 100_000), (compare_rebuild_index, 200_000), (compare_seek, 300_000)):
+    base = int(os.environ.get("KAFKALOG_ORACLE_SEED_BASE", 0))
+    for i in range(base, base + LONG):
+        for fn, off in ((compare_recover, 100_000), (compare_rebuild_index, 200_000), (compare_seek, 300_000)):
             if fn is not compare_recover and i % 3:
                 continue
             d = tmp_path / f"{fn.__name__}-{i}"
             d.mkdir()
-            bad += fn(kafka_real, d, base + i)
+            try:
+                bad += fn(kafka_real, d, off + i)
+            except Refused:
+                pass  # Kafka's leader refuses the plan: nothing to compare
             shutil.rmtree(d)
     assert bad == [], json.dumps(bad[:40], indent=1)
 
@@ -446,3 +473,71 @@ def test_regression_seek_in_a_legacy_compressed_wrapper(kafka_real, tmp_path):
         assert (res.position, res.batch_base_offset, res.entry.last_offset) == \
             (ans["position"], ans["batchBaseOffset"], ans["batchLastOffset"])
         assert res.warnings == []
+
+
+# the offset-overflow split (LogLoader.retryOnOffsetOverflow -> LocalLog.splitOverflowedSegment)
+SPLIT_PLAN = {
+    "config": {"index.interval.bytes": "1"}, "shutdown": "crash-no-checkpoint",
+    "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2},
+            {"op": "roll"},
+            {"op": "append", "count": 3, "keyFormat": "k%d", "producerId": 42, "batches": 3},
+            {"op": "roll"},
+            {"op": "append", "count": 2, "keyFormat": "k%d", "batches": 2}],
+}
+
+
+def _flip_base_offset(log: Path, batch: int) -> None:
+    """Add 2**32 to the base offset of the ``batch``-th batch of ``log`` (byte 3 of its int64, outside the CRC)."""
+    data = bytearray(log.read_bytes())
+    pos = 0
+    for _ in range(batch):
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[pos + 3] ^= 0x01
+    log.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("batch", [2, 0])
+def test_regression_offset_overflow_split(kafka_real, tmp_path, batch):
+    """A flipped bit in a batch's base offset puts its last offset outside the segment's 32-bit range. The LAST
+    batch (2): recovery throws LogSegmentOffsetOverflowException, Kafka splits the segment into one at its base (the
+    first two batches) and one at the flipped base offset (ordered after the next segment), recovers again and loads;
+    kafkalog said FATAL (seed 3182 of the recover campaign). The FIRST (0): the last batch does not overflow, the
+    split's require(hasOverflow) throws and the broker does not start; kafkalog says FATAL, naming that."""
+    p = dict(SPLIT_PLAN)
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[1]
+    _flip_base_offset(log, batch)
+    _case(kafka_real, tmp_path, p, [f"{log.name}: base offset of batch {batch} + 2**32"])
+    ours = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=_topic_config(p))
+    if batch == 0:
+        assert ours.fatal and "hasOverflow" in ours.fatal[0], ours.fatal
+    else:
+        assert not ours.fatal and _final_segments(pdir, ours) == [0, 4, 13, 10 + (1 << 32)]
+
+
+def test_regression_offset_overflow_split_of_an_only_batch(kafka_real, tmp_path):
+    """The segment's only batch overflows: the split gives one segment at the flipped base offset, the old one is
+    deleted (with its producer snapshot), and the log end is the new segment's."""
+    p = dict(SPLIT_PLAN, ops=[*SPLIT_PLAN["ops"][:2], {"op": "append", "count": 3, "producerId": 42}, {"op": "roll"},
+                              SPLIT_PLAN["ops"][-1]])
+    pdir = _write(kafka_real, tmp_path, p)
+    log = sorted(pdir.glob("*.log"))[1]
+    _flip_base_offset(log, 0)
+    _case(kafka_real, tmp_path, p, [f"{log.name}: base offset of its only batch + 2**32"])
+
+
+def test_regression_index_read_by_the_producer_replay_is_trimmed(kafka_real, tmp_path):
+    """Segments recovered at load (their .index missing): the first one's producer-state rebuild deletes every
+    snapshot above its base (truncateAndReload) and writes one at its end, so the last one's rebuild replays the
+    middle segment from there: UnifiedLog.rebuildProducerState reads it (segment.read -> translateOffset looks the
+    offset index up), the broker opens its odd-length .index and trims it at its close; kafkalog left it (long
+    campaign, seed 100247)."""
+    seg = {"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2}
+    p = {"config": {"index.interval.bytes": "1"}, "shutdown": "clean",
+         "ops": [seg, {"op": "roll"}, seg, {"op": "roll"}, seg]}
+    pdir = _write(kafka_real, tmp_path, p)
+    idx = sorted(pdir.glob("*.index"))
+    idx[0].unlink()
+    idx[-1].unlink()
+    idx[1].write_bytes(idx[1].read_bytes() + b"\x05\x05\x05")
+    _case(kafka_real, tmp_path, p, [f"{idx[0].name} and {idx[-1].name} deleted, {idx[1].name} 3 bytes longer"])

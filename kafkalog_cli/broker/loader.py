@@ -139,15 +139,17 @@ class TopicConfig:
 # ------------------------------------------------------------------------------------------------ plan values
 @dataclass
 class FileChange:
-    """One file change the broker's loader makes. ``kind``: delete | rename | write | truncate | create-empty."""
+    """One file change the broker's loader makes. ``kind``: delete | rename | write | truncate | create-empty | copy
+    (``size`` bytes of ``source`` from byte ``start``: a piece of a split segment)."""
 
     kind: str
     name: str
     detail: str = ""
     size: int = 0
-    source: str | None = None  # rename: the file renamed
+    source: str | None = None  # rename: the file renamed; copy: the file copied from
     phase: str = "load"  # "leftovers" (done first) or "load"
     data: bytes | None = field(default=None, repr=False)
+    start: int = 0  # copy: the first byte of ``source`` copied
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -317,6 +319,9 @@ class Scan:
     reader_next: int | None = None  # readNextOffset of the files as they are (None: as ``next_offset``)
     reader_error: str | None = None  # readNextOffset throws (CorruptRecordException) on the files as they are
     reader_infos: list[pst.BatchInfo] | None = None  # the producer replay's batches when NOT recovered (None: infos)
+    #: a piece of an overflowed segment Kafka split (``split_overflowed``): its bytes are [split_start, split_start +
+    #: size) of the ``.log`` at ``path`` (the old segment's), written as a new file
+    split_start: int | None = None
 
     @property
     def replay_infos(self) -> list[pst.BatchInfo]:
@@ -338,36 +343,40 @@ def scan_segment(path: str, base: int, interval: int, sib: int, index_path: str 
     """Run the recovery rule over one ``.log``; also the reader's view of segments that are not recovered
     (``read_next_offset`` with the offset index at ``index_path``, None: no index, as a newly created one)."""
     with MappedFile(path) as mf:
-        buf = mf.buf
-        rb = ri.rebuild_segment(buf, base, interval, file=path, segment_index_bytes=sib)
-        infos: list[pst.BatchInfo] = []
-        problem = rb.problem
-        stop = _stop_kind(problem)
-        valid = rb.valid_bytes
-        top_epoch = -1
-        for pos, size, magic in walk(buf, 0, valid, file=path):
-            if magic < 2:
-                continue
-            b = read_entry(buf, pos, magic, file=path)
-            assert isinstance(b, Batch)
-            if b.producer_id < 0 and b.partition_leader_epoch <= top_epoch and pos + size < valid:
-                continue  # memory: only producer batches, epoch rises and the last batch matter to the loader
-            top_epoch = max(top_epoch, b.partition_leader_epoch)
-            info = pst.safe_batch_info(b, buf)
-            if isinstance(info, KafkalogError):
-                # InvalidRecordException in updateProducerState: thrown after this batch was counted valid
-                valid = pos + size
-                rb = ri.rebuild_segment(bytes(buf[:valid]), base, interval, file=path, segment_index_bytes=sib)
-                problem = KafkalogError(f"unreadable control record ({info.message}): InvalidRecordException",
-                                        file=path, position=pos)
-                stop = "truncate"
-                infos.append(pst.BatchInfo(pos, size, b.base_offset, b.last_offset, b.records_count, -1, -1, -1,
-                                           b.max_timestamp, b.partition_leader_epoch, b.is_transactional, True))
-                break
-            infos.append(info)
-        size = len(buf)
-        reader_next, reader_error = read_next_offset(buf, base, file_bytes(index_path), path)
-        reader_infos = _reader_producer_batches(buf, valid, infos, path) if valid < size else None
+        return _scan_buffer(mf.buf, path, base, interval, sib, file_bytes(index_path))
+
+
+def _scan_buffer(buf: bytes | memoryview, path: str, base: int, interval: int, sib: int, index: bytes) -> Scan:
+    """``scan_segment`` of the segment bytes ``buf`` (a whole ``.log``, or a piece of one: ``split_overflowed``)."""
+    rb = ri.rebuild_segment(buf, base, interval, file=path, segment_index_bytes=sib)
+    infos: list[pst.BatchInfo] = []
+    problem = rb.problem
+    stop = _stop_kind(problem)
+    valid = rb.valid_bytes
+    top_epoch = -1
+    for pos, size, magic in walk(buf, 0, valid, file=path):
+        if magic < 2:
+            continue
+        b = read_entry(buf, pos, magic, file=path)
+        assert isinstance(b, Batch)
+        if b.producer_id < 0 and b.partition_leader_epoch <= top_epoch and pos + size < valid:
+            continue  # memory: only producer batches, epoch rises and the last batch matter to the loader
+        top_epoch = max(top_epoch, b.partition_leader_epoch)
+        info = pst.safe_batch_info(b, buf)
+        if isinstance(info, KafkalogError):
+            # InvalidRecordException in updateProducerState: thrown after this batch was counted valid
+            valid = pos + size
+            rb = ri.rebuild_segment(bytes(buf[:valid]), base, interval, file=path, segment_index_bytes=sib)
+            problem = KafkalogError(f"unreadable control record ({info.message}): InvalidRecordException",
+                                    file=path, position=pos)
+            stop = "truncate"
+            infos.append(pst.BatchInfo(pos, size, b.base_offset, b.last_offset, b.records_count, -1, -1, -1,
+                                       b.max_timestamp, b.partition_leader_epoch, b.is_transactional, True))
+            break
+        infos.append(info)
+    size = len(buf)
+    reader_next, reader_error = read_next_offset(buf, base, index, path)
+    reader_infos = _reader_producer_batches(buf, valid, infos, path) if valid < size else None
     return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset, reader_next,
                 reader_error, reader_infos)
 
@@ -443,6 +452,63 @@ def read_next_offset(buf: bytes | memoryview, base: int, index: bytes, path: str
         return nxt, None
     except KafkalogError as exc:
         return base, f"{exc.message} at byte {exc.position}"
+
+
+_INT_MAX = (1 << 31) - 1
+
+
+def _relative_ok(offset: int, base: int) -> bool:
+    """AbstractIndex.canAppendOffset (AbstractIndex.java:320-321, 555-561): ``offset - base`` (a Java long
+    subtraction) in [0, Integer.MAX_VALUE]."""
+    rel = ((offset - base + (1 << 63)) % (1 << 64)) - (1 << 63)
+    return 0 <= rel <= _INT_MAX
+
+
+@dataclass
+class SplitPiece:
+    """One segment ``LocalLog.splitOverflowedSegment`` makes of an overflowed one: bytes [start, end) of its .log."""
+
+    base: int
+    start: int
+    end: int
+
+
+def split_overflowed(buf: bytes | memoryview, base: int, path: str) -> tuple[list[SplitPiece], str | None]:
+    """What Kafka does with a segment whose recovery threw LogSegmentOffsetOverflowException (a batch's last offset
+    outside the 32-bit range relative to the segment's base; recovery resets the offset index first): LogLoader's
+    ``retryOnOffsetOverflow`` (LogLoader.java:325-343) calls ``LocalLog.splitOverflowedSegment`` (LocalLog.java
+    157-214), which requires ``hasOverflow`` (LogSegment.java:525-528: readNextOffset with the reset index, i.e. the
+    file's LAST batch, overflows), then from position 0 opens a new segment at the first batch's base offset and
+    ``appendFromFile``s (LogSegment.java:280-340) the following batches while their last offset fits relative to
+    it, until the file is covered; the pieces replace the segment (``replaceSegments``) and the load is retried.
+    Returns (pieces, None), or ([], why) where Kafka's split throws and the broker fails to start."""
+    nxt, err = read_next_offset(buf, base, b"", path)
+    if err:
+        return [], f"the split's readNextOffset throws CorruptRecordException ({err})"
+    if not (nxt > base and not _relative_ok(nxt - 1, base)):
+        return [], ("the segment's last batch does not overflow, so LocalLog.splitOverflowedSegment's require("
+                    "hasOverflow) throws IllegalArgumentException")
+    pieces: list[SplitPiece] = []
+    covered = 0
+    try:
+        for pos, size, last in _reader_batches(buf, 0, path):
+            magic = buf[pos + MAGIC_OFFSET]
+            if not 2 <= magic < 128:
+                return [], "the segment holds v0/v1 entries (kafkalog does not model their split)"
+            first = INT64.unpack_from(buf, pos)[0]
+            if not pieces or not _relative_ok(last, pieces[-1].base):
+                if not _relative_ok(last, first):
+                    return [], (f"the batch at byte {pos} (offsets {first}..{last}) fits no segment of its own base "
+                                "offset: the split's appendFromFile appends nothing and throws IllegalStateException")
+                pieces.append(SplitPiece(first, pos, pos))
+            pieces[-1].end = pos + size + 12
+            covered = pos + size + 12
+    except KafkalogError as exc:
+        return [], f"the split's batch walk throws CorruptRecordException ({exc.message} at byte {exc.position})"
+    if covered != len(buf):
+        return [], (f"{len(buf) - covered} bytes after the last whole batch (byte {covered}): the split's batch "
+                    "iterator has no next batch there and throws NoSuchElementException")
+    return pieces, None
 
 
 def _header_last_offset(buf: bytes | memoryview, start: int, path: str) -> int | None:
@@ -607,6 +673,10 @@ class _LoadModel:
     segs: list[Scan] = field(default_factory=list)
     scans: dict[int, Scan] = field(default_factory=dict)
     recovered_bases: set[int] = field(default_factory=set)
+    split: list[SplitPiece] = field(default_factory=list)  # the pieces of the segment recover_segment found overflowed
+    split_deleted: list[str] = field(default_factory=list)  # the old files of split segments
+    split_retry: bool = False  # recoverLog runs again after a split
+    replay_read: list[int] = field(default_factory=list)  # segments a producer-state replay read (their .index opened)
 
     def __post_init__(self) -> None:
         self.cache = list(self.plan.epochs_before)
@@ -658,14 +728,27 @@ class _LoadModel:
         ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
         plan, store = self.plan, self.store
         psm = ProducerStateManager(store, self.version.java_producer_map, self.now)
-        rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False)
+        rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False, self.replay_read)
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
         again = s.base in self.recovered_bases
         self.recovered_bases.add(s.base)
-        if s.stop in ("fatal", "overflow"):
-            what = ("the broker splits the segment if its LAST offset overflows, otherwise fails to start"
-                    if s.stop == "overflow" else "the broker fails to start")
+        if s.stop == "overflow" and s.split_start is None:
+            with MappedFile(s.path) as mf:
+                pieces, why = split_overflowed(mf.buf, s.base, s.path)
+            if pieces and not at_load:
+                rec.outcome = "split"
+                self.split = pieces
+                return rec
+            what = (f"{why}: the broker fails to start" if why else
+                    "Kafka splits it into segments " + ", ".join(str(p.base) for p in pieces) + " during the load-time "
+                    "recovery, reloads and keeps the split segments' own indexes (kafkalog does not model a split at "
+                    "load; remove the segment's .index from the cases it models by restoring the .index, or let the "
+                    "broker split it)")
             plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else s.stop}: {what}")
+            return rec
+        if s.stop in ("fatal", "overflow"):
+            plan.fatal.append(f"{s.base:020d}.log: {s.problem.describe() if s.problem else s.stop}: the broker fails "
+                              "to start")
             return rec
         if s.stop == "empty" and at_load:
             # loadSegmentFiles calls recoverSegment inside its catch blocks and catches nothing around it: the
@@ -695,7 +778,9 @@ class _LoadModel:
                 rec.outcome = "truncated"
                 rec.stop = s.problem.message if s.problem else "bytes after the last complete batch"
                 rec.stop_position = s.valid_bytes
-        if rec.outcome != "intact" and self.lost_detail:
+        if rec.outcome != "intact" and self.lost_detail and s.split_start is not None:
+            rec.lost = Lost(s.base, s.next_offset, None, 0, 0, s.size - s.valid_bytes, s.valid_bytes == 0)
+        elif rec.outcome != "intact" and self.lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
         s.reader_next, s.reader_error, s.reader_infos = None, None, None  # recovery cuts the file, rebuilds its index
         rec.next_offset = s.next_offset
@@ -705,7 +790,9 @@ class _LoadModel:
         if again:
             # recovered at load already (its file is cut now): recovering it again changes no file
             prev = next(r for r in plan.recovered if r.base == s.base)
-            prev.reason += "; recovered again by the unclean-shutdown pass (no further change)"
+            again_why = "after the offset-overflow split" if self.split_retry else "by the unclean-shutdown pass"
+            if again_why not in prev.reason:
+                prev.reason += f"; recovered again {again_why} (no further change)"
             return rec
         _segment_file_changes(plan, self.files, s, aborted, rec)
         plan.recovered.append(rec)
@@ -719,19 +806,26 @@ class _LoadModel:
         ``deleteSegmentsIfLogStartGreaterThanLogEnd`` (LogLoader.java:423-440) and, with no segment left, a new empty
         active segment at the log start offset."""
         plan, segs, clean = self.plan, self.segs, self.plan.clean_shutdown
-        if not clean and segs:
+        restart = not clean and bool(segs)
+        while restart:
+            restart = False
             first = RecoveryReach(clean, plan.recovery_point, "").first_recovered([s.base for s in segs])
             todo = [s for s in segs if first is not None and s.base >= first]
             for i, s in enumerate(todo):
                 rec = self.recover_segment(s, "unclean shutdown: at or above the recovery point", segs)
                 if plan.fatal:
                     return False
+                if rec.outcome == "split":
+                    self.apply_split(s)
+                    self.split_retry = True
+                    restart = True  # retryOnOffsetOverflow runs recoverLog again from the start
+                    break
                 if rec.outcome != "intact":
                     for later in todo[i + 1:]:
                         _delete_segment(plan, self.files, later, self.lost_detail)
                         segs.remove(later)
                     break
-        elif clean:
+        if clean:
             plan.notes.append(f"{CLEAN_SHUTDOWN} is present: no segment is recovered except those with a missing "
                               ".index or a .txnindex that fails its check")
         if segs and segs[-1].reader_error:
@@ -775,6 +869,46 @@ class _LoadModel:
         plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
         return True
 
+    def apply_split(self, s: Scan) -> None:
+        """``splitOverflowedSegment`` + ``replaceSegments`` (LocalLog.java:157-214, 237-303) in the model: the
+        pieces (``self.split``) take the overflowed segment's place among the segments (ordered by base offset), each
+        a new ``.log`` copied from its byte range (written when recovery has run on it, ``_segment_file_changes``);
+        the old segment's files are deleted (``deleteSegmentFiles``) except where a piece of the same base writes the
+        name again, and its producer snapshot goes with it when no piece has its base (``deleteProducerSnapshotsAsync``
+        of ``deletedSegments``, LogLoader.java:339-341; only a snapshot the loader's producer-state manager listed)."""
+        plan, files = self.plan, self.files
+        pieces, self.split = self.split, []
+        stem = f"{s.base:020d}"
+        mine = {f"{stem}.{ext}" for ext in ("log", "index", "timeindex", "txnindex")}
+        plan.changes[:] = [c for c in plan.changes if not (c.phase == "load" and c.name in mine)]
+        for n in sorted(mine):
+            src = files.pop(n, None)
+            if src and (src.startswith(ZEROS) or os.path.lexists(src)):
+                self.split_deleted.append(n)
+        self.segs.remove(s)
+        self.scans.pop(s.base, None)
+        self.recovered_bases.discard(s.base)
+        with MappedFile(s.path) as mf:
+            for p in pieces:
+                piece = _scan_buffer(mf.buf[p.start:p.end], s.path, p.base, self.interval, self.sib, b"")
+                piece.split_start = p.start
+                self.segs.append(piece)
+                self.scans[p.base] = piece
+        self.segs.sort(key=lambda x: x.base)
+        if s.base not in {p.base for p in pieces} and s.base in self.before_snaps and s.base in self.store.present:
+            self.store.delete(s.base)
+        plan.notes.append(f"{stem}.log: a batch's last offset overflows the segment's 32-bit relative range: Kafka "
+                          "splits the segment (LocalLog.splitOverflowedSegment) into "
+                          + ", ".join(f"{p.base:020d}.log (bytes {p.start}-{p.end})" for p in pieces)
+                          + " and recovers again; recover --execute does the same")
+
+    def finish_split(self) -> None:
+        """The old files of a split segment that no piece writes again are deleted."""
+        written = {c.name for c in self.plan.changes if c.kind in ("write", "copy", "create-empty")}
+        for n in self.split_deleted:
+            if n not in written:
+                self.plan.changes.append(FileChange("delete", n, "replaced by the segments Kafka split it into"))
+
     def _trim_active_indexes(self, s: Scan, exts: tuple[str, ...] = ("index", "timeindex"), why: str = "active") -> None:
         """The active segment's indexes at the broker's clean close, when recovery did not rewrite them: the load
         opens them with ``entries = size / entry size`` rounded down (AbstractIndex.java:472-478), preallocates them,
@@ -812,7 +946,12 @@ class _LoadModel:
         if version.removes_stray_snapshots:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateManager(self.store, version.java_producer_map, self.now)
-        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean)
+        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean, self.replay_read)
+        for base in sorted(set(self.replay_read)):
+            # the replay's segment.read opened these offset indexes (LogSegment.translateOffset): trimmed at close
+            held = [x for x in segs if x.base == base]
+            if held and held[0] is not segs[-1]:
+                self._trim_active_indexes(held[0], ("index",), "read by the producer-state replay")
         unstable = set(main.state.ongoing) | main.state.unreplicated
         if unstable:
             # UnifiedLog's start-up maybeIncrementFirstUnstableOffset converts the first unstable offset (ongoing or
@@ -823,6 +962,7 @@ class _LoadModel:
             holder = [x for x in segs if x.base <= fuo]
             if holder and holder[-1] is not segs[-1]:
                 self._trim_active_indexes(holder[-1], ("index",), f"the segment of the first unstable offset {fuo}")
+        self.finish_split()
         _snapshot_changes(plan, self.store, self.before_snaps)
         written = {c.name for c in plan.changes if c.kind == "write"}
         plan.changes = [c for c in plan.changes if not (c.kind == "create-empty" and c.name in written)]
@@ -835,16 +975,14 @@ class _LoadModel:
 
 
 def _txn_sanity(path: str | None, base: int) -> str | None:
-    """TransactionIndex.sanityCheck: 'fatal' for a version > 0, a reason to recover for lastOffset < base. The
-    version Kafka checks is the entry's FIRST BYTE as a signed byte (AbortedTxn.version() is ``buffer.get(0)``,
-    AbortedTxn.java:65-67, though the field is written as a short): 0x00XX passes, 0x01.. stops the broker."""
+    """TransactionIndex.sanityCheck: 'fatal' for a version > 0 (``AbortedTxn.kafka_version``: the entry's first
+    byte), a reason to recover for lastOffset < base."""
     if not path or not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
         data = f.read()
-    for i, e in enumerate(comp.parse_txn_index(data)):
-        first = data[i * 34]
-        if 0 < first < 128:
+    for e in comp.parse_txn_index(data):
+        if e.kafka_version > 0:
             return "fatal"
         if e.last_offset < base:
             return f"the .txnindex has an entry (last offset {e.last_offset}) below the base offset"
@@ -854,7 +992,12 @@ def _txn_sanity(path: str | None, base: int) -> str | None:
 def _segment_file_changes(plan: LoaderPlan, files: dict[str, str], s: Scan, aborted: list, rec: SegmentRecovery) -> None:
     """Compare what recovery writes for one segment with the files on disk; add the differences."""
     stem = f"{s.base:020d}"
-    if s.valid_bytes < s.size:
+    if s.split_start is not None:
+        source = os.path.basename(s.path).removesuffix(".swap")
+        plan.changes.append(FileChange("copy", stem + ".log", f"split from {source} (bytes {s.split_start}-"
+                                       f"{s.split_start + s.valid_bytes})", s.valid_bytes, source=source,
+                                       start=s.split_start))
+    elif s.valid_bytes < s.size:
         plan.changes.append(FileChange("truncate", stem + ".log", f"cut at byte {s.valid_bytes} of {s.size}",
                                        s.valid_bytes))
     for ext, data in (("index", s.index), ("timeindex", s.timeindex)):
@@ -888,12 +1031,13 @@ def _delete_segment(plan: LoaderPlan, files: dict[str, str], s: Scan, lost_detai
     stem = f"{s.base:020d}"
     mine = {f"{stem}.{ext}" for ext in ("log", "index", "timeindex", "txnindex")}
     plan.changes[:] = [c for c in plan.changes if not (c.phase == "load" and c.name in mine
-                                                         and c.kind in ("write", "truncate", "create-empty"))]
+                                                         and c.kind in ("write", "truncate", "create-empty", "copy"))]
     for ext in ("log", "index", "timeindex", "txnindex"):
         src = files.pop(f"{stem}.{ext}", None)
         if src and (src.startswith(ZEROS) or os.path.lexists(src)):  # "" = created empty by this plan: dropped above
             plan.changes.append(FileChange("delete", f"{stem}.{ext}", "later segment deleted after a truncation"))
-    lost = lost_after(s.path, s.base, 0, True) if lost_detail and s.path else Lost(s.base, None, None, 0, 0, s.size, True)
+    lost = (lost_after(s.path, s.base, 0, True) if lost_detail and s.path and s.split_start is None
+            else Lost(s.base, None, None, 0, 0, s.size, True))
     plan.deleted_segments.append(lost)
 
 

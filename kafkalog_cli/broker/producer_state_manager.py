@@ -426,8 +426,11 @@ class ProducerStateManager:
         return not self.state.producers
 
 
-def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegment], log_start: int, last_offset: int, clean: bool) -> None:
-    """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order)."""
+def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegment], log_start: int, last_offset: int,
+                           clean: bool, read: list[int] | None = None) -> None:
+    """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order). ``read`` collects the
+    base offsets of the segments it reads (``segment.read`` looks the start offset up in the segment's offset index,
+    LogSegment.translateOffset, so the broker opens that index and trims it at its close)."""
     to_snap: list[int] = []
     if segs:
         if len(segs) > 1:
@@ -450,6 +453,8 @@ def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegme
         if lower:
             chosen = [s for s in chosen if s.base >= lower[-1].base]
         for s in chosen:
+            if read is not None:
+                read.append(s.base)
             start = max(s.base, psm.state.map_end_offset, log_start)
             psm.state.map_end_offset = start
             if s.base in to_snap:

@@ -215,9 +215,9 @@ def read_txn_index(path: str) -> list[AbortedTxn]:
         )
     entries = parse_txn_index(data)
     for i, e in enumerate(entries):
-        if e.version > 0:
+        if e.kafka_version > 0:  # the first byte, as Kafka's TransactionIndex iterator checks it
             raise RepairRefused(".txnindex entry has an unsupported version", file=path, position=i * 34,
-                                expected="version 0", found=str(e.version))
+                                expected="version 0 (the entry's first byte)", found=str(e.kafka_version))
     return entries
 
 

@@ -974,9 +974,7 @@ class Dumper:
     def _txnindex(self, arg: str, kind: str) -> Iterator[Any]:
         with self._open(arg) as mf:
             for i, e in enumerate(comp.parse_txn_index(mf.buf)):
-                v = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16 version
-                if v >= 0x80:
-                    v -= 0x100
+                v = e.kafka_version
                 if v > 0:
                     raise KafkalogError(
                         f"Unexpected aborted transaction version {v} in transaction index {java_abs(arg)}, current version is 0",

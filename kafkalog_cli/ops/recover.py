@@ -65,6 +65,10 @@ def recovery_steps(plan: ld.LoaderPlan) -> list[repair_plan.Step]:
             steps.append(repair_plan.write(c.name, c.data or b"", keep_mtime=c.name.endswith((".index", ".timeindex"))))
         elif c.kind == "create-empty":
             steps.append(repair_plan.write(c.name, b""))
+        elif c.kind == "copy":  # a piece of a split segment: its mtime is the old segment's (LocalLog.java:192)
+            src = os.path.join(pdir, c.source or "")
+            steps.append(repair_plan.write(c.name, repair_plan.copy_prefix(src, c.size, start=c.start),
+                                           mtime=os.path.getmtime(src)))
     return steps
 
 

@@ -144,11 +144,12 @@ def _commit(tx: safety.Transaction) -> str:
     return tx.backup_dir
 
 
-def copy_prefix(src: str, length: int) -> Writer:
+def copy_prefix(src: str, length: int, start: int = 0) -> Writer:
     """A writer copying the first ``length`` bytes of ``src``: a segment cut at a batch boundary (truncation,
-    recovery's ``LogSegment.truncateTo``)."""
+    recovery's ``LogSegment.truncateTo``); from byte ``start``: a piece of a split segment."""
     def write_prefix(f: BinaryIO) -> None:
         with open(src, "rb") as fin:
+            fin.seek(start)
             left = length
             while left:
                 chunk = fin.read(min(left, 1 << 20))

@@ -107,9 +107,9 @@ def _txnindex(report: FileReport, buf: bytes | memoryview) -> None:
     for i, e in enumerate(comp.parse_txn_index(buf)):
         pos = i * size
         where = (pos, pos + size)
-        version = (e.version >> 8) & 0xFF  # Kafka reads the first byte of the int16
+        version = e.kafka_version  # Kafka reads the first byte of the int16
         if version != 0:
-            report.add(Problem(path, *where, "txnindex", f"entry {i}: version byte {version}, expected 0"))
+            report.add(Problem(path, *where, "txnindex", f"entry {i}: version byte {version & 0xFF}, expected 0"))
         if base is not None and e.last_offset < base:
             report.add(Problem(path, *where, "txnindex",
                                f"entry {i}: last offset {e.last_offset} is below the segment base {base} "

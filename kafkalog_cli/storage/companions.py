@@ -126,6 +126,14 @@ class AbortedTxn:
     last_offset: int
     last_stable_offset: int
 
+    @property
+    def kafka_version(self) -> int:
+        """The version Kafka checks: the FIRST BYTE of the int16 field, as a signed byte (AbortedTxn.version() is
+        ``buffer.get(VERSION_OFFSET)``, storage/src/main/java/org/apache/kafka/storage/internals/log/
+        AbortedTxn.java:65-67; TransactionIndex.java:247-249 throws for a version > 0). 0x00XX passes."""
+        v = (self.version >> 8) & 0xFF
+        return v - 0x100 if v >= 0x80 else v
+
 
 def parse_txn_index(buf: bytes | memoryview) -> list[AbortedTxn]:
     """Complete entries (TXN_INDEX_ENTRY, 34 bytes); a trailing partial entry is ignored (as Kafka's reader does)."""
