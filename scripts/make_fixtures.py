@@ -205,7 +205,53 @@ def main() -> None:
         write(f"sample-logdir/{part}/00000000000000000000.timeindex", t0)
         write(f"sample-logdir/{part}/leader-epoch-checkpoint", encode_leader_epoch_checkpoint([(0, 0)]))
         write(f"sample-logdir/{part}/partition.metadata", "version: 0\ntopic_id: gSnfpEbtQfSDpxM2lhEn9A")
+    registry()
     print(f"fixtures written under {sample.parent}")
+
+
+def registry() -> None:
+    """A log dir with a Schema Registry's ``_schemas`` topic (its documented key/value JSON: two Avro versions, a
+    CONFIG record, a soft delete) and a topic whose values are Confluent-framed Avro (magic 0, 4-byte id): the
+    bundled input of ``kafkalog schemas`` and ``dump --value-decoder schema-registry`` (and the MCP tool's example)."""
+    import io
+    import json
+
+    import fastavro
+
+    def j(obj: object) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+    v1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}]}
+    v2 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"},
+                                                        {"name": "qty", "type": "int", "default": 1}]}
+    recs = [
+        (j({"keytype": "NOOP", "magic": 0}), None),
+        (j({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}),
+         j({"subject": "orders-value", "version": 1, "id": 1, "schema": json.dumps(v1), "deleted": False})),
+        (j({"keytype": "CONFIG", "subject": "orders-value", "magic": 0}), b'{"compatibilityLevel":"BACKWARD"}'),
+        (j({"keytype": "SCHEMA", "subject": "orders-value", "version": 2, "magic": 1}),
+         j({"subject": "orders-value", "version": 2, "id": 2, "schema": json.dumps(v2), "deleted": False})),
+        (j({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}),
+         j({"subject": "orders-value", "version": 1, "id": 1, "schema": json.dumps(v1), "deleted": True})),
+    ]
+    seg = b"".join(encode_batch([RecordSpec(k, v, timestamp=T0 + 1000 * i)], base_offset=i, partition_leader_epoch=0)
+                   for i, (k, v) in enumerate(recs))
+    write("registry/_schemas-0/00000000000000000000.log", seg)
+    write("registry/_schemas-0/00000000000000000000.index", b"")
+    write("registry/_schemas-0/00000000000000000000.timeindex", b"")
+    data = b""
+    for i in range(6):
+        sid, schema = (1, v1) if i < 3 else (2, v2)
+        buf = io.BytesIO()
+        rec = {"id": i, "item": f"item-{i}"} if sid == 1 else {"id": i, "item": f"item-{i}", "qty": i}
+        fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), rec)
+        value = b"\x00" + struct.pack(">i", sid) + buf.getvalue()
+        data += encode_batch([RecordSpec(b"order-%d" % i, value, timestamp=T0 + 60_000 * i)], base_offset=i,
+                             partition_leader_epoch=0)
+    write("registry/orders-0/00000000000000000000.log", data)
+    i0, t0 = recovery_indexes(data, 0, 4096)
+    write("registry/orders-0/00000000000000000000.index", i0)
+    write("registry/orders-0/00000000000000000000.timeindex", t0)
 
 
 if __name__ == "__main__":

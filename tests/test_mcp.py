@@ -138,6 +138,9 @@ def examples(base: str = "fixtures") -> dict[str, list[dict]]:
         "locate_group": [{"group": "orders-app", "partitions": 12}],
         "locate_txn": [{"txn_id": "--execute"}],
         "report": [{"datasets": ["scan"]}],
+        "schemas": [{"paths": [f"{base}/registry"]}, {"paths": [f"{base}/registry"], "audit": True}],
+        "metadata": [{"path": f"{base}/kraft/__cluster_metadata-0"}],
+        "inventory": [{"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0"}],
     }
 
 
@@ -215,7 +218,7 @@ def test_tool_list_and_schemas_validate(golden):
     assert "Dry run only" in by_name["salvage"].description
     dump = by_name["dump"].input_schema["properties"]
     assert dump["print_data_log"]["type"] == "boolean" and dump["max_bytes"]["type"] == "integer"
-    assert dump["gap_tracker"]["enum"] == ["scala", "java"] and dump["kafka_version"]["default"] == "4.3"
+    assert dump["gap_tracker"]["enum"] == ["scala", "java"] and "default" not in dump["kafka_version"]  # flag > $KAFKALOG_KAFKA_VERSION > files > 4.4
     assert by_name["locate_group"].input_schema["properties"]["partitions"]["minimum"] == 1
     assert by_name["seek_offset"].input_schema["required"] == ["partition_dir", "offset"]
     assert "execute" not in by_name["recover"].input_schema["properties"]
