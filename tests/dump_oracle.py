@@ -132,3 +132,66 @@ def variants(path: Path) -> list[list[str]]:
     if name.endswith(".index") or name.endswith(".timeindex"):
         return [f, f + ["--verify-index-only"], f + ["--index-sanity-check"]]
     return [f]
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Byte equality of two (large) files, read in chunks."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 22), fb.read(1 << 22)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def _last_dumping(path: Path) -> str | None:
+    """The file named by the last ``Dumping F`` line of a DumpLogSegments stdout (the file it was on when it died)."""
+    last = None
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(b"Dumping "):
+                last = line[len(b"Dumping "):].rstrip(b"\n").decode(errors="replace")
+    return last
+
+
+def compare_streamed(oracle, args: list[str], version: str, tool,  # noqa: ANN001
+                     work: Path) -> tuple[str | None, str | None]:
+    """``compare`` for outputs too large to hold twice in memory (every real file in one call): kafkalog runs as its
+    console command in a subprocess, at the same time as Kafka's tool (one JVM: 4.0 in the Batch JVM, a release's
+    launcher otherwise; kafkalog first where the tool creates files), both writing stdout to files; equal stdouts are compared as streams and judged as equal,
+    unequal ones are read and judged as ``compare`` does. Returns (the disagreement or None, the file Kafka's tool
+    died on or None)."""
+    import sys
+
+    files = args[args.index("--files") + 1].split(",")
+    work.mkdir(parents=True, exist_ok=True)
+    ours_out, ours_err = work / "kafkalog.out", work / "kafkalog.err"
+    env = dict(os.environ, LC_ALL="C.UTF-8")
+    # Kafka's tool creates the missing .index of a .timeindex it dumps: kafkalog must have finished with those files
+    # before it starts (the module docstring), so such a run is not concurrent
+    writes = any(f.endswith(".timeindex") and not os.path.exists(f[: -len(".timeindex")] + ".index") for f in files)
+    with open(ours_out, "wb") as o, open(ours_err, "wb") as e:
+        proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "dump", "--kafka-version", version, *args],
+                                stdout=o, stderr=e, env=env)
+        if writes:
+            proc.wait(timeout=900)
+        try:
+            if version == "4.0":
+                rc, k_out, k_err = oracle.batch_to_files("Dump", *args)
+            else:
+                k_out, k_err = work / "kafka.out", work / "kafka.err"
+                with open(k_out, "wb") as ko, open(k_err, "wb") as ke:
+                    rc = subprocess.run([str(tool(version)), *args], stdout=ko, stderr=ke, timeout=900,
+                                        env=env).returncode
+        finally:
+            ours_rc = proc.wait(timeout=900)
+    equal = same_file(k_out, ours_out)
+    k = Side(rc, b"" if equal else k_out.read_bytes(), k_err.read_bytes())
+    ours = Side(ours_rc, b"" if equal else ours_out.read_bytes(), ours_err.read_bytes())
+    died = _last_dumping(k_out) if k.threw else None
+    for q in (k_out, k_err, ours_out, ours_err):
+        q.unlink()
+    return judge(k, ours, files), died

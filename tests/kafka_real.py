@@ -121,6 +121,15 @@ class Oracle:
 
     def batch(self, program: str, *args: str) -> Run:
         """The same program run in the shared Batch JVM (the bytes are those of a standalone run)."""
+        rc, out, err = self.batch_to_files(program, *args)
+        res = Run(rc, out.read_bytes(), err.read_bytes())
+        out.unlink()
+        err.unlink()
+        return res
+
+    def batch_to_files(self, program: str, *args: str) -> tuple[int, Path, Path]:
+        """``batch`` leaving stdout and stderr in files (rc, stdout path, stderr path) the caller removes: for
+        outputs of hundreds of MB (a deep dump of every real file), compared as streams."""
         with self._plock:
             if self._proc is None or self._proc.poll() is not None:
                 env = dict(os.environ, LC_ALL="C.UTF-8")
@@ -139,10 +148,7 @@ class Oracle:
                 self._proc = None
                 raise RuntimeError(f"kafka-real Batch JVM ended during request {req}")
             ans = json.loads(line)
-            res = Run(int(ans["rc"]), out.read_bytes(), err.read_bytes())
-            out.unlink()
-            err.unlink()
-            return res
+            return int(ans["rc"]), out, err
 
     def json(self, program: str, *args: str) -> dict:
         """A Write/Load/Clean/Truncate/Seek run's JSON (through the Batch JVM)."""
