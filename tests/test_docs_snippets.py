@@ -65,6 +65,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ld = fleet / f"b{b}" / "kafka-logs"
         shutil.copytree(ROOT / "fixtures" / "partition" / "orders-0", ld / "orders-0")
         (ld / "meta.properties").write_text(f"version=1\nnode.id={b}\ncluster.id=c\n")
+    # the Schema Registry's topic beside the data, a KRaft metadata dir, a combined node and a broker's two JBOD dirs
+    shutil.copytree(ROOT / "fixtures" / "registry" / "_schemas-0", logs / "_schemas-0")
+    meta = ROOT / "fixtures" / "kraft" / "__cluster_metadata-0"
+    shutil.copytree(meta, tmp / "meta" / "__cluster_metadata-0")
+    shutil.copytree(ROOT / "fixtures" / "sample-logdir", tmp / "combined")
+    shutil.copytree(meta, tmp / "combined" / "__cluster_metadata-0")
+    for i, p in ((1, "payments-0"), (2, "payments-1")):
+        shutil.copytree(ROOT / "fixtures" / "sample-logdir" / p, tmp / f"data-kafka-{i}" / p)
     scan = tmp / "srv-scan"
     for b in (1, 2, 3):
         subprocess.run([sys.executable, "-m", "kafkalog_cli", "scan", "--records", "--out", str(scan / f"b{b}"),
@@ -80,6 +88,10 @@ def _map(text: str, w: dict[str, Path]) -> str:
         ("/var/lib/kafka/orders-0/00000000000000368769.log", f"{logs}/orders-0/00000000000000000000.log"),
         ("00000000000000000000.index,00000000000000000000.timeindex",
          f"{logs}/orders-0/00000000000000000000.index,{logs}/orders-0/00000000000000000000.timeindex"),
+        ("/var/lib/kafka/meta", str(w["tmp"] / "meta")), ("ctrl1/meta", str(w["tmp"] / "meta")),
+        ("/var/lib/kafka/combined", str(w["tmp"] / "combined")), ("/data/kafka-1", str(w["tmp"] / "data-kafka-1")),
+        ("/data/kafka-2", str(w["tmp"] / "data-kafka-2")), ("/tmp/bundle", str(w["tmp"] / "bundle")),
+        ("/mnt/broker2/kafka", f"{fleet}/b2/kafka-logs"), ("/mnt/registry-logs", logs),
         ("/var/lib/kafka", logs), ("/etc/bash_completion.d/kafkalog", str(w["tmp"] / "completion")),
         ("'/mnt/brokers/*/kafka-logs'", f"'{fleet}/*/kafka-logs'"), ("/mnt/b*", f"{fleet}/b*"), ("/mnt/b", f"{fleet}/b"),
         ("/srv/scan", scan), ("/tmp/scan", scan), ("OUT/", f"{scan}/"), ("/srv/divergence", str(w["tmp"] / "div")),
