@@ -255,3 +255,21 @@ def test_an_empty_suffixed_copy_is_an_empty_log_everywhere(tmp_path: Path, cmd: 
     assert got == code, said
     if code != 2:
         assert "empty" in said, said
+
+
+def test_a_symlink_loop_below_a_directory_is_walked_once(tmp_path):
+    """dump / verify-crc of a directory holding a link back to itself read every file once (before: the same segment
+    once per level until the kernel's ELOOP, then an error)."""
+    import shutil
+
+    from kafkalog_cli.storage.paths import directory_files
+
+    pdir = tmp_path / "logs" / "orders-0"
+    pdir.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "fixtures" / "partition" / "orders-0" /
+                "00000000000000000000.log", pdir)
+    (pdir / "back").symlink_to(tmp_path / "logs")
+    files = directory_files(str(tmp_path / "logs"))
+    assert [os.path.basename(f) for f in files] == ["00000000000000000000.log"]
+    r = CliRunner().invoke(cli, ["dump", str(tmp_path / "logs")])
+    assert r.output.count("Dumping ") == 1 and r.exit_code == 0, r.output[-500:]

@@ -36,5 +36,7 @@ def note_lines(chk: InputCheck) -> list[str]:
               "its first segment when it loads the partition)" for a in chk.empty]
     for u in chk.unmatched:
         what, hint = _CAUSES[u.cause]
+        if u.cause == "unreadable" and u.detail:
+            what = u.detail  # "cannot list directory: permission denied", as every other command says
         lines += [f"kafkalog: error: {u.arg}: {what}", f"hint: {hint}"]
     return lines

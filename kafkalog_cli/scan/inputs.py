@@ -21,6 +21,7 @@ class Stray:
 @dataclass
 class Unmatched:
     arg: str
+    detail: str | None  # the resolver's own words for an "unreadable" directory (storage/paths.unmatched_reason)
     cause: str  # "missing", "unreadable" (cannot be listed), "no-match" (a glob), "no-segments" (a directory), "remote" (an object-store URI)
 
 
@@ -65,5 +66,5 @@ def sort_unmatched(chk: InputCheck, unmatched: list[str]) -> InputCheck:
         if empty_partition(a):
             chk.empty.append(a)
         else:
-            chk.unmatched.append(Unmatched(a, cause(a)))
+            chk.unmatched.append(Unmatched(a, unmatched_reason(a) if "://" not in a else None, cause(a)))
     return chk

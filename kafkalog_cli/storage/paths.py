@@ -190,19 +190,25 @@ def segment_groups(args: list[str]) -> dict[str, list[str] | None]:
 _LISTING_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
 
 
-def directory_files(path: str, *, top: bool = True) -> list[str]:
+def directory_files(path: str, *, top: bool = True, _seen: set[tuple[int, int]] | None = None) -> list[str]:
     """What ``dump`` and ``verify-crc`` walk when given a directory: the files of a partition directory in offset
     order (then KRaft snapshots, then other files); partition directories of a log directory follow, each in the
     same order.
 
     ``path`` itself must be listable (OSError otherwise); a subdirectory that cannot be listed (permission denied,
-    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on."""
+    an I/O error, gone meanwhile) is returned as itself, in its place, so that callers report it and go on.
+    A directory reached twice (a symlink loop, or a link to a directory walked already) is walked once."""
     try:
         names = sorted(os.listdir(path))
+        st = os.stat(path)
     except OSError:
         if top:
             raise
         return [path]
+    seen = set() if _seen is None else _seen
+    if (st.st_dev, st.st_ino) in seen:
+        return []
+    seen.add((st.st_dev, st.st_ino))
     segs, snaps, others, subdirs = [], [], [], []
     for n in names:
         full = os.path.join(path, n)
@@ -225,7 +231,7 @@ def directory_files(path: str, *, top: bool = True) -> list[str]:
     out += [os.path.join(path, n) for n in snaps]
     out += [os.path.join(path, n) for n in others]
     for d in subdirs:
-        out += directory_files(d, top=False)
+        out += directory_files(d, top=False, _seen=seen)
     return out
 
 
