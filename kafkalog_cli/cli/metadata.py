@@ -86,18 +86,9 @@ def metadata(path: str, at: str | None, diff: tuple[str, str] | None, history: s
                 else:
                     docs.append({"snapshot": name, "result": "equal"})
             if fmt == "json":
-                import json
-
-                from kafkalog_cli.render.jsondoc import versioned
-
-                click.echo(json.dumps(versioned({"snapshots": docs}), sort_keys=True, default=str))
+                click.echo(render.snapshot_checks_json(docs))
             else:
-                for d in docs:
-                    click.echo(f"{d['snapshot']}: {d['result']}")
-                    for c in d.get("changes", []):
-                        click.echo(f"  {c['area']} {c['name']}: {c['kind']} {c['before']} -> {c['after']}")
-                if not docs:
-                    click.echo("no snapshots")
+                render.snapshot_checks_text(docs, _out)
             sys.exit(code)
         if diff is not None:
             la, lb, changes = ops.diff_points(directory, _point(diff[0]), _point(diff[1]))

@@ -11,9 +11,14 @@ from kafkalog_cli.internal_topics.metadata_image import MIGRATING
 from kafkalog_cli.ops.inventory import Inventory
 from kafkalog_cli.ops.metadata import Change, HistoryEvent, Loaded, metadata_version_name, to_json_image
 from kafkalog_cli.render.jsondoc import versioned
-from kafkalog_cli.render.replicas import _ts as _iso  # one UTC millisecond format for both reports
+from kafkalog_cli.timefmt import iso_utc
 
 Out = Callable[[str], None]
+
+
+def _iso(v: int | None) -> str:
+    """A time in text: UTC ISO-8601 (timefmt, the one rule for every text output), ``-`` when unknown."""
+    return "-" if v is None else iso_utc(v)
 
 
 def _source(loaded: Loaded) -> str:
@@ -93,6 +98,20 @@ def summary(loaded: Loaded, out: Out, *, partitions: bool = False, topic: str | 
 
 def image_json(loaded: Loaded) -> str:
     return json.dumps(versioned(to_json_image(loaded)), sort_keys=True, default=str)
+
+
+def snapshot_checks_text(docs: list[dict[str, Any]], out: Out) -> None:
+    """``--check-snapshots``: each snapshot equal to the replayed log, or what differs."""
+    for d in docs:
+        out(f"{d['snapshot']}: {d['result']}")
+        for c in d.get("changes", []):
+            out(f"  {c['area']} {c['name']}: {c['kind']} {c['before']} -> {c['after']}")
+    if not docs:
+        out("no snapshots")
+
+
+def snapshot_checks_json(docs: list[dict[str, Any]]) -> str:
+    return json.dumps(versioned({"snapshots": docs}), sort_keys=True, default=str)
 
 
 def diff_text(la: Loaded, lb: Loaded, changes: list[Change], out: Out) -> None:
