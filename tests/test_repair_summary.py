@@ -39,7 +39,7 @@ def test_recover_over_a_log_dir_ends_with_a_summary(tmp_path):
     assert code == 1, out
     lines = out.splitlines()
     assert not any(line.startswith("Partition ") for line in lines), out  # no per-partition block
-    assert lines[0] == f"Summary: {N} partitions in {logdir} (Kafka 3.9 loader):", out
+    assert lines[0] == f"Summary: {N} partitions in {logdir} (Kafka 4.4 loader):", out
     assert f"  clean: {N - len(DAMAGED)} (the broker would change nothing)" in lines, out
     assert f"  would change: {len(DAMAGED)}" in lines, out
     assert "  refused: 0 (the broker would not load them)" in lines, out
@@ -60,7 +60,7 @@ def test_recover_verbose_keeps_every_partition_block_before_the_summary(tmp_path
     assert code == 1, out
     lines = out.splitlines()
     heads = [i for i, line in enumerate(lines) if line.startswith("Partition ")]
-    summary = lines.index(f"Summary: {N} partitions in {logdir} (Kafka 3.9 loader):")
+    summary = lines.index(f"Summary: {N} partitions in {logdir} (Kafka 4.4 loader):")
     assert len(heads) == N and max(heads) < summary, out
     assert "Per-partition details" not in out
     # one partition alone: its block, no summary (as before)

@@ -50,6 +50,7 @@ _FIXED = {
     "int64": struct.Struct(">q"),
     "float64": struct.Struct(">d"),
 }
+FIXED_WIDTH = _FIXED  # the fixed-width scalars by schema type name, also for internal_topics/metadata_fast.py
 
 
 class Reader:

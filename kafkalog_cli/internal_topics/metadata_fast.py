@@ -17,13 +17,12 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from kafkalog_cli.format.flexible import Field
+from kafkalog_cli.format.flexible import FIXED_WIDTH, Field
 from kafkalog_cli.internal_topics.schema import Message
 
-_FIXED = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),
-          "int64": struct.Struct(">q"), "uint16": struct.Struct(">H"), "float64": struct.Struct(">d")}
+_FIXED = FIXED_WIDTH  # the generic reader's table (format/flexible.py): one declaration of the scalars
 _b64 = base64.urlsafe_b64encode
-_I32 = struct.Struct(">i").unpack_from
+_I32 = FIXED_WIDTH["int32"].unpack_from
 _INTS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
 
 
