@@ -293,33 +293,37 @@ class Replayer:
         self._emit(offset, t, topic, pid, part)
 
     def _partition_change(self, d: dict[str, Any], offset: int, t: int | None) -> None:
+        g = d.get  # one bound lookup: a long replay is mostly these records
         tid, pid = d["topicId"], int(d["partitionId"])
         topic = self.image.topics.get(tid)
         old = topic.partitions.get(pid) if topic is not None else None
         if topic is None or old is None:
             raise ReplayError(f"Unable to find partition {tid}:{pid}")
-        replicas = old.replicas if d.get("replicas") is None else list(d["replicas"])
-        dirs = d.get("directories")
-        if d.get("replicas") is not None and dirs and len(dirs) != len(replicas):
+        reps = g("replicas")
+        replicas = old.replicas if reps is None else list(reps)
+        dirs = g("directories")
+        if reps is not None and dirs and len(dirs) != len(replicas):
             raise ReplayError(f"InvalidReplicaDirectoriesException: {len(dirs)} directories for {len(replicas)} replicas")
-        leader = int(d.get("leader", NO_LEADER_CHANGE))
-        lrs = int(d.get("leaderRecoveryState", -1))
+        leader = int(g("leader", NO_LEADER_CHANGE))
+        lrs = int(g("leaderRecoveryState", -1))
         if dirs is None and replicas is old.replicas:
             new_dirs = old.directories  # already defaulted for these replicas
         else:
             new_dirs = _dirs(old.directories if dirs is None else list(dirs), len(replicas))
+        isr, removing, adding = g("isr"), g("removingReplicas"), g("addingReplicas")
+        elr, lkelr = g("eligibleLeaderReplicas"), g("lastKnownElr")
         new = Partition(
             replicas,
             new_dirs,
-            old.isr if d.get("isr") is None else list(d["isr"]),
-            old.removing_replicas if d.get("removingReplicas") is None else list(d["removingReplicas"]),
-            old.adding_replicas if d.get("addingReplicas") is None else list(d["addingReplicas"]),
+            old.isr if isr is None else list(isr),
+            old.removing_replicas if removing is None else list(removing),
+            old.adding_replicas if adding is None else list(adding),
             old.leader if leader == NO_LEADER_CHANGE else leader,
             old.leader_recovery_state if lrs == -1 else lrs,
             old.leader_epoch if leader == NO_LEADER_CHANGE else old.leader_epoch + 1,
             old.partition_epoch + 1,
-            old.elr if d.get("eligibleLeaderReplicas") is None else list(d["eligibleLeaderReplicas"]),
-            old.last_known_elr if d.get("lastKnownElr") is None else list(d["lastKnownElr"]),
+            old.elr if elr is None else list(elr),
+            old.last_known_elr if lkelr is None else list(lkelr),
         )
         topic.partitions[pid] = new
         self._emit(offset, t, topic, pid, new)
