@@ -41,7 +41,8 @@ def uuid_bytes(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "==")
 
 
-_FIXED = {
+# the fixed-width scalars by schema type name (also read by internal_topics/metadata_fast.py)
+FIXED_WIDTH = {
     "int8": struct.Struct(">b"),
     "int16": struct.Struct(">h"),
     "uint16": struct.Struct(">H"),
@@ -50,7 +51,6 @@ _FIXED = {
     "int64": struct.Struct(">q"),
     "float64": struct.Struct(">d"),
 }
-FIXED_WIDTH = _FIXED  # the fixed-width scalars by schema type name, also for internal_topics/metadata_fast.py
 
 
 class Reader:
@@ -66,7 +66,7 @@ class Reader:
             )
 
     def fixed(self, kind: str) -> Any:
-        st = _FIXED[kind]
+        st = FIXED_WIDTH[kind]
         self.need(st.size)
         (v,) = st.unpack_from(self.buf, self.pos)
         self.pos += st.size
@@ -130,7 +130,7 @@ def _read_value(r: Reader, t: Any, version: int, flexible: bool, nullable: bool)
                     return None
             return read_struct(r, sub, version, flexible)
         raise ValueError(kind)
-    if t in _FIXED:
+    if t in FIXED_WIDTH:
         return r.fixed(t)
     if t == "bool":
         return r.fixed("int8") != 0
@@ -208,8 +208,8 @@ def _write_value(out: bytearray, t: Any, v: Any, version: int, flexible: bool, n
                 out += b"\x01"
             write_struct(out, sub, v or {}, version, flexible)
             return
-    if t in _FIXED:
-        out += _FIXED[t].pack(0 if v is None else v)
+    if t in FIXED_WIDTH:
+        out += FIXED_WIDTH[t].pack(0 if v is None else v)
         return
     if t == "bool":
         out += b"\x01" if v else b"\x00"

@@ -20,7 +20,6 @@ from typing import Any
 from kafkalog_cli.format.flexible import FIXED_WIDTH, Field
 from kafkalog_cli.internal_topics.schema import Message
 
-_FIXED = FIXED_WIDTH  # the generic reader's table (format/flexible.py): one declaration of the scalars
 _b64 = base64.urlsafe_b64encode
 _I32 = FIXED_WIDTH["int32"].unpack_from
 _INTS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
@@ -60,8 +59,8 @@ def _length(buf: bytes, pos: int, nullable: bool) -> tuple[int, int]:
 def _step(t: Any, nullable: bool) -> Step | None:
     if not isinstance(t, str | tuple) or (isinstance(t, tuple) and not all(isinstance(x, str) for x in t)):
         return None  # structs: the generic reader
-    if t in _FIXED:
-        st = _FIXED[t]
+    if t in FIXED_WIDTH:
+        st = FIXED_WIDTH[t]
         size, unpack = st.size, st.unpack_from
 
         def fixed(buf: bytes, pos: int) -> tuple[Any, int]:

@@ -47,15 +47,15 @@ def check_named_files(paths: list[str]) -> InputCheck:
     return chk
 
 
-def cause(arg: str) -> str:
-    """Why an argument gave no segment."""
+def cause(arg: str, detail: str | None) -> str:
+    """Why an argument gave no segment (``detail``: ``unmatched_reason``'s words for it, read once by the caller)."""
     if "://" in arg:
         return "remote"
     if glob.has_magic(arg) and not os.path.exists(arg):
         return "no-match"
     if not os.path.lexists(arg):
         return "missing"
-    if unmatched_reason(arg) is not None:  # a directory that cannot be listed (storage/paths.py)
+    if detail is not None:  # a directory that cannot be listed (storage/paths.py)
         return "unreadable"
     return "no-segments"
 
@@ -66,5 +66,6 @@ def sort_unmatched(chk: InputCheck, unmatched: list[str]) -> InputCheck:
         if empty_partition(a):
             chk.empty.append(a)
         else:
-            chk.unmatched.append(Unmatched(a, unmatched_reason(a) if "://" not in a else None, cause(a)))
+            detail = unmatched_reason(a) if "://" not in a else None
+            chk.unmatched.append(Unmatched(a, detail, cause(a, detail)))
     return chk
