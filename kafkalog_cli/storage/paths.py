@@ -162,6 +162,52 @@ def log_dir_partitions(args: list[str]) -> tuple[list[tuple[str, str]], list[str
     return found, notes
 
 
+_LOG_FILE_SUFFIXES = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
+
+
+def log_files(path: str) -> list[str]:
+    """The names of a partition directory's log files, leftovers included: ``<offset>.log`` segments and the
+    ``.log.deleted`` / ``.log.cleaned`` / ``.log.swap`` files of an unfinished delete, clean or swap (empty when
+    the directory cannot be listed)."""
+    try:
+        names = layout.list_directory(path)
+    except UnreadableFileError:
+        return []
+    return sorted(n for n in names if n.endswith(_LOG_FILE_SUFFIXES) and n[:1].isdigit()
+                  and os.path.isfile(os.path.join(path, n)))
+
+
+def partition_copies(args: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """PATH arguments of the commands that read every copy a fleet still holds of a partition (``group-history``):
+    as ``log_dir_partitions``, but a partition directory of any name Kafka gives one (live, ``-delete``,
+    ``-future``, ``-stray``: LocalLog.parseTopicPartitionName) counts when it holds a log file or a leftover of
+    one (``log_files``), so a deleted partition's or an unfinished clean's records are read too. Returns
+    ``[(partition dir, its log dir)]`` in argument order and notes for arguments that hold no partition."""
+    found: list[tuple[str, str]] = []
+    notes: list[str] = []
+
+    def children(d: str) -> list[str]:
+        return [os.path.join(d, n) for n in sorted(layout.list_directory(d))
+                if parse_topic_partition_name(n) is not None and log_files(os.path.join(d, n))]
+
+    for raw in args:
+        path = os.path.abspath(raw)
+        require_directory(raw, "a log dir or a partition directory")
+        if partition_name(path) is not None and log_files(path):
+            found.append((path, os.path.dirname(os.path.realpath(path))))
+            continue
+        before = len(found)
+        found += [(sub, path) for sub in children(path)]
+        if len(found) == before:  # a folder of log dirs (one per broker): one level down
+            for name in sorted(layout.list_directory(path)):
+                sub = os.path.join(path, name)
+                if os.path.isdir(sub) and partition_name(sub) is None:
+                    found += [(s, sub) for s in children(sub)]
+        if len(found) == before:
+            notes.append(f"{raw}: no partition directories (topic-N holding .log segments) found")
+    return found, notes
+
+
 def segment_groups(args: list[str]) -> dict[str, list[str] | None]:
     """PATH arguments of ``rebuild-index``: partition dir -> the selected ``.log`` paths (None: every segment). A
     directory is taken as a partition directory; a file selects the segment it belongs to (``N.log`` beside it)."""
