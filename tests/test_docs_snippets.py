@@ -58,6 +58,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for p in ("payments-0", "payments-1"):
         shutil.copytree(ROOT / "fixtures" / "sample-logdir" / p, logs / p)
     (logs / "__consumer_offsets-12").mkdir()
+    for name in ("__consumer_offsets-5", "connect-offsets-0"):  # group-history's sample (orders-app, csv-source)
+        shutil.copytree(ROOT / "fixtures" / "groups" / name, logs / name)
     (logs / "events.cfg").write_text("retention.ms=604800000\ncleanup.policy=delete\n")
     fleet = tmp / "mnt"
     for b in (1, 2, 3):

@@ -363,3 +363,16 @@ def test_real_partitions_agree_with_kafkas_decoding(kafka_real) -> None:  # noqa
             assert (ph.deleted is not None) == (seq[-1] is None), (d, k)
         checked += 1
     assert checked
+
+
+def test_the_sample_fixture_decodes_as_kafka_decodes_it(kafka_real) -> None:  # noqa: ANN001
+    """fixtures/groups is written by kafkalog's encoder (scripts/make_group_fixture.py): Kafka's own DumpLogSegments
+    --offsets-decoder prints its records exactly as kafkalog does, so the sample is what a broker would have."""
+    import dump_oracle as do
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "groups"
+    (f,) = sorted(root.glob("__consumer_offsets-*/*.log"))
+    assert do.compare(kafka_real, ["--files", str(f), "--offsets-decoder"]) is None
+    h = gh.history([str(root)], GROUP)
+    p0 = h.groups[GROUP].partitions[("orders", 0)]
+    assert _timeline(p0) == [("range", 2, 10, 5), ("reset", -10), ("range", 0, 4, 2)]

@@ -141,6 +141,9 @@ def examples(base: str = "fixtures") -> dict[str, list[dict]]:
         "schemas": [{"paths": [f"{base}/registry"]}, {"paths": [f"{base}/registry"], "audit": True}],
         "metadata": [{"path": f"{base}/kraft/__cluster_metadata-0"}],
         "inventory": [{"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0"}],
+        "group_history": [{"group": "orders-app", "paths": [f"{base}/groups", f"{base}/partition"]},
+                          {"group": "orders-app", "paths": [f"{base}/groups"], "at": "1700000006500"},
+                          {"group": "csv-source", "paths": [f"{base}/groups"], "connect": True}],
     }
 
 

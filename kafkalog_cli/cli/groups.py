@@ -42,8 +42,9 @@ def _write(path: str, text: str) -> None:
 
 
 @click.command("group-history")
-@click.argument("args", nargs=-1, required=True, metavar="GROUP LOGDIR...")
-@click.option("--all-groups", is_flag=True, help="Every group (then every argument is a LOGDIR).")
+@click.argument("group")
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="LOGDIR...")
+@click.option("--all-groups", is_flag=True, help="Every group (then GROUP is left out: every argument is a LOGDIR).")
 @click.option("--topic", default=None, help="Only this data topic's partitions.")
 @click.option("--at", "at_text", default=None, metavar="TIME",
               help="Also print each partition's committed offset at TIME (epoch s/ms, ISO-8601, -1h, now).")
@@ -60,7 +61,7 @@ def _write(path: str, text: str) -> None:
 @click.option("--verbose", is_flag=True, help="Every group event and forward move, not only the last 20 / the unexplained.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
-def group_history(args: tuple[str, ...], all_groups: bool, topic: str | None, at_text: str | None,
+def group_history(group: str, paths: tuple[str, ...], all_groups: bool, topic: str | None, at_text: str | None,
                   emit_reset: str | None, connect: bool, offsets_topic: str | None, emit_patch: str | None,
                   offsets_partitions: int, verbose: bool, fmt: str) -> None:
     """The committed offsets of GROUP per partition over time, from every copy of __consumer_offsets given.
@@ -86,17 +87,24 @@ def group_history(args: tuple[str, ...], all_groups: bool, topic: str | None, at
       kafkalog group-history orders-app /var/lib/kafka/data --at 2024-06-15T10:00:00Z --emit-reset reset.csv
       kafkalog group-history --connect my-source /var/lib/kafka/data --at -2h --emit-connect-patch patch.json
     """
+    name: str | None = group
     if all_groups:
-        group, paths = None, list(args)
+        name, dirs = None, [group, *paths]
     else:
-        if len(args) < 2:
+        dirs = list(paths)
+        if not dirs:
             _fail("give GROUP and at least one LOGDIR (or --all-groups and LOGDIRs)",
                   "kafkalog group-history GROUP LOGDIR... (kafkalog locate-group GROUP names its partition)")
             return
-        group, paths = args[0], list(args[1:])
         if group == "":
             _fail("the group id must not be empty", "give the group id exactly as the clients use it")
             return
+    _run(name, dirs, topic, at_text, emit_reset, connect, offsets_topic, emit_patch, offsets_partitions, verbose, fmt)
+
+
+def _run(group: str | None, paths: list[str], topic: str | None, at_text: str | None, emit_reset: str | None,
+         connect: bool, offsets_topic: str | None, emit_patch: str | None, offsets_partitions: int, verbose: bool,
+         fmt: str) -> None:
     at_ms = None
     if at_text is not None:
         from kafkalog_cli.cli.timespec import parse_time

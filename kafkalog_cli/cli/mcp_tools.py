@@ -56,7 +56,8 @@ TOOLS: dict[str, ToolSpec] = {
     "find_key": ToolSpec("find-key"),
     "metadata": ToolSpec("metadata"),
     "inventory": ToolSpec("inventory"),
-    "group_history": ToolSpec("group-history"),
+    # --all-groups would take GROUP as a path the server cannot confine; the --emit-* options write files
+    "group_history": ToolSpec("group-history", drop=frozenset({"all_groups", "emit_reset", "emit_patch"})),
     "preflight": ToolSpec("preflight"),
 }
 
