@@ -46,6 +46,7 @@ from kafkalog_cli.internal_topics import schema as sc
 from kafkalog_cli.internal_topics import schemas_group as sg
 from kafkalog_cli.internal_topics.consumer_offsets import KEYS, VALUES
 from kafkalog_cli.internal_topics.locate import DEFAULT_PARTITIONS, partition_for
+from kafkalog_cli.internal_topics.offsets_fast import OffsetCommitReader
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.partition_name import parse_topic_partition_name
 from kafkalog_cli.storage.paths import log_files, partition_copies
@@ -289,7 +290,7 @@ class GroupHistory:
 
 
 # ------------------------------------------------------------------------------------------------ reading
-@dataclass
+@dataclass(slots=True)
 class _Item:
     """One record (or control batch) of a coordinator partition, as the merge sees it."""
 
@@ -446,6 +447,7 @@ class _Replay:
         self.missing = 0  # offsets absent from every copy so far in this partition
         self.seq = 0
         self.prev_deleted: dict[tuple[str, str, int], Commit] = {}
+        self.fast = OffsetCommitReader(VALUES[1])
 
     # -- groups
     def group_of(self, name: str, partition: int) -> Group:
@@ -493,11 +495,16 @@ class _Replay:
                 return
             commit = None
             if it.value is not None:
-                try:
-                    ver, v = _read_value(VALUES[rtype], bytes(it.value))
-                except co.CoordinatorDecodeError:
-                    self.out.undecodable += 1
-                    return
+                raw = bytes(it.value)
+                fast = self.fast.read(raw)
+                if fast is not None:
+                    ver, v = fast
+                else:
+                    try:
+                        ver, v = _read_value(VALUES[rtype], raw)
+                    except co.CoordinatorDecodeError:
+                        self.out.undecodable += 1
+                        return
                 epoch = v.get("leaderEpoch", -1)
                 expire = v.get("expireTimestamp", -1) if ver == 1 else None
                 commit = Commit(v["offset"], None if epoch is None or epoch < 0 else epoch, v.get("metadata") or "",

@@ -1,0 +1,80 @@
+"""``group-history``'s parts that need no oracle: the fast OffsetCommitValue reader against the generic one, the
+reset CSV's form, the path and usage errors, the Connect key rule."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalog_cli.cli.main import cli
+from kafkalog_cli.internal_topics import connect_offsets as cx
+from kafkalog_cli.internal_topics import coordinator as co
+from kafkalog_cli.internal_topics import schema as sc
+from kafkalog_cli.internal_topics import schemas_group as sg
+from kafkalog_cli.internal_topics.offsets_fast import OffsetCommitReader
+from kafkalog_cli.ops import group_history as gh
+
+
+def _value(rng: random.Random, version: int) -> bytes:
+    vals = {"offset": rng.randint(-1, 2**62), "leaderEpoch": rng.randint(-1, 2**31 - 1),
+            "metadata": rng.choice(["", "m", "meta-ключ", "x" * 300]), "commitTimestamp": rng.randint(0, 2**45),
+            "expireTimestamp": rng.randint(-1, 2**45)}
+    return struct.pack(">h", version) + sc.encode(sg.OffsetCommitValue, vals, version)
+
+
+@pytest.mark.parametrize("version", range(sg.OffsetCommitValue.valid[0], sg.OffsetCommitValue.valid[1] + 1))
+def test_fast_reader_gives_the_generic_readers_values(version: int) -> None:
+    rng = random.Random(version)
+    fast = OffsetCommitReader()
+    for _ in range(200):
+        raw = _value(rng, version)
+        got = fast.read(raw)
+        assert got is not None, version
+        assert got == (version, co.read_checked(raw, sg.OffsetCommitValue, version, 2))
+
+
+def test_fast_reader_declines_what_it_does_not_cover() -> None:
+    fast = OffsetCommitReader()
+    good = _value(random.Random(1), 3)
+    assert fast.read(good + b"\x00") is None          # trailing bytes
+    assert fast.read(good[:-3]) is None               # cut short
+    assert fast.read(struct.pack(">h", 9) + good[2:]) is None  # a version the table does not have
+    assert fast.read(b"\x00") is None
+    bad_utf8 = struct.pack(">hqh", 0, 5, 2) + b"\xff\xfe" + struct.pack(">q", 1)
+    assert fast.read(bad_utf8) is None
+
+
+def test_reset_csv_has_kafkas_two_forms() -> None:
+    w = gh.Where(0, 1, "f", 0)
+    c = gh.Commit(42, None, "", 1, None, 3, w)
+    pos = [gh.Position("g", "orders", 3, "committed", c, ""), gh.Position("g", "orders", 4, "unknown", None, ""),
+           gh.Position("g2", "pay.ments", 0, "committed", c, "")]
+    assert gh.reset_csv(pos, single_group=True) == "orders,3,42\npay.ments,0,42\n"
+    assert gh.reset_csv(pos, single_group=False) == "g,orders,3,42\ng2,pay.ments,0,42\n"
+
+
+def test_usage_and_path_errors(tmp_path) -> None:  # noqa: ANN001
+    r = CliRunner().invoke(cli, ["group-history", "g"])
+    assert r.exit_code == 2 and "at least one LOGDIR" in r.stderr
+    r = CliRunner().invoke(cli, ["group-history", "g", str(tmp_path), "--emit-reset", str(tmp_path / "x.csv")])
+    assert r.exit_code == 2 and "needs --at" in r.stderr and not (tmp_path / "x.csv").exists()
+    r = CliRunner().invoke(cli, ["group-history", "g", str(tmp_path), "--at", "yesterday-ish"])
+    assert r.exit_code == 2 and "cannot read the time" in r.stderr
+    r = CliRunner().invoke(cli, ["group-history", "g", str(tmp_path)])
+    assert r.exit_code == 2 and "no __consumer_offsets partition directory" in r.stderr
+    r = CliRunner().invoke(cli, ["group-history", "g", str(tmp_path / "missing")])
+    assert r.exit_code == 2 and "no such file or directory" in r.stderr and "Traceback" not in r.output
+
+
+def test_connect_key_rule() -> None:
+    """OffsetUtils.processPartitionKey: [string, map]; anything else is ignored; schemas.enable envelopes unwrap."""
+    assert cx.decode_key(b'["c",{"f":"a"}]') == ("c", {"f": "a"})
+    assert cx.decode_key(b'{"schema":{"type":"array"},"payload":["c",{"f":1}]}') == ("c", {"f": 1})
+    for bad in (b'["c"]', b'["c",null]', b'[1,{}]', b'"c"', b"\xff", None, b'["c",{},3]'):
+        assert cx.decode_key(bad) is None, bad
+    assert cx.decode_value(None) == (True, None) and cx.decode_value(b'{"p":1}') == (True, {"p": 1})
+    assert cx.decode_value(b"[1]") == (False, None)
+    assert cx.partition_id({"b": 1, "a": 2}) == cx.partition_id({"a": 2, "b": 1})
