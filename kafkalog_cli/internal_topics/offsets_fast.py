@@ -37,7 +37,7 @@ def _in(v: int, rng: tuple[int, int] | None) -> bool:
 def _plain_reader(msg: Message, version: int) -> Reader | None:
     """Non-flexible ``msg`` at ``version``: fixed-width numbers and non-nullable strings only, else None."""
     steps: list[tuple[str, Any, list[str]]] = []  # ("fixed", Struct, names) | ("string", None, [name])
-    fmt, names = "", []
+    fmt, names = "", list[str]()
     for f in msg.fields:
         if not _in(version, f.versions):
             continue
@@ -48,7 +48,7 @@ def _plain_reader(msg: Message, version: int) -> Reader | None:
                 return None
             if names:
                 steps.append(("fixed", struct.Struct(">" + fmt), names))
-                fmt, names = "", []
+                fmt, names = "", list[str]()
             steps.append(("string", None, [f.name]))
         elif isinstance(f.type, str) and f.type in FIXED_WIDTH and f.type not in ("uuid", "bool", "float64"):
             fmt += FIXED_WIDTH[f.type].format.lstrip(">!<=@")
