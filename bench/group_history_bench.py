@@ -80,18 +80,38 @@ def generate(directory: str, mib: int) -> tuple[str, int, int]:
     return pdir, size, records
 
 
-def run(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one command, stdout to /dev/null."""
+def _anon_kib(pid: int) -> int:
+    """The process's anonymous resident memory now (RssAnon): the mapped segment's page cache is not in it."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB, the mapped file's pages included) and peak anonymous RSS (MiB, sampled every
+    0.2 s) of one command, stdout to /dev/null."""
     t = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        p = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
-        _pid, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"{argv[:3]}: exit {code}: {err[-400:]}")
-    return wall, usage.ru_maxrss / 1024
+    anon = 0
+    with open(os.devnull, "wb") as null, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(argv, stdout=null, stderr=err)
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            anon = max(anon, _anon_kib(p.pid))
+            time.sleep(0.2)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"{argv[:3]}: exit {p.returncode}: {text[-400:]}")
+    return wall, usage.ru_maxrss / 1024, anon / 1024
 
 
 def main() -> None:
@@ -109,12 +129,15 @@ def main() -> None:
             print(f"{mib} MiB: {size / 2**20:.0f} MiB, {records} records, generated in {time.perf_counter() - t:.1f} s",
                   flush=True)
             log = os.path.join(pdir, "00000000000000000000.log")
-            one_s, one_rss = run(kafkalog + ["group-history", GROUP, pdir])
-            print(f"  group-history GROUP         {one_s:7.2f} s  peak RSS {one_rss:6.0f} MiB", flush=True)
-            all_s, all_rss = run(kafkalog + ["group-history", "--all-groups", pdir])
-            print(f"  group-history --all-groups  {all_s:7.2f} s  peak RSS {all_rss:6.0f} MiB", flush=True)
-            dump_s, dump_rss = run(kafkalog + ["dump", "--offsets-decoder", log])
-            print(f"  dump --offsets-decoder      {dump_s:7.2f} s  peak RSS {dump_rss:6.0f} MiB")
+            one_s, one_rss, one_anon = run(kafkalog + ["group-history", GROUP, pdir])
+            print(f"  group-history GROUP         {one_s:7.2f} s  peak RSS {one_rss:6.0f} MiB, anonymous "
+                  f"{one_anon:5.0f} MiB", flush=True)
+            all_s, all_rss, all_anon = run(kafkalog + ["group-history", "--all-groups", pdir])
+            print(f"  group-history --all-groups  {all_s:7.2f} s  peak RSS {all_rss:6.0f} MiB, anonymous "
+                  f"{all_anon:5.0f} MiB", flush=True)
+            dump_s, dump_rss, dump_anon = run(kafkalog + ["dump", "--offsets-decoder", log])
+            print(f"  dump --offsets-decoder      {dump_s:7.2f} s  peak RSS {dump_rss:6.0f} MiB, anonymous "
+                  f"{dump_anon:5.0f} MiB")
             print(f"  ratio to the dump: GROUP {one_s / dump_s:.2f}, --all-groups {all_s / dump_s:.2f}", flush=True)
             print(f"  load average {os.getloadavg()[0]:.1f}")
         finally:

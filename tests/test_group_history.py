@@ -264,6 +264,18 @@ def test_data_log_explains_or_not_a_forward_move(kafka_real, records, tmp_path: 
     # 10 -> 20 committed at T0+2000: record 19 was appended at about T0+19000, after the commit: not consumption
     assert moves[(10, 20)].kind == "unexplained" and "appended at" in moves[(10, 20)].text
     assert p0.unexplained == 2 and h.data_logs[("orders", 0)].timestamp_type == "LogAppendTime"
+    # a data log of 15 records: the moves to 20 and 30 are beyond its end; one finding, the move that crossed it
+    short = write_partition(kafka_real, tmp_path / "short", {
+        "topic": "orders", "partition": 0, "config": {"message.timestamp.type": "LogAppendTime"},
+        "startTimeMs": T0 - 100_000, "timeStepMs": 1, "ops": [{"op": "append", "count": 1, "batches": 15}],
+        "shutdown": "clean"})
+    ld2 = tmp_path / "broker2"
+    shutil.copytree(ld / f"__consumer_offsets-{CP}", ld2 / f"__consumer_offsets-{CP}")
+    shutil.copytree(short, ld2 / "orders-0")
+    s0 = gh.history([str(ld2)], GROUP).groups[GROUP].partitions[("orders", 0)]
+    beyond = [t for t in s0.timeline if isinstance(t, gh.Change) and "beyond the data log's end (15" in t.text]
+    assert [(t.kind, t.after.offset if t.after else None) for t in beyond] == [("unexplained", 20), ("forward", 30)]
+    assert s0.unexplained == 1
     no_data = gh.history([str(ld / f"__consumer_offsets-{CP}")], GROUP)
     q0 = no_data.groups[GROUP].partitions[("orders", 0)]
     assert q0.unexplained == 0 and all("unknowable offline" in t.text for t in q0.timeline

@@ -78,3 +78,18 @@ def test_connect_key_rule() -> None:
     assert cx.decode_value(None) == (True, None) and cx.decode_value(b'{"p":1}') == (True, {"p": 1})
     assert cx.decode_value(b"[1]") == (False, None)
     assert cx.partition_id({"b": 1, "a": 2}) == cx.partition_id({"a": 2, "b": 1})
+
+
+def test_sample_reset_is_named_against_the_data_log() -> None:
+    """fixtures/groups' orders-app resets orders-0 to 0 while Empty; fixtures/partition/orders-0 starts at 0."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    h = gh.history([str(root / "groups"), str(root / "partition")], "orders-app")
+    p0 = h.groups["orders-app"].partitions[("orders", 0)]
+    (reset,) = [t for t in p0.timeline if isinstance(t, gh.Change) and t.kind == "reset"]
+    assert "Empty" in reset.text and "the data log's start now (a reset --to-earliest)" in reset.text
+    no_data = gh.history([str(root / "groups")], "orders-app")
+    (r2,) = [t for t in no_data.groups["orders-app"].partitions[("orders", 0)].timeline
+             if isinstance(t, gh.Change) and t.kind == "reset"]
+    assert "--to-earliest" not in r2.text

@@ -718,6 +718,7 @@ def _record_ts(path: str, offset: int) -> int | None:
 def _check_forward(h: PartitionHistory, data: DataLog | None) -> None:
     """The largest forward moves of a partition, against the data log when it is given."""
     moves = sorted(h.forward, key=lambda e: e[1])
+    beyond_seen = False
     for d, _seq, before, after in moves:
         dt = after.commit_ms - before.commit_ms
         ev = Change("forward", after.commit_ms, "", at=after.at, before=before, after=after, delta=d,
@@ -726,10 +727,15 @@ def _check_forward(h: PartitionHistory, data: DataLog | None) -> None:
             ev.text = (f"+{d} offsets in {_span(dt)} ({before.offset} -> {after.offset}): whether those records were "
                        "consumed or skipped is unknowable offline (give the data partition's log dir too)")
         elif after.offset > data.end:
-            ev.kind = "unexplained"
-            ev.text = (f"+{d} offsets to {after.offset}, beyond the data log's end ({data.end}, {data.path}): "
-                       "records this log does not have (it lost them, or it is older than the offsets)")
             ev.evidence.update(log_end_offset=data.end)
+            if before.offset > data.end:
+                ev.text = f"+{d} offsets to {after.offset}, still beyond the data log's end ({data.end})"
+            else:
+                ev.kind = "unexplained"
+                ev.text = (f"+{d} offsets to {after.offset}, beyond the data log's end ({data.end}, {data.path}): "
+                           "records this log does not have (it lost them, it is older than the offsets, or the "
+                           "topic was deleted and created again since)")
+            beyond_seen = True
         elif after.offset <= data.start:
             ev.text = (f"+{d} offsets to {after.offset}, at or below the data log's start ({data.start}): the records "
                        "between are no longer in the log")
@@ -754,6 +760,28 @@ def _check_forward(h: PartitionHistory, data: DataLog | None) -> None:
         if ev.kind == "unexplained":
             h.unexplained += 1
         _insert(h, ev)
+    if data is not None:
+        _annotate_resets(h, data, beyond_seen)
+
+
+def _annotate_resets(h: PartitionHistory, data: DataLog, beyond_seen: bool) -> None:
+    """Name the data log's own offsets a reset went to (its start now: ``--to-earliest``; its end now)."""
+    for t in h.timeline:
+        if isinstance(t, Change) and t.kind in ("reset", "recommit") and t.after is not None:
+            if t.after.offset == data.start:
+                t.text += f"; {t.after.offset} is the data log's start now (a reset --to-earliest)"
+            elif t.after.offset == data.end:
+                t.text += f"; {t.after.offset} is the data log's end now (a reset --to-latest)"
+            elif t.after.offset < data.start:
+                t.text += (f"; {t.after.offset} is below the data log's start now ({data.start}): a consumer "
+                           "resuming there goes where auto.offset.reset says")
+    if h.current is not None and h.current.offset > data.end and not beyond_seen:
+        h.unexplained += 1
+        h.timeline.append(Change(
+            "unexplained", h.current.commit_ms,
+            f"the committed offset {h.current.offset} is beyond the data log's end ({data.end}, {data.path}): "
+            "records this log does not have (it lost them, it is older than the offsets, or the topic was deleted "
+            "and created again since)", at=h.current.at, after=h.current, evidence={"log_end_offset": data.end}))
 
 
 def _insert(h: PartitionHistory, ev: Change) -> None:
