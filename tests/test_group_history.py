@@ -388,3 +388,38 @@ def test_the_sample_fixture_decodes_as_kafka_decodes_it(kafka_real) -> None:  # 
     h = gh.history([str(root)], GROUP)
     p0 = h.groups[GROUP].partitions[("orders", 0)]
     assert _timeline(p0) == [("range", 2, 10, 5), ("reset", -10), ("range", 0, 4, 2)]
+
+
+def _member(group: str, member: str, client: str | None) -> dict:
+    key = _m("ConsumerGroupMemberMetadataKey", {"groupId": group, "memberId": member}, 5)
+    value = None if client is None else _m("ConsumerGroupMemberMetadataValue", {
+        "instanceId": None, "rackId": None, "clientId": client, "clientHost": "/10.0.0.9",
+        "subscribedTopicNames": ["orders"], "subscribedTopicRegex": None, "rebalanceTimeoutMs": 30000,
+        "serverAssignor": "uniform"})
+    return {"op": "coordinator", "serde": "group", "key": key, "value": value}
+
+
+def _epoch(group: str, epoch: int) -> dict:
+    return {"op": "coordinator", "serde": "group", "key": _m("ConsumerGroupMetadataKey", {"groupId": group}, 3),
+            "value": _m("ConsumerGroupMetadataValue", {"epoch": epoch})}
+
+
+def test_new_protocol_group_epochs_and_members(kafka_real, tmp_path: Path) -> None:  # noqa: ANN001
+    """A KIP-848 consumer group: group epochs (ConsumerGroupMetadata, type 3), members joining and leaving
+    (ConsumerGroupMemberMetadata, type 5, a tombstone when a member leaves), and its offset commits."""
+    g = "cg-new"
+    specs = [_member(g, "m-1", "c1"), _epoch(g, 1), _commit(g, "orders", 0, 50, T0 + 1000),
+             _member(g, "m-2", "c2"), _epoch(g, 2), _member(g, "m-1", None), _epoch(g, 3),
+             _commit(g, "orders", 0, 20, T0 + 5000)]
+    kvs = _serialise(specs)
+    plan = {"topic": "__consumer_offsets", "partition": partition_for(g), "config": {}, "startTimeMs": T0,
+            "shutdown": "clean", "ops": [{"op": "append", "records": [_rec(kv, T0 + i)]} for i, kv in enumerate(kvs)]}
+    write_partition(kafka_real, tmp_path / "b", plan)
+    h = gh.history([str(tmp_path / "b")], g)
+    grp = h.groups[g]
+    assert grp.kind == "consumer"
+    assert [(e.kind, e.data.get("epoch", e.data.get("member_id"))) for e in grp.events] == [
+        ("member-joined", "m-1"), ("group-epoch", 1), ("member-joined", "m-2"), ("group-epoch", 2),
+        ("member-left", "m-1"), ("group-epoch", 3)]
+    (reset,) = [t for t in grp.partitions[("orders", 0)].timeline if isinstance(t, gh.Change) and t.kind == "reset"]
+    assert reset.delta == -30 and "consumer group, epoch 3, 1 member(s)" in reset.text
