@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import click
 
@@ -16,6 +18,12 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.internal_topics.locate import DEFAULT_PARTITIONS, partition_for
 from kafkalog_cli.render.jsondoc import versioned
 
+
+class _Warns(Protocol):
+    warnings: list[str]
+
+
+T = TypeVar("T", bound=_Warns)
 _HINT = ("give broker log dirs (one per broker: every copy is read), __consumer_offsets-N partition directories, or a "
          "folder of log dirs")
 
@@ -24,6 +32,18 @@ def _fail(message: str, hint: str | None = _HINT) -> None:
     from kafkalog_cli.cli.common import fail
 
     fail(message, hint)
+
+
+def _engine(call: Callable[[], T]) -> T:
+    """Run the engine: a typed error is the one-line failure (exit 2); its warnings go to stderr."""
+    try:
+        result = call()
+    except KafkalogError as exc:
+        _fail(exc.describe())
+        raise AssertionError("unreachable") from None
+    for w in result.warnings:
+        click.echo(f"kafkalog: warning: {w}", err=True)
+    return result
 
 
 def _write(path: str, text: str) -> None:
@@ -132,13 +152,7 @@ def _run(group: str | None, paths: list[str], topic: str | None, at_text: str | 
         return
     from kafkalog_cli.ops.group_history import history, positions_at, reset_csv
 
-    try:
-        h = history(paths, group, at_ms, topic, offsets_partitions=offsets_partitions)
-    except KafkalogError as exc:
-        _fail(exc.describe())
-        return
-    for w in h.warnings:
-        click.echo(f"kafkalog: warning: {w}", err=True)
+    h = _engine(lambda: history(paths, group, at_ms, topic, offsets_partitions=offsets_partitions))
     if not h.partitions_read:
         _fail(f"no __consumer_offsets partition directory found in {', '.join(paths)}")
         return
@@ -186,13 +200,7 @@ def _connect(connector: str | None, paths: list[str], at_ms: int | None, offsets
              emit_patch: str | None, fmt: str, verbose: bool) -> None:
     from kafkalog_cli.ops.connect_history import connect_history, patch_body
 
-    try:
-        h = connect_history(paths, connector, at_ms, offsets_topic)
-    except KafkalogError as exc:
-        _fail(exc.describe())
-        return
-    for w in h.warnings:
-        click.echo(f"kafkalog: warning: {w}", err=True)
+    h = _engine(lambda: connect_history(paths, connector, at_ms, offsets_topic))
     if not h.topics:
         _fail(f"no Kafka Connect offsets topic found in {', '.join(paths)}"
               + (f" (named {offsets_topic!r})" if offsets_topic else " (topics named *connect-offsets*)"),
