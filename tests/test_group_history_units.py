@@ -93,3 +93,27 @@ def test_sample_reset_is_named_against_the_data_log() -> None:
     (r2,) = [t for t in no_data.groups["orders-app"].partitions[("orders", 0)].timeline
              if isinstance(t, gh.Change) and t.kind == "reset"]
     assert "--to-earliest" not in r2.text
+
+
+def test_a_batch_failing_its_crc_is_not_read(tmp_path) -> None:  # noqa: ANN001
+    """A flipped byte in the reset commit's batch: that commit is not taken as history (a warning names the entry)."""
+    import shutil
+    from pathlib import Path
+
+    from kafkalog_cli.storage.segment import entries
+
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "groups" / "__consumer_offsets-5"
+    dst = tmp_path / "__consumer_offsets-5"
+    shutil.copytree(src, dst)
+    log = dst / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    (batch,) = [b for b in entries(bytes(data)) if b.base_offset == 12]
+    data[batch.position + batch.size - 12] ^= 0x01  # inside the commit's value (its offset field)
+    log.write_bytes(bytes(data))
+    r = CliRunner().invoke(cli, ["group-history", "orders-app", str(tmp_path)])
+    assert "Traceback" not in r.output
+    assert f"the entry at byte {batch.position} (offsets 12..12) fails its CRC" in r.stderr
+    h = gh.history([str(tmp_path)], "orders-app")
+    (reset,) = [t for t in h.groups["orders-app"].partitions[("orders", 0)].timeline
+                if isinstance(t, gh.Change) and t.kind == "reset"]
+    assert reset.after is not None and reset.after.offset == 4  # 10 -> 4: the damaged commit of 0 is not read

@@ -315,8 +315,16 @@ def _file_items(path: str, warnings: list[str]) -> Iterator[_Item]:
         return
     with mf:
         buf = mf.buf
+        bad = 0
         try:
             for batch in entries(buf, file=path):
+                if not batch.is_valid(buf):
+                    bad += 1
+                    if bad <= 3:
+                        warnings.append(f"{path}: the entry at byte {batch.position} (offsets {batch.base_offset}.."
+                                        f"{batch.last_offset}) fails its CRC: its records are not read (kafkalog "
+                                        "verify-crc maps the damage)")
+                    continue
                 if batch.is_legacy:
                     for rec in batch.iter_records(buf):
                         yield _Item(rec.offset, rec.key, rec.value, path, batch.position, -1, False, None,
@@ -335,6 +343,8 @@ def _file_items(path: str, warnings: list[str]) -> Iterator[_Item]:
                     yield _Item(rec.offset, rec.key, rec.value, path, pos, pid, txn, None, rec.timestamp)
         except KafkalogError as exc:
             warnings.append(f"{path}: stopped reading: {exc.describe()}")
+        if bad > 3:
+            warnings.append(f"{path}: {bad} entries in all fail their CRC; their records are not read")
         for f in mf.findings():
             if not f.is_note:
                 warnings.append(f"{path}: {f}")
