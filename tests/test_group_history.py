@@ -246,6 +246,11 @@ def test_divergent_copies_are_a_conflict(kafka_real, records, tmp_path: Path) ->
     write_partition(kafka_real, tmp_path / "b", _plan(changed))
     h = gh.history([str(a.parent), str(tmp_path / "b")], GROUP)
     assert len(h.conflicts) == 1 and h.conflicts[0].at is not None and h.conflicts[0].at.offset == 5
+    assert h.groups[GROUP].partitions[("orders", 0)].current.offset == 30  # type: ignore[union-attr]
+    # the other order: the first copy's record (31) is the history, the other is only named: no made-up reset
+    h2 = gh.history([str(tmp_path / "b"), str(a.parent)], GROUP)
+    p0 = h2.groups[GROUP].partitions[("orders", 0)]
+    assert p0.current is not None and p0.current.offset == 31 and p0.resets == 0 and len(h2.conflicts) == 1
 
 
 def test_data_log_explains_or_not_a_forward_move(kafka_real, records, tmp_path: Path) -> None:  # noqa: ANN001

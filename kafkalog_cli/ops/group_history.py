@@ -860,7 +860,8 @@ def replay_copies(copies: list[CopyInfo], warnings: list[str]) -> Iterator[tuple
 def conflict(topic: str, cp: int, it: _Item, n: int, other: list[_Item]) -> Change:
     return Change("conflict", it.timestamp,
                   f"{topic}-{cp} offset {it.offset}: the copies hold different records ({it.file} and "
-                  f"{', '.join(o.file for o in other)}): divergent replicas; both are read, the first in the history",
+                  f"{', '.join(o.file for o in other)}): divergent replicas; the history has the first copy's record "
+                  "(the copies in the order given)",
                   at=Where(cp, it.offset, it.file, it.position, n), evidence={"files": [it.file, *(o.file for o in other)]})
 
 
@@ -893,8 +894,6 @@ def history(paths: list[str], group: str | None = None, at: int | None = None, t
             replay.record(cp, it, n)
             if other:
                 out.conflicts.append(conflict(OFFSETS_TOPIC, cp, it, n, other))
-                for o in other:
-                    replay.record(cp, o, 1)
         for pid, batch in replay.pending.items():
             if batch:
                 out.warnings.append(f"{OFFSETS_TOPIC}-{cp}: {len(batch)} transactional offset commit(s) of producer "
