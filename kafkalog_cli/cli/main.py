@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "metadata": ("kafkalog_cli.cli.metadata", "metadata", "The KRaft cluster image at any point of __cluster_metadata."),
     "inventory": ("kafkalog_cli.cli.metadata", "inventory", "Check a broker's log dirs against the KRaft metadata."),
     "schemas": ("kafkalog_cli.cli.schemas", "schemas", "Rebuild the Schema Registry from _schemas segments; --audit, --export."),
+    "preflight": ("kafkalog_cli.cli.preflight", "preflight", "Before a restart or restore: will brokers and consumers come back right?"),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).
