@@ -200,3 +200,112 @@ def test_commit_above_the_log_end_earliest_and_none(restored_behind):
     _code, doc = preflight_json("--auto-offset-reset", "none", str(restored_behind))
     assert outcome(doc, "noep")["action"] == "fail" and "OffsetOutOfRangeException" in outcome(doc, "noep")["detail"]
     assert outcome(doc, "ep")["action"] == "fail" and "LogTruncationException" in outcome(doc, "ep")["detail"]
+
+
+@pytest.fixture()
+def unclean_election(kafka_real, tmp_path):
+    """KAFKA-10751's shape: both brokers hold 0..9 (epoch 0); broker 1 then led epoch 1 and wrote 10..14, broker 2
+    was elected uncleanly at epoch 2 and wrote 10..12 of its own. Groups committed on broker 1's history."""
+    b1, b2 = tmp_path / "b1", tmp_path / "b2"
+    meta(b1, 1)
+    meta(b2, 2)
+    into_logdir(kafka_real, b1, {"topic": "orders", "ops": [appends(10), appends(5, epoch=1, tag="a")]}, tmp_path)
+    into_logdir(kafka_real, b2, {"topic": "orders", "ops": [appends(10), appends(3, epoch=2, tag="b")]}, tmp_path)
+    high_watermarks(b1, {"orders-0": 15})
+    high_watermarks(b2, {"orders-0": 13})
+    offsets_partition(kafka_real, b1, tmp_path, [("ep14", "orders", 0, 14, 1), ("noep14", "orders", 0, 14, None),
+                                                 ("noep12", "orders", 0, 12, None), ("ep12", "orders", 0, 12, 1),
+                                                 ("ok9", "orders", 0, 9, 0)])
+    return b1, b2
+
+
+def test_unclean_election_consumers(unclean_election):
+    """Broker 2 leads (latest epoch 2 > 1, compare-replicas); broker 1 truncates to 10 and loses 5 records. The
+    elected leader's cache: (0,0), (2,10), then the restart's epoch 3 at its log end 13.
+    ep14/ep12 (epoch 1): V asks endOffsetFor(1) = (0, 10) < the commit: truncation detected, seek to 10, read the
+    leader's 10..12: nothing skipped or re-read. ok9 (epoch 0): endOffsetFor(0) = 10 >= 9: validated, resume.
+    noep14 (no epoch): 14 > log end 13: R, latest = HW 13 (H): if it had read broker 1's history the leader's 10..12
+    (3 records) are never seen, if broker 2's nothing is: skip 0..3. noep12 (no epoch, 12 in range): no V, no R: it
+    resumes at 12 and silently skips the leader's 10, 11 if it had read broker 1's history: skip 0..2."""
+    b1, b2 = unclean_election
+    code, doc = preflight_json(str(b1), str(b2))
+    assert code == 1
+    [p] = [p for p in doc["partitions"] if p["name"] == "orders-0"]
+    assert p["leader_broker"] == "2" and p["log_end_offset"] == 13 and p["high_watermark"] == 13
+    assert p["leader_epochs"] == [[0, 0], [2, 10], [3, 13]]
+    [f] = [c for c in p["copies"] if c["role"] == "follower"]
+    assert (f["broker"], f["truncate_to"], f["truncation_loses"]) == ("1", 10, 5)
+    got = {g: (outcome(doc, g)["case"], outcome(doc, g)["action"], outcome(doc, g)["position"],
+               span(outcome(doc, g), "records_skipped")) for g in ("ep14", "ep12", "ok9", "noep14", "noep12")}
+    assert got == {"ep14": ("truncation-detected", "resume", 10, (0, 0)),
+                   "ep12": ("truncation-detected", "resume", 10, (0, 0)),
+                   "ok9": ("resume", "resume", 9, (0, 0)),
+                   "noep14": ("above-end", "skip", 13, (0, 3)),
+                   "noep12": ("no-epoch-across-truncation", "skip", 12, (0, 2))}
+    # earliest: noep14 resets to 0 and re-reads 10 (broker 2's history is the same below 10) .. 13 records
+    _code, doc = preflight_json("--auto-offset-reset", "earliest", str(b1), str(b2))
+    c = outcome(doc, "noep14")
+    assert (c["action"], c["position"], span(c, "records_reread")) == ("re-read", 0, (10, 13))
+    code, out = preflight(str(b1), str(b2))
+    assert "truncates to 10 as a follower and loses 5 records" in out.replace("\n    ", " ").replace("\n  ", " ")
+    assert max(len(x) for x in out.splitlines()) <= 80
+
+
+@pytest.fixture()
+def deleted_below(kafka_real, tmp_path):
+    """orders-0 holds 0..9, DeleteRecords moved the log start to 5; 'old' committed 2 (epoch 0)."""
+    ld = tmp_path / "b1"
+    meta(ld, 1)
+    into_logdir(kafka_real, ld, {"topic": "orders", "config": {"segment.bytes": "300"},
+                                 "ops": [appends(10), {"op": "deleteRecords", "offset": 5}]}, tmp_path)
+    offsets_partition(kafka_real, ld, tmp_path, [("old", "orders", 0, 2, 0)])
+    high_watermarks(ld, {"orders-0": 10})
+    return ld
+
+
+def test_commit_below_the_log_start(deleted_below):
+    """'old' (2, epoch 0): V passes (endOffsetFor(0) = 10 >= 2); the fetch at 2 < log start 5 is out of range (R).
+    latest -> HW 10: the 5 records 5..9 are never seen (skip 5); earliest -> 5: nothing skipped of the log (offsets
+    2..4 were deleted before it read them); none -> OffsetOutOfRangeException."""
+    _code, doc = preflight_json(str(deleted_below))
+    [p] = [p for p in doc["partitions"] if p["name"] == "orders-0"]
+    assert p["log_start_offset"] == 5
+    c = outcome(doc, "old")
+    assert (c["case"], c["action"], c["position"], span(c, "records_skipped")) == ("below-start", "skip", 10, (5, 5))
+    assert "offsets 2..4 are no longer in the log" in c["detail"]
+    _code, doc = preflight_json("--auto-offset-reset", "earliest", str(deleted_below))
+    c = outcome(doc, "old")
+    assert (c["case"], c["action"], c["position"], span(c, "records_skipped")) == ("below-start", "resume", 5, (0, 0))
+    _code, doc = preflight_json("--auto-offset-reset", "none", str(deleted_below))
+    assert outcome(doc, "old")["action"] == "fail"
+
+
+@pytest.fixture()
+def hanging(kafka_real, tmp_path):
+    """orders-0: 0..2 plain, 3..4 a transaction of producer 1000 that never got a marker, 5..7 plain; every
+    __transaction_state partition is present (one, empty of this producer), so the transaction is hanging; 'rc'
+    committed 1."""
+    ld = tmp_path / "b1"
+    meta(ld, 1)
+    into_logdir(kafka_real, ld, {"topic": "orders", "ops": [
+        appends(3), appends(2, producerId=1000, transactional=True), appends(3)]}, tmp_path)
+    offsets_partition(kafka_real, ld, tmp_path, [("rc", "orders", 0, 1, 0)])
+    into_logdir(kafka_real, ld, {"topic": "__transaction_state", "ops": []}, tmp_path)
+    high_watermarks(ld, {"orders-0": 8})
+    return ld
+
+
+def test_read_committed_hangs_at_a_stuck_lso(hanging):
+    """The hanging transaction keeps the last stable offset at 3 (UnifiedLog's first unstable offset). read_committed:
+    fetches stop at the LSO, so 'rc' reads records 1, 2 and hangs. read_uncommitted: not bounded by the LSO, resume
+    (the partition's hanging transaction is still a problem of the set)."""
+    code, doc = preflight_json("--isolation", "read_committed", "--transaction-partitions", "1", str(hanging))
+    assert code == 1
+    [p] = [p for p in doc["partitions"] if p["name"] == "orders-0"]
+    assert p["last_stable_offset"] == 3 and p["hanging"][0]["first_offset"] == 3
+    c = outcome(doc, "rc")
+    assert (c["case"], c["action"]) == ("stuck-lso", "hang")
+    assert "reads 2 records, then hangs" in c["detail"]
+    _code, doc = preflight_json("--transaction-partitions", "1", str(hanging))
+    assert outcome(doc, "rc")["action"] == "resume"
+    assert doc["summary"]["partitions"]["hanging_transactions"] == 1

@@ -38,11 +38,14 @@ unreadable input.""",
 @click.option("--group", "groups", multiple=True, metavar="GROUP", help="Only this consumer group (repeatable).")
 @click.option("--metadata", "metadata_path", default=None, type=click.Path(), metavar="DIR",
               help="A controller's metadata.log.dir (or its __cluster_metadata-0): check the inventory against it.")
+@click.option("--transaction-partitions", "txn_partitions", type=click.IntRange(min=1), default=50,
+              show_default=True, help="transaction.state.log.num.partitions (which __transaction_state holds a txn).")
 @kafka_version_option("the brokers' loader")
 @click.option("--verbose", "-v", is_flag=True, help="List every partition and group x partition, not only problems.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def preflight(paths: tuple[str, ...], reset: str, isolation: str, groups: tuple[str, ...],
-              metadata_path: str | None, kafka_version: str | None, verbose: bool, fmt: str) -> None:
+              metadata_path: str | None, txn_partitions: int, kafka_version: str | None, verbose: bool,
+              fmt: str) -> None:
     """Before a restart or a restore: will the brokers and the consumers come back right?"""
     from kafkalog_cli.cli.common import assumed_kafka_version
     from kafkalog_cli.errors import KafkalogError
@@ -53,7 +56,7 @@ def preflight(paths: tuple[str, ...], reset: str, isolation: str, groups: tuple[
     version = assumed_kafka_version(kafka_version, paths=list(paths))
     try:
         report = ops.run(list(paths), auto_offset_reset=reset, isolation=isolation, kafka_version=version,
-                         metadata_dir=metadata_path, groups=list(groups) or None)
+                         metadata_dir=metadata_path, groups=list(groups) or None, txn_partitions=txn_partitions)
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint or "give broker log dirs (log.dirs entries), e.g. /var/lib/kafka/data")
         return

@@ -123,7 +123,13 @@ class PartitionCheck:
 
     @property
     def stuck_at(self) -> int | None:
-        return min((int(h["first_offset"]) for h in self.hanging), default=None)  # type: ignore[call-overload]
+        """The last stable offset a hanging transaction holds (nobody will complete it)."""
+        return _first(self.hanging, "hanging")
+
+    @property
+    def maybe_stuck_at(self) -> int | None:
+        """An open transaction whose coordinator state is not in the dirs given: it may or may not be completed."""
+        return _first(self.hanging, "coordinator-missing")
 
     def as_dict(self) -> dict[str, object]:
         d = asdict(self)
@@ -132,6 +138,11 @@ class PartitionCheck:
         d["leader_epochs"] = [list(e) for e in self.leader_epochs]
         d["copies"] = [c.as_dict() for c in self.copies]
         return d
+
+
+def _first(txns: list[dict[str, object]], classification: str) -> int | None:
+    return min((int(h["first_offset"]) for h in txns if h["classification"] == classification),  # type: ignore[call-overload]
+               default=None)
 
 
 @dataclass
@@ -214,7 +225,7 @@ def summary(r: Report) -> dict[str, dict[str, int]]:
              "recovery_cuts": sum(1 for p in r.partitions if any(c.recovery_cuts for c in p.copies)),
              "replicated": sum(1 for p in r.partitions if len(p.copies) > 1),
              "follower_losses": sum(1 for p in r.partitions if any(c.truncation_loses for c in p.copies)),
-             "hanging_transactions": sum(1 for p in r.partitions if p.hanging)}
+             "hanging_transactions": sum(1 for p in r.partitions if p.stuck_at is not None)}
     cons: dict[str, int] = {"total": len(r.consumers)}
     for a in ACTIONS:
         cons[a] = sum(1 for c in r.consumers if c.action == a)
@@ -383,13 +394,14 @@ def consumer_outcome(c: Commit, p: PartitionCheck | None, policy: str, isolation
             texts.append(f"seeks to {fo}, the first offset known to diverge")
     else:
         below = [d for d in p.divergences if int(d["offset"]) < C]  # type: ignore[call-overload]
-        if below and L <= C <= N:
-            case, rule = NO_EPOCH_TRUNCATION, "no leader epoch in the commit: no validation (KIP-320 needs it)"
+        if below:
             diverge = [C] + [int(d["offset"]) for d in below]  # type: ignore[call-overload]
             texts.append("the commit has no leader epoch, so a truncation below it goes unseen; "
                          + ", ".join(f"broker {d['broker']}'s history left the leader's at {d['offset']}" for d in below)
-                         + ": if the group read that history it silently skips the leader's records from there "
-                         "(the log cannot tell which history it read)")
+                         + ": if the group read that history, the leader's records from there are new to it (the log "
+                         "cannot tell which history it read)")
+            if L <= C <= N:
+                case, rule = NO_EPOCH_TRUNCATION, "no leader epoch in the commit: no validation (KIP-320 needs it)"
     if pos is not None and (pos < L or pos > N):
         if case == RESUME:
             case = ABOVE_END if pos > N else BELOW_START
@@ -416,6 +428,11 @@ def consumer_outcome(c: Commit, p: PartitionCheck | None, policy: str, isolation
             texts.append(f"{pos} is above the high watermark {H}: it waits until the followers catch up")
     rr, sk = _counts(count, L, N, C, targets, diverge)
     action = ACT_SKIP if sk[1] else ACT_REREAD if rr[1] else ACT_RESUME
+    maybe = p.maybe_stuck_at if isolation == READ_COMMITTED and stuck is None else None
+    if maybe is not None and max(targets) >= 0:
+        case, action, rule = UNKNOWN, ACT_UNKNOWN, rules["lso"]
+        texts.append(f"unknown: an open transaction at {maybe} has no coordinator state in the dirs given; if its "
+                     f"coordinator does not complete it, read_committed hangs at {maybe}")
     if stuck is not None:
         hang_reads = (count(max(targets), stuck), count(min(targets), stuck))
         case, action = STUCK_LSO, ACT_HANG
@@ -491,7 +508,7 @@ def _schemas(paths: list[str]) -> dict[str, object] | None:
 
 def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = READ_UNCOMMITTED,
         kafka_version: str = ld.DEFAULT_VERSION, metadata_dir: str | None = None,
-        groups: list[str] | None = None) -> Report:
+        groups: list[str] | None = None, txn_partitions: int = 50) -> Report:
     """The preflight of the log dirs (or partition dirs) ``paths``: one report, one verdict."""
     from kafkalog_cli.internal_topics import transactions as tx
 
@@ -515,7 +532,7 @@ def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = R
             named = str(il[0]) if il is not None and any(c.broker == str(il[0]) for c in cs) else None
             report.partitions.append(_check_partition(topic, part, cs, kafka_version, named, leaders,
                                                       il[1] if il is not None else -1))
-        txn = tx.analyse(list(paths))
+        txn = tx.analyse(list(paths), txn_partitions=txn_partitions)
         report.notes += txn.warnings
         by_path = {r.path: r for r in txn.partitions}
         for p in report.partitions:
@@ -528,9 +545,12 @@ def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = R
                     p.hanging.append({"producer_id": t.producer_id, "first_offset": t.first_offset,
                                       "classification": t.classification, "reason": t.reason,
                                       "abort_command": t.abort_command})
-            if p.hanging:
+            if p.stuck_at is not None:
                 p.problems.append(f"hanging transaction at offset {p.stuck_at}: read_committed consumers stop there "
                                   "(kafkalog transactions shows the abort command)")
+            if p.maybe_stuck_at is not None:
+                p.notes.append(f"open transaction at offset {p.maybe_stuck_at}: its coordinator's "
+                               "__transaction_state partition is not in the dirs given (unknown whether it completes)")
         commits, warnings = latest_commits(copies)
         report.notes += warnings
         parts = {(p.topic, p.partition): p for p in report.partitions}
