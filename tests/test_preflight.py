@@ -59,7 +59,7 @@ def into_logdir(oracle, logdir: Path, plan: dict, tmp: Path) -> Path:
     shutil.move(str(pdir), str(target))
     for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
         _merge_checkpoint(data / name, logdir / name)
-    if (data / ".kafka_cleanshutdown").exists() and not (logdir / "crashed").exists():
+    if (data / ".kafka_cleanshutdown").exists():
         shutil.copy(data / ".kafka_cleanshutdown", logdir / ".kafka_cleanshutdown")
     return target
 
@@ -309,3 +309,161 @@ def test_read_committed_hangs_at_a_stuck_lso(hanging):
     _code, doc = preflight_json("--transaction-partitions", "1", str(hanging))
     assert outcome(doc, "rc")["action"] == "resume"
     assert doc["summary"]["partitions"]["hanging_transactions"] == 1
+
+
+def test_recovery_cut_below_a_commit(kafka_real, tmp_path):
+    """The broker crashed (no .kafka_cleanshutdown) and the last batch (offset 9) has a bad CRC: LogLoader's recovery
+    (recover's model) truncates the segment there, the log ends at 9. 'c' (10, no epoch): 10 > 9 is out of range
+    (R) -> latest = HW 9 (the checkpoint's 10 clamped to the log end, H): nothing re-read; offset 9 it had processed
+    is gone, and the partition reports what recovery removes (the batch's bytes, the log end 10 -> 9)."""
+    from kafkalog_cli.storage.segment import MappedFile, walk
+
+    ld = tmp_path / "b1"
+    meta(ld, 1)
+    pdir = into_logdir(kafka_real, ld, {"topic": "orders", "ops": [appends(10)], "shutdown": "crash"}, tmp_path)
+    offsets_partition(kafka_real, ld, tmp_path, [("c", "orders", 0, 10, None)])
+    (ld / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    (ld / "recovery-point-offset-checkpoint").write_text("0\n1\norders 0 0\n")
+    high_watermarks(ld, {"orders-0": 10})
+    seg = pdir / "00000000000000000000.log"
+    with MappedFile(str(seg)) as mf:
+        last = list(walk(mf.buf, file=str(seg)))[-1]
+    data = bytearray(seg.read_bytes())
+    data[last[0] + last[1] - 1] ^= 0xFF  # the last byte of the last batch: its CRC no longer matches
+    seg.write_bytes(bytes(data))
+    code, doc = preflight_json(str(ld))
+    assert code == 1
+    [p] = [p for p in doc["partitions"] if p["name"] == "orders-0"]
+    [copy] = p["copies"]
+    # the corrupt batch's record count cannot be trusted (recover: "0 records, 72 bytes unreadable"): bytes and offsets
+    assert (copy["loads"], copy["recovery_cut_offsets"], p["log_end_offset"], p["high_watermark"]) == \
+        (True, [10, 9], 9, 9)
+    assert copy["recovery_cut_bytes"] == last[1]
+    assert doc["summary"]["partitions"]["recovery_cuts"] == 1
+    c = outcome(doc, "c")
+    assert (c["case"], c["action"], c["position"], span(c, "records_reread")) == ("above-end", "resume", 9, (0, 0))
+
+
+# ------------------------------------------------------------------------------------------ a real consumer
+def _mock_consume(bootstrap: str, group: str, reset: str, expect: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": reset, "log_level": 0})
+    c.assign([TopicPartition("orders", 0)])
+    got: list[int] = []
+    import time
+
+    end = time.monotonic() + (3 if expect == 0 else 20)
+    while time.monotonic() < end and len(got) < max(expect, 1) + 1:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.offset())
+        if expect and len(got) >= expect:
+            time.sleep(0.5)  # anything beyond what was expected would show up now
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m.offset())
+            break
+    c.close()
+    return got
+
+
+def test_mock_cluster_consumer_agrees(kafka_real, tmp_path):
+    """A real consumer (librdkafka's mock cluster through confluent-kafka): 10 records produced to orders-0, group
+    'high' committed 15 (above the log end), 'mid' committed 4. The consumer then reads from the position preflight
+    predicts on the equivalent offline partition (Kafka-written, 10 records, HW 10, the same commits without a leader
+    epoch: the mock cluster answers a fetch past the log end with OFFSET_OUT_OF_RANGE and librdkafka resets, R):
+    'high' earliest -> 0 (10 records), latest -> 10 (none), 'mid' -> 4 either way (6 records). The mock does not
+    implement DeleteRecords (UNSUPPORTED_FEATURE), so the below-start case is checked offline only."""
+    ck = pytest.importorskip("confluent_kafka")
+    ld = tmp_path / "b1"
+    meta(ld, 1)
+    into_logdir(kafka_real, ld, {"topic": "orders", "ops": [appends(10)]}, tmp_path)
+    offsets_partition(kafka_real, ld, tmp_path, [("high", "orders", 0, 15, None), ("mid", "orders", 0, 4, None)])
+    high_watermarks(ld, {"orders-0": 10})
+    producer = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
+    try:
+        md = producer.list_topics(timeout=10)
+        bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+        for i in range(10):
+            producer.produce("orders", value=f"v{i}".encode(), partition=0)
+        assert producer.flush(10) == 0
+        for group, off in (("high", 15), ("mid", 4)):
+            c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                             "log_level": 0})
+            c.commit(offsets=[ck.TopicPartition("orders", 0, off)], asynchronous=False)
+            c.close()
+        for reset in ("earliest", "latest"):
+            _code, doc = preflight_json("--auto-offset-reset", reset, str(ld))
+            for group in ("high", "mid"):
+                pos = outcome(doc, group)["position"]
+                assert pos is not None
+                expected = list(range(pos, 10))
+                assert _mock_consume(bootstrap, f"{group}", reset, len(expected)) == expected, (group, reset)
+    finally:
+        producer.flush(1)
+
+
+# ------------------------------------------------------------------------------------------ rules without a log
+def _partition(L: int, N: int, H: int, epochs: list[tuple[int, int]], records: set[int]) -> pf.PartitionCheck:
+    p = pf.PartitionCheck("orders", 0, [], log_start_offset=L, log_end_offset=N, high_watermark=H,
+                          leader_epochs=epochs)
+    p.count = lambda a, b: sum(1 for o in records if a <= o < min(b, N))
+    return p
+
+
+def _commit(offset: int, epoch: int | None) -> pf.Commit:
+    return pf.Commit("g", "orders", 0, offset, epoch, "", None, "test")
+
+
+def test_epoch_unknown_to_the_leader_resets_by_policy():
+    """A commit whose epoch (9) is above every epoch of the leader's cache (0 at 0, the restart's 1 at 10):
+    endOffsetFor answers UNDEFINED, V calls requestOffsetReset (SubscriptionState.java:504-513): latest -> HW 10;
+    where the leader's history left the consumer's is unknown: it never sees records 8, 9 at least, all 10 if the
+    histories differ from offset 0 (skip 2..10); none -> LogTruncationException."""
+    p = _partition(0, 10, 10, [(0, 0), (1, 10)], set(range(10)))
+    o = pf.consumer_outcome(_commit(8, 9), p, pf.LATEST, pf.READ_UNCOMMITTED)
+    assert (o.case, o.position, o.records_reread, o.records_skipped) == ("truncation-detected", 10, (0, 0), (2, 10))
+    o = pf.consumer_outcome(_commit(8, 9), p, pf.NONE, pf.READ_UNCOMMITTED)
+    assert (o.action, "LogTruncationException" in o.detail) == ("fail", True)
+
+
+def test_high_watermark_below_the_log_end_gives_a_range():
+    """Commit 12 (no epoch) above the log end 10, HW checkpoint 7 (H): latest seeks to the HW, 7 at the restart or
+    10 after the followers caught up: it re-reads records 7..9 (3) or none."""
+    p = _partition(0, 10, 7, [(0, 0), (1, 10)], set(range(10)))
+    o = pf.consumer_outcome(_commit(12, None), p, pf.LATEST, pf.READ_UNCOMMITTED)
+    assert (o.case, o.action, o.position, o.records_reread) == ("above-end", "re-read", None, (0, 3))
+
+
+def test_compacted_log_counts_records_not_offsets():
+    """earliest after a commit above the end re-reads the records the log holds, not the offsets (a compacted log
+    holding 0, 4, 9 of 0..9: 3 records)."""
+    p = _partition(0, 10, 10, [(0, 0), (1, 10)], {0, 4, 9})
+    o = pf.consumer_outcome(_commit(12, None), p, pf.EARLIEST, pf.READ_UNCOMMITTED)
+    assert (o.position, o.records_reread) == (0, (3, 3))
+
+
+def test_commit_on_a_partition_not_in_the_dirs_is_unknown(clean_set, kafka_real, tmp_path):
+    """A group committed on a partition no dir holds: 'unknown', never a guess; the verdict is not clean."""
+    shutil.rmtree(clean_set / "__consumer_offsets-0")
+    offsets_partition(kafka_real, clean_set, tmp_path, [("g1", "orders", 0, 10, 0), ("g2", "gone", 3, 5, 0)])
+    code, doc = preflight_json(str(clean_set))
+    assert code == 1
+    c = outcome(doc, "g2", "gone-3")
+    assert (c["case"], c["action"], c["position"]) == ("unknown", "unknown", None)
+    assert "no copy of the partition" in c["detail"]
+    code, doc = preflight_json("--group", "g1", str(clean_set))
+    assert code == 0 and [c["group"] for c in doc["consumers"]] == ["g1"]
+
+
+def test_usage_and_unreadable(tmp_path):
+    """Exit 2 with one located line for a missing path, a dir without partitions, a bad --kafka-version."""
+    code, out = preflight(str(tmp_path / "nope"))
+    assert code == 2 and "no such file or directory" in out and "Traceback" not in out
+    (tmp_path / "empty").mkdir()
+    code, out = preflight(str(tmp_path / "empty"))
+    assert code == 2 and "Traceback" not in out
+    code, out = preflight("--auto-offset-reset", "smallest", str(tmp_path))
+    assert code == 2

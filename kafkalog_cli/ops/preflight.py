@@ -84,13 +84,15 @@ class CopyCheck:
     broker: str | None
     loads: bool
     fatal: list[str]
-    recovery_cuts: int  # records recovery removes
+    recovery_cuts: int  # records of intact batches recovery removes (a corrupt batch's records cannot be counted)
     changes: int  # file changes the loader makes
     log_start_offset: int | None
     log_end_offset: int | None  # after the load
     role: str = "only copy"  # leader | follower | only copy
     truncate_to: int | None = None  # a follower's truncation point against the leader
     truncation_loses: int = 0  # records that truncation removes and the leader does not hold
+    recovery_cut_bytes: int = 0  # bytes recovery removes (cut tails and deleted segments, corrupt ones included)
+    recovery_cut_offsets: tuple[int, int] | None = None  # (log end on disk, log end after recovery) when it moves
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -222,7 +224,8 @@ def summary(r: Report) -> dict[str, dict[str, int]]:
     """One line per class: counts the text prints and the JSON carries."""
     parts = {"total": len(r.partitions), "problems": len(r.problem_partitions),
              "not_loaded": sum(1 for p in r.partitions if any(not c.loads for c in p.copies)),
-             "recovery_cuts": sum(1 for p in r.partitions if any(c.recovery_cuts for c in p.copies)),
+             "recovery_cuts": sum(1 for p in r.partitions
+                                  if any(c.recovery_cuts or c.recovery_cut_bytes for c in p.copies)),
              "replicated": sum(1 for p in r.partitions if len(p.copies) > 1),
              "follower_losses": sum(1 for p in r.partitions if any(c.truncation_loses for c in p.copies)),
              "hanging_transactions": sum(1 for p in r.partitions if p.stuck_at is not None)}
@@ -247,9 +250,15 @@ def _load_copy(c: PartitionCopy, kafka_version: str) -> CopyCheck:
     except KafkalogError as exc:
         return CopyCheck(c.path, c.broker, False, [exc.describe()], 0, 0, None, None)
     loads = not plan.fatal
-    return CopyCheck(c.path, c.broker, loads, list(plan.fatal), plan.lost_records if loads else 0,
-                     len(plan.changes), plan.log_start_offset if loads else None,
-                     plan.log_end_offset if loads else None)
+    ch = CopyCheck(c.path, c.broker, loads, list(plan.fatal), plan.lost_records if loads else 0,
+                   len(plan.changes), plan.log_start_offset if loads else None,
+                   plan.log_end_offset if loads else None)
+    if loads:
+        ch.recovery_cut_bytes = (sum(r.lost.bytes for r in plan.recovered if r.lost)
+                                 + sum(d.bytes for d in plan.deleted_segments))
+        if plan.log_end_before != plan.log_end_offset:
+            ch.recovery_cut_offsets = (plan.log_end_before, plan.log_end_offset)
+    return ch
 
 
 def record_counter(replica: rp.Replica, log_end: int) -> Callable[[int, int], int]:
@@ -282,9 +291,11 @@ def _check_partition(topic: str, part: int, copies: list[PartitionCopy], kafka_v
     for ch in checks:
         if not ch.loads:
             pc.problems.append(f"{ch.path}: the broker does not load it: " + "; ".join(ch.fatal))
-        elif ch.recovery_cuts:
-            pc.problems.append(f"{ch.path}: the broker's recovery removes {ch.recovery_cuts} records "
-                               "(kafkalog recover shows them)")
+        elif ch.recovery_cuts or ch.recovery_cut_bytes:
+            moved = (f", the log end moves {ch.recovery_cut_offsets[0]} -> {ch.recovery_cut_offsets[1]}"
+                     if ch.recovery_cut_offsets else "")
+            pc.problems.append(f"{ch.path}: the broker's recovery removes {ch.recovery_cut_bytes} bytes "
+                               f"({ch.recovery_cuts} records of intact batches{moved}; kafkalog recover shows them)")
     loadable = [c for c in copies if next(ch for ch in checks if ch.path == c.path).loads]
     if not loadable:
         return pc
