@@ -141,6 +141,9 @@ def examples(base: str = "fixtures") -> dict[str, list[dict]]:
         "schemas": [{"paths": [f"{base}/registry"]}, {"paths": [f"{base}/registry"], "audit": True}],
         "metadata": [{"path": f"{base}/kraft/__cluster_metadata-0"}],
         "inventory": [{"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0"}],
+        "preflight": [{"paths": [f"{base}/sample-logdir"]},
+                      {"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0",
+                       "auto_offset_reset": "earliest"}],
     }
 
 

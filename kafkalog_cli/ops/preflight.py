@@ -496,7 +496,7 @@ def _inventory(copies: list[PartitionCopy], paths: list[str], loaded: Loaded) ->
     by_broker: dict[str, list[str]] = {}
     dirs = {c.log_dir for c in copies} | {p for p in paths if os.path.isfile(os.path.join(p, "meta.properties"))}
     for d in sorted(dirs):
-        by_broker.setdefault(str(broker_id(d)), []).append(d)
+        by_broker.setdefault(broker_id(d) or "unknown", []).append(d)
     quorum = (read_meta_properties(os.path.dirname(os.path.abspath(loaded.directory))) or {}).get("cluster.id")
     items: list[dict[str, object]] = []
     for broker, ds in sorted(by_broker.items()):

@@ -50,7 +50,7 @@ def text_lines(r: Any, verbose: bool = False) -> list[str]:
                 f"auto.offset.reset={r.auto_offset_reset}, {r.isolation})")
     p = s["partitions"]
     out += _wrap(f"partitions: {p['total'] - p['not_loaded'] - p['recovery_cuts']} load as they are, "
-                 f"{p['recovery_cuts']} lose records to recovery, {p['not_loaded']} not loaded", "  ")
+                 f"{p['recovery_cuts']} cut by recovery, {p['not_loaded']} not loaded", "  ")
     out += _wrap(f"followers: {p['replicated']} partitions with several copies, {p['follower_losses']} where a "
                  "follower's truncation loses records", "  ")
     out += _wrap(f"transactions: {p['hanging_transactions']} partitions with a hanging transaction (stuck last "
