@@ -467,3 +467,32 @@ def test_usage_and_unreadable(tmp_path):
     assert code == 2 and "Traceback" not in out
     code, out = preflight("--auto-offset-reset", "smallest", str(tmp_path))
     assert code == 2
+
+
+# ------------------------------------------------------------------------------------------ the composed engines
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_schema_ids_missing_from_the_registry(tmp_path):
+    """fixtures/registry: orders-0's records 0..2 use schema id 1, soft-deleted in _schemas (schemas --audit finds
+    it): the set does not come back right; without _schemas the schemas line says 'not checked'."""
+    shutil.copytree(FIXTURES / "registry", tmp_path / "reg")
+    code, doc = preflight_json(str(tmp_path / "reg"))
+    assert code == 1 and doc["summary"]["schemas"] == {"missing_ids": 1}
+    [use] = doc["schemas"]["id_uses"]
+    assert (use["schema_id"], use["state"], use["first_offset"], use["last_offset"]) == (1, "soft-deleted", 0, 2)
+    shutil.rmtree(tmp_path / "reg" / "_schemas-0")
+    code, out = preflight(str(tmp_path / "reg"))
+    assert code == 0 and "schemas: not checked (no _schemas partition in the dirs)" in out
+
+
+def test_inventory_against_the_metadata(tmp_path):
+    """--metadata: fixtures/sample-logdir against fixtures/kraft (inventory's findings: no meta.properties, and both
+    payments partitions' topic id is not in the image: stray); without --metadata the inventory is not checked."""
+    shutil.copytree(FIXTURES / "sample-logdir", tmp_path / "ld")
+    code, out = preflight(str(tmp_path / "ld"))
+    assert code == 0 and "inventory: not checked" in out
+    code, doc = preflight_json("--metadata", str(FIXTURES / "kraft" / "__cluster_metadata-0"), str(tmp_path / "ld"))
+    assert code == 1 and doc["summary"]["inventory"] == {"problems": 3}
+    assert sorted(f["class"] for f in doc["inventory"]["findings"]) == ["meta-properties", "stray-deleted",
+                                                                         "stray-deleted"]

@@ -65,7 +65,7 @@ def text_lines(r: Any, verbose: bool = False) -> list[str]:
     if r.schemas is None:
         out += _wrap("schemas: not checked (no _schemas partition in the dirs)", "  ")
     else:
-        out += _wrap(f"schemas: {r.schema_problems} schema ids in use but missing from _schemas", "  ")
+        out += _wrap(f"schemas: {r.schema_problems} schema ids in use that _schemas lacks or has deleted", "  ")
     if r.inventory is None:
         out += _wrap("inventory: not checked (give --metadata DIR)", "  ")
     else:
