@@ -496,3 +496,20 @@ def test_inventory_against_the_metadata(tmp_path):
     assert code == 1 and doc["summary"]["inventory"] == {"problems": 3}
     assert sorted(f["class"] for f in doc["inventory"]["findings"]) == ["meta-properties", "stray-deleted",
                                                                          "stray-deleted"]
+
+
+def test_an_engine_that_refuses_its_input_is_not_checked_never_clean(tmp_path, monkeypatch):
+    """When one engine refuses the input (here the transactions analysis, made to raise its typed error), the report
+    says what was not checked and the verdict is not 'comes back right'."""
+    from kafkalog_cli.errors import UnreadableFileError
+    from kafkalog_cli.internal_topics import transactions as tx
+
+    shutil.copytree(FIXTURES / "sample-logdir", tmp_path / "ld")
+
+    def refuse(*_a, **_k):
+        raise UnreadableFileError("cannot read the producer state", file=str(tmp_path / "ld"))
+
+    monkeypatch.setattr(tx, "analyse", refuse)
+    code, out = preflight(str(tmp_path / "ld"))
+    flat = " ".join(out.split())
+    assert code == 1 and "NOT CHECKED: transactions:" in flat and "cannot read the producer state" in flat

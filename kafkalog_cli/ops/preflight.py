@@ -181,6 +181,8 @@ class Report:
     schemas: dict[str, object] | None = None  # None: no _schemas in the dirs
     inventory: dict[str, object] | None = None  # None: no --metadata
     notes: list[str] = field(default_factory=list)
+    #: checks that could not run (an engine refused its input): the set is then not known to come back right
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def problem_partitions(self) -> list[PartitionCheck]:
@@ -203,7 +205,7 @@ class Report:
     @property
     def comes_back_right(self) -> bool:
         return not (self.problem_partitions or self.problem_consumers or self.schema_problems
-                    or self.inventory_problems)
+                    or self.inventory_problems or self.unchecked)
 
     def exit_code(self) -> int:
         return 0 if self.comes_back_right else 1
@@ -216,7 +218,7 @@ class Report:
             "summary": summary(self),
             "partitions": [p.as_dict() for p in self.partitions],
             "consumers": [c.as_dict() for c in self.consumers],
-            "schemas": self.schemas, "inventory": self.inventory, "notes": self.notes,
+            "schemas": self.schemas, "inventory": self.inventory, "unchecked": self.unchecked, "notes": self.notes,
         }
 
 
@@ -543,9 +545,13 @@ def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = R
             named = str(il[0]) if il is not None and any(c.broker == str(il[0]) for c in cs) else None
             report.partitions.append(_check_partition(topic, part, cs, kafka_version, named, leaders,
                                                       il[1] if il is not None else -1))
-        txn = tx.analyse(list(paths), txn_partitions=txn_partitions)
-        report.notes += txn.warnings
-        by_path = {r.path: r for r in txn.partitions}
+        try:
+            txn = tx.analyse(list(paths), txn_partitions=txn_partitions)
+        except KafkalogError as exc:
+            report.unchecked.append(f"transactions: {exc.describe()}")
+            txn = None
+        report.notes += txn.warnings if txn is not None else []
+        by_path = {r.path: r for r in txn.partitions} if txn is not None else {}
         for p in report.partitions:
             tr = by_path.get(p.leader or "")
             if tr is None:
@@ -573,7 +579,13 @@ def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = R
     finally:
         for r in leaders:
             r.close()
-    report.schemas = _schemas(list(paths))
+    try:
+        report.schemas = _schemas(list(paths))
+    except KafkalogError as exc:
+        report.unchecked.append(f"schemas: {exc.describe()}")
     if loaded is not None:
-        report.inventory = _inventory(copies, list(paths), loaded)
+        try:
+            report.inventory = _inventory(copies, list(paths), loaded)
+        except KafkalogError as exc:
+            report.unchecked.append(f"inventory: {exc.describe()}")
     return report

@@ -70,6 +70,8 @@ def text_lines(r: Any, verbose: bool = False) -> list[str]:
         out += _wrap("inventory: not checked (give --metadata DIR)", "  ")
     else:
         out += _wrap(f"inventory: {r.inventory_problems} findings against the KRaft metadata", "  ")
+    for u in r.unchecked:
+        out += _wrap(f"NOT CHECKED: {u}", "  ")
     shown = r.partitions if verbose else r.problem_partitions
     if shown:
         out.append("")
