@@ -513,3 +513,29 @@ def test_an_engine_that_refuses_its_input_is_not_checked_never_clean(tmp_path, m
     code, out = preflight(str(tmp_path / "ld"))
     flat = " ".join(out.split())
     assert code == 1 and "NOT CHECKED: transactions:" in flat and "cannot read the producer state" in flat
+
+
+def test_leader_epochs_are_the_loaders_not_the_batches(kafka_real, tmp_path):
+    """orders-0: 0..4 at epoch 0, 5..9 at epoch 2; 'e1' committed 8 at epoch 1 (a history this log does not have).
+    With leader-epoch-checkpoint, the cache is (0,0), (2,5), then the restart's (3,10): V asks endOffsetFor(1) =
+    (0, 5) < 8: truncation detected, seek to 5. Without the file, a clean load leaves the cache EMPTY (LogLoader
+    rebuilds epochs only in the segments it recovers; Kafka's own Load shows it): the cache is just (3,10),
+    endOffsetFor(1) = (1, 10) >= 8, so the consumer resumes at 8 and notices nothing."""
+    ld = tmp_path / "b1"
+    meta(ld, 1)
+    pdir = into_logdir(kafka_real, ld, {"topic": "orders", "ops": [appends(5), appends(5, epoch=2)]}, tmp_path)
+    offsets_partition(kafka_real, ld, tmp_path, [("e1", "orders", 0, 8, 1)])
+    high_watermarks(ld, {"orders-0": 10})
+    _code, doc = preflight_json(str(ld))
+    [p] = [p for p in doc["partitions"] if p["name"] == "orders-0"]
+    assert p["leader_epochs"] == [[0, 0], [2, 5], [3, 10]]
+    c = outcome(doc, "e1")
+    assert (c["case"], c["position"]) == ("truncation-detected", 5)
+    (pdir / "leader-epoch-checkpoint").unlink()
+    loaded = kafka_real.json("Load", "--in", str(pdir), "--work", str(tmp_path / "load"), "--now-ms", str(TS + 10**5))
+    assert loaded["log"]["leaderEpochs"] == []
+    _code, doc = preflight_json(str(ld))
+    [p] = [p for p in doc["partitions"] if p["name"] == "orders-0"]
+    assert p["leader_epochs"] == [[3, 10]]
+    c = outcome(doc, "e1")
+    assert (c["case"], c["action"], c["position"]) == ("resume", "resume", 8)

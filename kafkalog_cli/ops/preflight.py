@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.broker.checkpoints import high_watermark
-from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from_end
+from kafkalog_cli.broker.leader_epoch_cache import assign, end_offset_for, truncate_from_end
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, discover
 from kafkalog_cli.ops import replicas as rp
@@ -88,6 +88,7 @@ class CopyCheck:
     changes: int  # file changes the loader makes
     log_start_offset: int | None
     log_end_offset: int | None  # after the load
+    epochs_after: list[tuple[int, int]] | None  # the leader-epoch cache after the load (LogLoader's)
     role: str = "only copy"  # leader | follower | only copy
     truncate_to: int | None = None  # a follower's truncation point against the leader
     truncation_loses: int = 0  # records that truncation removes and the leader does not hold
@@ -250,11 +251,11 @@ def _load_copy(c: PartitionCopy, kafka_version: str) -> CopyCheck:
     try:
         plan = ld.plan_load(c.path, kafka_version)
     except KafkalogError as exc:
-        return CopyCheck(c.path, c.broker, False, [exc.describe()], 0, 0, None, None)
+        return CopyCheck(c.path, c.broker, False, [exc.describe()], 0, 0, None, None, None)
     loads = not plan.fatal
     ch = CopyCheck(c.path, c.broker, loads, list(plan.fatal), plan.lost_records if loads else 0,
                    len(plan.changes), plan.log_start_offset if loads else None,
-                   plan.log_end_offset if loads else None)
+                   plan.log_end_offset if loads else None, list(plan.epochs_after) if loads else None)
     if loads:
         ch.recovery_cut_bytes = (sum(r.lost.bytes for r in plan.recovered if r.lost)
                                  + sum(d.bytes for d in plan.deleted_segments))
@@ -308,7 +309,7 @@ def _check_partition(topic: str, part: int, copies: list[PartitionCopy], kafka_v
             leader_rep = next(r for r in cmp.replicas if r.role == "leader")
             pc.leader_chosen_by = cmp.leader_chosen_by
             leader = leader_rep.replica
-            lcache, _ = rp.leader_epochs(leader, [r.replica for r in cmp.replicas])
+            seen = max(r.replica.latest_epoch for r in cmp.replicas)
             for rr in cmp.replicas:
                 ch = next(x for x in checks if x.path == rr.replica.path)
                 ch.role = rr.role
@@ -326,7 +327,7 @@ def _check_partition(topic: str, part: int, copies: list[PartitionCopy], kafka_v
                                                "offset": rr.truncation_offset, "records": rr.lost.count})
         else:
             leader = rp.load_replica(loadable[0].path)
-            lcache = list(leader.epochs)
+            seen = leader.latest_epoch
             pc.leader_chosen_by = "the only copy"
     except KafkalogError as exc:
         pc.problems.append(f"replicas cannot be compared: {exc.describe()}")
@@ -346,9 +347,12 @@ def _check_partition(topic: str, part: int, copies: list[PartitionCopy], kafka_v
     else:
         pc.high_watermark_source = why
     pc.high_watermark = min(max(hw, L), N)
-    cache = truncate_from_end(lcache, N)
-    top = max([e for e, _s in cache] + [leader.latest_epoch, image_epoch])
-    pc.leader_epochs = cache + [(top + 1, N)]
+    # the leader's cache as its load leaves it (LogLoader: truncateFromEnd(log end), truncateFromStart(log start)),
+    # then the epoch the election at the restart gives it, above every epoch seen, from its log end
+    # (Partition.makeLeader -> maybeAssignEpochStartOffset; LeaderEpochFileCache.assign)
+    cache = list(lch.epochs_after) if lch.epochs_after is not None else truncate_from_end(list(leader.epochs), N)
+    top = max([e for e, _s in cache] + [seen, image_epoch])
+    pc.leader_epochs = assign(cache, top + 1, N)
     pc.count = record_counter(leader, N)
     return pc
 
