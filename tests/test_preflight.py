@@ -446,14 +446,19 @@ def test_compacted_log_counts_records_not_offsets():
 
 
 def test_commit_on_a_partition_not_in_the_dirs_is_unknown(clean_set, kafka_real, tmp_path):
-    """A group committed on a partition no dir holds: 'unknown', never a guess; the verdict is not clean."""
+    """A group committed on a partition no dir holds: 'unknown', never a guess; the verdict is not clean. One on a
+    partition directory without a segment (an empty log: the loader creates its first segment) has an answer."""
     shutil.rmtree(clean_set / "__consumer_offsets-0")
-    offsets_partition(kafka_real, clean_set, tmp_path, [("g1", "orders", 0, 10, 0), ("g2", "gone", 3, 5, 0)])
+    (clean_set / "empty-0").mkdir()  # a partition directory without a segment: an empty log the broker opens
+    offsets_partition(kafka_real, clean_set, tmp_path, [("g1", "orders", 0, 10, 0), ("g2", "gone", 3, 5, 0),
+                                                        ("g3", "empty", 0, 0, None)])
     code, doc = preflight_json(str(clean_set))
     assert code == 1
     c = outcome(doc, "g2", "gone-3")
     assert (c["case"], c["action"], c["position"]) == ("unknown", "unknown", None)
     assert "no copy of the partition" in c["detail"]
+    c = outcome(doc, "g3", "empty-0")
+    assert (c["case"], c["action"], c["position"]) == ("resume", "resume", 0)
     code, doc = preflight_json("--group", "g1", str(clean_set))
     assert code == 0 and [c["group"] for c in doc["consumers"]] == ["g1"]
 

@@ -523,6 +523,29 @@ def _schemas(paths: list[str]) -> dict[str, object] | None:
     return {"missing_ids": len(uses), "id_uses": uses, "notes": rep.notes}
 
 
+def _empty_partitions(copies: list[PartitionCopy], paths: list[str]) -> list[PartitionCopy]:
+    """The live partition directories without a segment in the log dirs of ``copies`` (and the PATHs that are log
+    dirs): empty logs, which the broker opens by creating their first segment at the log start (LogLoader), so a
+    group's commit on one has an answer (discovery lists only directories holding segments)."""
+    from kafkalog_cli.internal_topics.logdir import broker_id, split_name
+    from kafkalog_cli.storage.paths import holds_segments, live_children
+
+    have = {c.path for c in copies}
+    dirs = {c.log_dir for c in copies} | {os.path.abspath(p) for p in paths
+                                          if os.path.isdir(p) and not holds_segments(p)}
+    out = []
+    for d in sorted(dirs):
+        try:
+            children = live_children(d)
+        except KafkalogError:
+            continue
+        for sub in children:
+            if sub not in have and not holds_segments(sub):
+                topic, part = split_name(os.path.basename(sub))
+                out.append(PartitionCopy(topic, part, sub, d, broker_id(d)))
+    return out
+
+
 def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = READ_UNCOMMITTED,
         kafka_version: str = ld.DEFAULT_VERSION, metadata_dir: str | None = None,
         groups: list[str] | None = None, txn_partitions: int = 50) -> Report:
@@ -535,6 +558,7 @@ def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = R
                                   expected="broker log dirs (log.dirs entries) or partition directories",
                                   found="none")
     report = Report(list(paths), auto_offset_reset, isolation, kafka_version, notes=list(notes))
+    copies = copies + _empty_partitions(copies, paths)
     loaded, image_leaders = _load_metadata(metadata_dir)
     by_tp: dict[tuple[str, int], list[PartitionCopy]] = {}
     for c in copies:
