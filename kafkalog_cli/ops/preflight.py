@@ -446,7 +446,7 @@ def consumer_outcome(c: Commit, p: PartitionCheck | None, policy: str, isolation
     rr, sk = _counts(count, L, N, C, targets, diverge)
     action = ACT_SKIP if sk[1] else ACT_REREAD if rr[1] else ACT_RESUME
     maybe = p.maybe_stuck_at if isolation == READ_COMMITTED and stuck is None else None
-    if maybe is not None and max(targets) >= 0:
+    if maybe is not None:
         case, action, rule = UNKNOWN, ACT_UNKNOWN, rules["lso"]
         texts.append(f"unknown: an open transaction at {maybe} has no coordinator state in the dirs given; if its "
                      f"coordinator does not complete it, read_committed hangs at {maybe}")
