@@ -144,6 +144,9 @@ def examples(base: str = "fixtures") -> dict[str, list[dict]]:
         "group_history": [{"group": "orders-app", "paths": [f"{base}/groups", f"{base}/partition"]},
                           {"group": "orders-app", "paths": [f"{base}/groups"], "at": "1700000006500"},
                           {"group": "csv-source", "paths": [f"{base}/groups"], "connect": True}],
+        "preflight": [{"paths": [f"{base}/sample-logdir"]},
+                      {"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0",
+                       "auto_offset_reset": "earliest"}],
     }
 
 

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "inventory": ("kafkalog_cli.cli.metadata", "inventory", "Check a broker's log dirs against the KRaft metadata."),
     "schemas": ("kafkalog_cli.cli.schemas", "schemas", "Rebuild the Schema Registry from _schemas segments; --audit, --export."),
     "group-history": ("kafkalog_cli.cli.groups", "group_history", "A consumer group's committed offsets through time; --at, --emit-reset."),
+    "preflight": ("kafkalog_cli.cli.preflight", "preflight", "Before a restart or restore: will brokers and consumers come back right?"),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).
