@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "metadata": ("kafkalog_cli.cli.metadata", "metadata", "The KRaft cluster image at any point of __cluster_metadata."),
     "inventory": ("kafkalog_cli.cli.metadata", "inventory", "Check a broker's log dirs against the KRaft metadata."),
     "schemas": ("kafkalog_cli.cli.schemas", "schemas", "Rebuild the Schema Registry from _schemas segments; --audit, --export."),
+    "find-key": ("kafkalog_cli.cli.find_key", "find_key", "Find every copy of a record key, its state and what removes it; --prove-erased."),
+    "audit-partitioning": ("kafkalog_cli.cli.find_key", "audit_partitioning", "Check keyed records are where their producer's partitioner puts them."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).

@@ -1,0 +1,187 @@
+"""``audit-partitioning``: is every keyed record in the partition its producer's partitioner gives?
+
+Why: mixed fleets (Java's murmur2 beside librdkafka's crc32-based default, confluent-kafka-dotnet#1103,
+librdkafka#4510) and partitions added to a topic put records of one key into several partitions, which silently
+breaks compaction (the cleaner dedupes per partition) and co-partitioned joins. Per keyed record this computes the
+partition under each of ``format/partitioners.PARTITIONERS`` for the topic's partition count and reports:
+
+* records in a partition no single partitioner explains (for a record whose partitioner is random, e.g. an empty
+  key under ``consistent_random``, any partition is explained);
+* keys present in more than one partition of a topic, with the producer ids and time ranges of each copy;
+* keys whose partition changed when the partition count grew: a record some partitioner explains under an earlier
+  count (``previous``, or else the smallest count below the current one that explains it);
+* the hottest keys and largest records per partition.
+
+The files are the live partition directories (``storage/paths.log_dir_partitions``); one copy per partition is
+read (the first broker's in path order: replicas hold the same records). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.format import partitioners
+from kafkalog_cli.internal_topics.logdir import discover
+from kafkalog_cli.storage import layout
+from kafkalog_cli.storage.segment import MappedFile, entries
+from kafkalog_cli.timefmt import iso_utc
+
+MAX_LISTED = 1000  # examples kept per finding kind (counts are exact)
+
+
+@dataclass
+class TopicAudit:
+    topic: str
+    partitions: int
+    keyed_records: int = 0
+    keys: int = 0
+    explained: dict[str, int] = field(default_factory=dict)
+    unexplained_count: int = 0
+    unexplained: list[dict[str, object]] = field(default_factory=list)
+    multi_partition_keys: list[dict[str, object]] = field(default_factory=list)
+    moved_keys: list[dict[str, object]] = field(default_factory=list)
+    hottest: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
+    largest: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    likely: str | None = None
+
+
+@dataclass
+class AuditReport:
+    topics: list[TopicAudit]
+    notes: list[str]
+
+    @property
+    def problems(self) -> bool:
+        return any(t.unexplained_count or t.multi_partition_keys or t.moved_keys for t in self.topics)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"topics": [asdict(t) for t in self.topics], "notes": self.notes, "problems": self.problems}
+
+
+def _show(key: bytes) -> str:
+    text = key.decode("utf-8", "replace")
+    return text if text.isprintable() and "\ufffd" not in text else "0x" + key.hex()
+
+
+def explains(key: bytes | None, partition: int, count: int) -> list[str]:
+    """The partitioners that put ``key`` in ``partition`` of ``count`` (a random choice explains any partition)."""
+    out = []
+    for name, fn in partitioners.PARTITIONERS.items():
+        p = fn(key, count)
+        if p is None or p == partition:
+            out.append(name)
+    return out
+
+
+def earlier_count(key: bytes, partition: int, count: int, previous: int | None,
+                  only: list[str] | None = None) -> tuple[int, str] | None:
+    """(partition count, partitioner) under which ``key`` would have gone to ``partition``: ``previous`` only, when
+    given, else the smallest count from 2 below ``count`` that explains it (``only``: these partitioners)."""
+    counts = [previous] if previous is not None else list(range(max(2, partition + 1), count))
+    for m in counts:
+        if m <= partition:
+            continue
+        names = [n for n in explains(key, partition, m) if only is None or n in only]
+        if names:
+            return m, names[0]
+    return None
+
+
+@dataclass
+class _Copy:
+    pids: set[int]
+    first: int
+    last: int
+
+
+def _moved(ta: TopicAudit, key: bytes, partition: int, count: int, previous: int | None, offset: int | None,
+           only: list[str] | None) -> None:
+    found = earlier_count(key, partition, count, previous, only)
+    if found is None or len(ta.moved_keys) >= MAX_LISTED:
+        return
+    m, name = found
+    ta.moved_keys.append({"key": _show(key), "old_count": m, "old_partition": partition, "new_count": count,
+                          "partitioner": name, "new_partition": partitioners.PARTITIONERS[name](key, count),
+                          "offset": offset})
+
+
+def audit(paths: list[str], *, partitions: int | None = None, previous: int | None = None,
+          topics: set[str] | None = None, top: int = 5) -> AuditReport:
+    copies, notes = discover(paths)
+    by_tp: dict[tuple[str, int], str] = {}
+    for c in copies:
+        if c.partition < 0 or (topics and c.topic not in topics):
+            continue
+        if (c.topic, c.partition) in by_tp:
+            notes.append(f"{c.path}: another copy of {c.name} is read already ({by_tp[(c.topic, c.partition)]})")
+            continue
+        by_tp[(c.topic, c.partition)] = c.path
+    out: list[TopicAudit] = []
+    for topic in sorted({t for t, _ in by_tp}):
+        parts = sorted(p for t, p in by_tp if t == topic)
+        n = partitions or parts[-1] + 1
+        if partitions is None and len(parts) != n:
+            notes.append(f"{topic}: partitions {sorted(set(range(n)) - set(parts))[:10]} are not in the input: the "
+                         f"count {n} may be wrong (pass --partitions)")
+        ta = TopicAudit(topic, n, explained=dict.fromkeys(partitioners.PARTITIONERS, 0))
+        where: dict[bytes, dict[int, _Copy]] = {}
+        for p in parts:
+            hot: Counter[bytes] = Counter()
+            big: list[tuple[int, int]] = []
+            for _base, path in layout.segment_logs(by_tp[(topic, p)]):
+                try:
+                    with MappedFile(path) as mf:
+                        for b in entries(mf.buf, file=path):
+                            if b.is_control:
+                                continue
+                            for rec in b.iter_records(mf.buf):
+                                size = len(rec.key or b"") + len(rec.value or b"")
+                                big.append((rec.offset, size))
+                                if rec.key is None:
+                                    continue
+                                key = bytes(rec.key)
+                                ta.keyed_records += 1
+                                hot[key] += 1
+                                names = explains(key, p, n)
+                                for name in names:
+                                    ta.explained[name] += 1
+                                if not names:
+                                    ta.unexplained_count += 1
+                                    expected = {k: fn(key, n) for k, fn in partitioners.PARTITIONERS.items()}
+                                    if len(ta.unexplained) < MAX_LISTED:
+                                        ta.unexplained.append({"partition": p, "offset": rec.offset,
+                                                               "key": _show(key), "expected": expected, "file": path})
+                                    if previous is not None:
+                                        _moved(ta, key, p, n, previous, rec.offset, None)
+                                w = where.setdefault(key, {}).setdefault(p, _Copy(set(), rec.timestamp,
+                                                                                  rec.timestamp))
+                                w.pids.add(b.producer_id)
+                                w.first = min(w.first, rec.timestamp)
+                                w.last = max(w.last, rec.timestamp)
+                except KafkalogError as exc:
+                    notes.append(f"{path}: stopped reading ({exc.describe()})")
+            ta.hottest[p] = [(_show(k), c) for k, c in hot.most_common(top)]
+            ta.largest[p] = sorted(big, key=lambda t: -t[1])[:top]
+        ta.keys = len(where)
+        for key, copies_of in sorted(where.items()):
+            if len(copies_of) < 2:
+                continue
+            if len(ta.multi_partition_keys) < MAX_LISTED:
+                ta.multi_partition_keys.append({"key": _show(key), "copies": [
+                    {"partition": p, "producer_ids": sorted(w.pids), "first": iso_utc(w.first), "last": iso_utc(w.last)}
+                    for p, w in sorted(copies_of.items())]})
+            if previous is None:  # a copy the current count explains, another an earlier count: the topic grew
+                now_names = {name for q in copies_of for name in explains(key, q, n)}
+                for q in copies_of:
+                    if not explains(key, q, n):
+                        _moved(ta, key, q, n, None, None, sorted(now_names))
+        if ta.keyed_records:
+            name = max(ta.explained, key=lambda k: ta.explained[k])
+            ta.likely = f"{name} ({ta.explained[name]} of {ta.keyed_records} records)"
+        out.append(ta)
+    if not out:
+        notes.append("no partition directories found: " + ", ".join(os.path.basename(p) for p in paths))
+    return AuditReport(out, notes)
