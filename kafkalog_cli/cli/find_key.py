@@ -28,7 +28,7 @@ def _time(text: str | None, flag: str) -> int | None:
 
 @click.command("find-key")
 @click.argument("key", required=False)
-@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="LOGDIR...")
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="LOGDIR...")
 @click.option("--key-hex", default=None, help="The key as hex bytes (instead of KEY).")
 @click.option("--key-file", type=click.Path(), default=None, help="Read the key's bytes from a file.")
 @click.option("--value-regex", default=None,
@@ -76,6 +76,8 @@ def find_key(key: str | None, paths: tuple[str, ...], key_hex: str | None, key_f
     if given and key is not None:
         paths = (key, *paths)  # KEY was a path: the key came from a flag
         key = None
+    if not paths:
+        fail("no LOGDIR given", "kafkalog find-key KEY LOGDIR... (or --key-hex HEX LOGDIR...)")
     raw: bytes | None = None
     if key_hex is not None:
         try:

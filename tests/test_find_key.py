@@ -1,0 +1,188 @@
+"""find-key and --prove-erased on the fixture fleet of tests/find_key_fleet.py (the key planted in every kind of
+place), checked against its brute-force decompress-and-grep; the verdicts; the exit codes; an oracle run of Kafka's
+own cleaner past the delete horizon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import find_key_fleet as F
+import pytest
+from click.testing import CliRunner
+from partition_gen import PartitionBuilder
+
+from kafkalog_cli.cli.main import cli
+from kafkalog_cli.format.partitioners import consistent_random
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def doc(*args: str) -> tuple[int, dict]:
+    r = run("find-key", *args, "--format", "json", "--now-ms", str(F.NOW))
+    return r.exit_code, json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("fleet"))
+    return F.build(root)
+
+
+def test_precision_and_recall_against_brute_force(fleet):
+    code, d = doc("customer-42", fleet.root, "--any-partition")
+    assert code == 1
+    found = {(h["file"], h["offset"]) for h in d["hits"] if h["match"] == "key"}
+    truth, raw_files = F.brute_force(fleet.root, F.KEY)
+    assert found == truth  # every record of the key, and nothing else (the compacted-away offset 5 of sessions-0)
+    files = {h["file"] for h in d["hits"]}
+    assert files == raw_files  # every file holding the key's bytes at all, raw or decompressed or base64
+    assert not any("sessions-0" in f for f in files)
+
+
+def test_every_kind_of_place(fleet):
+    _code, d = doc("customer-42", fleet.root, "--any-partition")
+    kinds = {h["kind"] for h in d["hits"]}
+    assert kinds == {"live", "leftover", "delete-dir", "future-dir", "stray-dir", "tiered", "copy", "other-file"}
+    brokers = {h["broker"] for h in d["hits"] if h["kind"] == "live"}
+    assert brokers == {"1", "2"}
+    cut = [h for h in d["hits"] if h["match"] == "unparsed"]
+    assert [h["file"] for h in cut] == [fleet.planted["cut-write"]]
+
+
+def test_murmur2_pruning(fleet):
+    _code, d = doc("customer-42", fleet.root)
+    assert d["targets"]["users"]["chosen"] == {"murmur2": F.P}
+    assert not any(h["partition"] == F.OTHER_P and h["topic"] == "users" for h in d["hits"])
+    skipped = [loc for loc in d["locations"] if not loc["searched"]]
+    assert skipped and all(loc["partition"] != F.P for loc in skipped)
+    # the librdkafka producer's copy is found with its partitioner
+    _code, d2 = doc("customer-42", fleet.root, "--partitioner", "murmur2", "--partitioner", "consistent_random")
+    got = any(h["partition"] == F.OTHER_P for h in d2["hits"])
+    assert got == (consistent_random(F.KEY, F.N) == F.OTHER_P)
+
+
+def test_states_on_the_leader(fleet):
+    _code, d = doc("customer-42", fleet.root, "--cleanup-policy", "compact")
+    leader = [h for h in d["hits"] if h["kind"] == "live" and h["broker"] == "1" and h["match"] == "key"]
+    states = [(h["offset"], h["state"]) for h in leader]
+    assert states == [(2, "tombstoned"), (4, "aborted"), (6, "tombstoned"), (8, "tombstone")]
+    assert all("clean" in h["removed_by"] for h in leader)
+    follower = [h for h in d["hits"] if h["kind"] == "live" and h["broker"] == "2"]
+    assert [h["state"] for h in follower] == ["live"]
+    deleted = [h for h in d["hits"] if h["kind"] == "leftover"]
+    assert deleted and all("deletes it at start-up" in h["removed_by"] for h in deleted)
+
+
+def test_prove_erased_finds_value_under_another_key(fleet):
+    code, d = doc("customer-42", fleet.root, "--prove-erased")
+    assert code == 1 and d["verdict"] == "PRESENT"
+    other = [h for h in d["hits"] if h["match"] == "value-bytes"]
+    assert other and "other-key" in other[0]["detail"]
+    # without --prove-erased the value copy under another key is not searched
+    _code, d2 = doc("customer-42", fleet.root)
+    assert not [h for h in d2["hits"] if h["match"] == "value-bytes"]
+
+
+def _partition(tmp_path, records, codec=0) -> str:
+    pb = PartitionBuilder(str(tmp_path / "kafka" / "t-0"))
+    for kvs in records:
+        pb.batch(kvs, codec=codec)
+    pb.roll()
+    pb.batch([(b"filler", b"x")])
+    pb.write()
+    return str(tmp_path / "kafka")
+
+
+def test_verdict_pending_then_erased(tmp_path):
+    logdir = _partition(tmp_path, [[(b"k1", b"secret-value-1")], [(b"k2", b"v")], [(b"k1", None)]], codec=1)
+    code, d = doc("k1", logdir, "--prove-erased", "--cleanup-policy", "compact")
+    assert code == 1 and d["verdict"] == "PENDING"
+    assert "clean" in d["verdicts"][0]["reason"]
+    # the same partition after the cleaner removed the old value (only the tombstone remains)
+    shutil.rmtree(logdir)
+    logdir = _partition(tmp_path, [[(b"k2", b"v")], [(b"k1", None)]], codec=1)
+    code, d = doc("k1", logdir, "--prove-erased", "--cleanup-policy", "compact")
+    assert code == 0 and d["verdict"] == "ERASED"
+
+
+def test_verdict_present_for_live_value_and_corrupt_batch(tmp_path):
+    logdir = _partition(tmp_path, [[(b"k1", b"secret-value-1")]])
+    code, d = doc("k1", logdir, "--prove-erased")
+    assert code == 1 and d["verdict"] == "PRESENT"
+    # the value's bytes in a batch whose header is destroyed: found as unparsed bytes
+    shutil.rmtree(logdir)
+    logdir = _partition(tmp_path, [[(b"k1", b"secret-value-1")], [(b"k1", None)]])
+    seg = os.path.join(logdir, "t-0", "00000000000000000000.log")
+    with open(seg, "r+b") as f:
+        f.write(b"\xff" * 12)  # the first batch's offset and length: the walk cannot read it
+    code, d = doc("k1", logdir, "--prove-erased", "--cleanup-policy", "compact")
+    assert code == 1 and d["verdict"] == "PRESENT"
+    assert any(h["match"] == "unparsed" for h in d["hits"])
+
+
+def test_exit_codes_and_errors(tmp_path, fleet):
+    assert run("find-key", "nobody-has-this-key", fleet.root, "--any-partition").exit_code == 0
+    assert run("find-key", "customer-42", fleet.root).exit_code == 1
+    r = run("find-key", "k", str(tmp_path / "missing"))
+    assert r.exit_code == 2 and "no such file or directory" in r.stderr
+    r = run("find-key", "--key-hex", "zz", fleet.root)
+    assert r.exit_code == 2 and "--key-hex" in r.stderr
+    r = run("find-key", "--key-hex", F.KEY.hex(), fleet.root, "--format", "json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["key_hex"] == F.KEY.hex()
+    keyfile = tmp_path / "key.bin"
+    keyfile.write_bytes(F.KEY)
+    assert run("find-key", "--key-file", str(keyfile), fleet.root).exit_code == 1
+
+
+def test_text_output(fleet):
+    r = run("find-key", "customer-42", fleet.root, "--now-ms", str(F.NOW))
+    assert r.exit_code == 1
+    assert "HIT tombstone" in r.stdout and f"murmur2 -> {F.P}" in r.stdout
+
+
+def test_value_regex_and_time_range(fleet):
+    code, d = doc("customer-42", fleet.root, "--value-regex", "alice@new", "--any-partition")
+    assert any(h["match"] == "key" and h["value_size"] == len(F.V2) for h in d["hits"])
+    # --since after every record: nothing found
+    code, d = doc("customer-42", fleet.root, "--since", str(F.NOW + 10**9), "--any-partition")
+    assert not [h for h in d["hits"] if h["match"] == "key"]
+
+
+@pytest.mark.oracle
+def test_erasure_after_kafka_cleaner(kafka_real, tmp_path):
+    """Kafka's own cleaner (kafka-real Clean) past the delete horizon: the old values are gone from the live
+    segments but stay in the replaced segments (.deleted) until the broker deletes them; then ERASED."""
+    import kafka_real as kr
+
+    plan = {"topic": "t", "config": {"cleanup.policy": "compact", "segment.bytes": "1000000"}, "ops": [
+        {"op": "append", "records": [{"key": "user-7", "value": "PII-address-street-1"}]},
+        {"op": "append", "count": 5, "keyFormat": "other-%d", "batches": 2},
+        {"op": "append", "codec": "gzip", "records": [{"key": "user-7", "value": "PII-address-street-2"}]},
+        {"op": "append", "records": [{"key": "user-7", "value": None}]},
+        {"op": "roll"},
+        {"op": "append", "count": 1, "keyFormat": "tail-%d"},
+    ]}
+    pdir = kr.write_partition(kafka_real, tmp_path / "data", plan)
+    code, d = doc("user-7", str(pdir.parent), "--prove-erased", "--cleanup-policy", "compact")
+    assert code == 1 and d["verdict"] == "PENDING"
+    res = kafka_real.json("Clean", "--in", str(pdir), "--work", str(tmp_path / "clean"), "--now-ms",
+                          "1700000100000", "--config", "delete.retention.ms=0", "--config",
+                          "min.cleanable.dirty.ratio=0.01", "--passes", "2", "--advance-ms", "1000")
+    assert res.get("error") is None, res
+    cleaned = tmp_path / "clean" / pdir.name
+    assert cleaned.is_dir()
+    code, d = doc("user-7", str(cleaned.parent), "--prove-erased", "--cleanup-policy", "compact")
+    leftovers = [h for h in d["hits"] if h["kind"] == "leftover" and not h["tombstone"]]
+    live_values = [h for h in d["hits"] if h["kind"] == "live" and not h["tombstone"]]
+    assert not live_values
+    if leftovers:  # the replaced segments, kept as .deleted until file.delete.delay.ms
+        assert d["verdict"] == "PENDING"
+        for name in os.listdir(cleaned):
+            if name.endswith(".deleted"):
+                os.unlink(cleaned / name)  # what the broker does after file.delete.delay.ms
+        code, d = doc("user-7", str(cleaned.parent), "--prove-erased", "--cleanup-policy", "compact")
+    assert code == 0 and d["verdict"] == "ERASED", d["verdicts"]
