@@ -141,6 +141,9 @@ def examples(base: str = "fixtures") -> dict[str, list[dict]]:
         "schemas": [{"paths": [f"{base}/registry"]}, {"paths": [f"{base}/registry"], "audit": True}],
         "metadata": [{"path": f"{base}/kraft/__cluster_metadata-0"}],
         "inventory": [{"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0"}],
+        "find_key": [{"key": "k1", "paths": [f"{base}/partition"], "any_partition": True, "now_ms": NOW},
+                     {"key": "k1", "paths": [p], "prove_erased": True, "now_ms": NOW}],
+        "audit_partitioning": [{"paths": [f"{base}/sample-logdir"]}],
     }
 
 

@@ -477,8 +477,8 @@ def _scan_log(loc: Location, key: bytes | None, patterns: list[bytes], opts: Opt
                         _delete_horizon_ms=entry.delete_horizon_ms if entry.has_delete_horizon else None,
                         _value=value)
                 if what in ("key-bytes", "value-bytes"):
-                    other = "null" if rec.key is None else bytes(rec.key)[:40].decode("utf-8", "replace")
-                    h.detail = f"inside a record of another key ({other!r})"
+                    other = "a null key" if rec.key is None else f"a {len(rec.key)}-byte key"
+                    h.detail = f"inside a record of another key ({other}, offset {rec.offset})"
                 hits.append(h)
             if not in_records and not compressed:
                 for i in inside:

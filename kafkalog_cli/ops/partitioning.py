@@ -18,6 +18,7 @@ read (the first broker's in path order: replicas hold the same records). Nothing
 
 from __future__ import annotations
 
+import base64
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -43,7 +44,7 @@ class TopicAudit:
     unexplained: list[dict[str, object]] = field(default_factory=list)
     multi_partition_keys: list[dict[str, object]] = field(default_factory=list)
     moved_keys: list[dict[str, object]] = field(default_factory=list)
-    hottest: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
+    hottest: dict[int, list[tuple[bytes, int]]] = field(default_factory=dict)
     largest: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     likely: str | None = None
 
@@ -58,12 +59,25 @@ class AuditReport:
         return any(t.unexplained_count or t.multi_partition_keys or t.moved_keys for t in self.topics)
 
     def as_dict(self) -> dict[str, object]:
-        return {"topics": [asdict(t) for t in self.topics], "notes": self.notes, "problems": self.problems}
+        return {"topics": [_jsonable(asdict(t)) for t in self.topics], "notes": self.notes, "problems": self.problems}
 
 
-def _show(key: bytes) -> str:
+def show(key: bytes) -> str:
+    """A key as text: UTF-8 when printable, else ``0x`` + hex."""
     text = key.decode("utf-8", "replace")
     return text if text.isprintable() and "\ufffd" not in text else "0x" + key.hex()
+
+
+def _jsonable(v: object) -> object:
+    """Keys (bytes) as record objects (``{"type": "record", "key": ..., "key_b64": ...}``), the shape
+    ``render/redact.py`` recognises, so that ``kafkalog mcp`` redacts them like every other record key."""
+    if isinstance(v, bytes):
+        return {"type": "record", "key": show(v), "key_b64": base64.b64encode(v).decode()}
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    return v
 
 
 def explains(key: bytes | None, partition: int, count: int) -> list[str]:
@@ -103,7 +117,7 @@ def _moved(ta: TopicAudit, key: bytes, partition: int, count: int, previous: int
     if found is None or len(ta.moved_keys) >= MAX_LISTED:
         return
     m, name = found
-    ta.moved_keys.append({"key": _show(key), "old_count": m, "old_partition": partition, "new_count": count,
+    ta.moved_keys.append({"key": key, "old_count": m, "old_partition": partition, "new_count": count,
                           "partitioner": name, "new_partition": partitioners.PARTITIONERS[name](key, count),
                           "offset": offset})
 
@@ -153,7 +167,7 @@ def audit(paths: list[str], *, partitions: int | None = None, previous: int | No
                                     expected = {k: fn(key, n) for k, fn in partitioners.PARTITIONERS.items()}
                                     if len(ta.unexplained) < MAX_LISTED:
                                         ta.unexplained.append({"partition": p, "offset": rec.offset,
-                                                               "key": _show(key), "expected": expected, "file": path})
+                                                               "key": key, "expected": expected, "file": path})
                                     if previous is not None:
                                         _moved(ta, key, p, n, previous, rec.offset, None)
                                 w = where.setdefault(key, {}).setdefault(p, _Copy(set(), rec.timestamp,
@@ -163,14 +177,14 @@ def audit(paths: list[str], *, partitions: int | None = None, previous: int | No
                                 w.last = max(w.last, rec.timestamp)
                 except KafkalogError as exc:
                     notes.append(f"{path}: stopped reading ({exc.describe()})")
-            ta.hottest[p] = [(_show(k), c) for k, c in hot.most_common(top)]
+            ta.hottest[p] = [(k, c) for k, c in hot.most_common(top)]
             ta.largest[p] = sorted(big, key=lambda t: -t[1])[:top]
         ta.keys = len(where)
         for key, copies_of in sorted(where.items()):
             if len(copies_of) < 2:
                 continue
             if len(ta.multi_partition_keys) < MAX_LISTED:
-                ta.multi_partition_keys.append({"key": _show(key), "copies": [
+                ta.multi_partition_keys.append({"key": key, "copies": [
                     {"partition": p, "producer_ids": sorted(w.pids), "first": iso_utc(w.first), "last": iso_utc(w.last)}
                     for p, w in sorted(copies_of.items())]})
             if previous is None:  # a copy the current count explains, another an earlier count: the topic grew

@@ -50,6 +50,8 @@ def find_key_json(result: Any) -> str:
 
 
 def audit_lines(report: Any) -> list[str]:
+    from kafkalog_cli.ops.partitioning import show
+
     out: list[str] = []
     for t in report.topics:
         out.append(f"{t.topic}: {t.partitions} partitions, {t.keyed_records} keyed records, {t.keys} keys")
@@ -58,21 +60,21 @@ def audit_lines(report: Any) -> list[str]:
         if t.unexplained:
             out.append(f"  {len(t.unexplained)} record(s) in a partition no single partitioner explains, e.g.:")
             for r in t.unexplained[:10]:
-                out.append(f"    partition {r['partition']} offset {r['offset']} key {r['key']!r} "
+                out.append(f"    partition {r['partition']} offset {r['offset']} key {show(r['key'])!r} "
                            f"(would be {r['expected']})")
         if t.multi_partition_keys:
             out.append(f"  {len(t.multi_partition_keys)} key(s) in more than one partition, e.g.:")
             for k in t.multi_partition_keys[:10]:
                 parts = "; ".join(f"p{c['partition']} producers {c['producer_ids']} {c['first']}..{c['last']}"
                                   for c in k["copies"])
-                out.append(f"    {k['key']!r}: {parts}")
+                out.append(f"    {show(k['key'])!r}: {parts}")
         if t.moved_keys:
             out.append(f"  {len(t.moved_keys)} key(s) whose partition changed when the partition count grew, e.g.:")
             for k in t.moved_keys[:10]:
-                out.append(f"    {k['key']!r}: partition {k['old_partition']} under {k['old_count']} partitions, "
+                out.append(f"    {show(k['key'])!r}: partition {k['old_partition']} under {k['old_count']} partitions, "
                            f"{k['new_partition']} under {k['new_count']}")
         for p, hot in sorted(t.hottest.items()):
-            keys = ", ".join(f"{k!r}x{n}" for k, n in hot[:3])
+            keys = ", ".join(f"{show(k)!r}x{n}" for k, n in hot[:3])
             big = ", ".join(f"offset {o} ({s} B)" for o, s in t.largest.get(p, [])[:3])
             out.append(f"  p{p}: hottest {keys}; largest {big}")
         if t.likely:
