@@ -233,38 +233,68 @@ def _classify(path: str, names: list[str], brokers: dict[str, str | None]) -> Lo
                     "not a Kafka log file (an export or other copy): nothing in Kafka deletes it; delete the file")
 
 
-def discover(paths: list[str]) -> tuple[list[Location], list[str]]:
-    """Every file under ``paths`` that can hold record bytes, classified; notes for unreadable directories."""
+def _files(root: str, names: list[str], brokers: dict[str, str | None], out: list[Location]) -> None:
+    for f in names:
+        path = os.path.join(root, f)
+        if os.path.isfile(path):
+            loc = _classify(path, names, brokers)
+            if loc is not None:
+                out.append(loc)
+
+
+def discover(paths: list[str], opts: Options | None = None) -> tuple[list[Location], list[str]]:
+    """Every file under ``paths`` that can hold record bytes, classified; notes for unreadable directories.
+
+    Partition directories (``<topic>-<n>``, suffixed ones too) are listed only when ``opts`` wants their partition
+    (``_wanted``: the partitioner's choice); the others become one skipped Location each, so a pruned search
+    reads neither their files nor their directory blocks. Their names alone give the partition count."""
     from kafkalog_cli.storage.paths import missing
 
     out: list[Location] = []
     notes: list[str] = []
     brokers: dict[str, str | None] = {}
     seen: set[str] = set()
+    part_dirs: list[tuple[str, str]] = []  # (partition dir, its log dir)
     for arg in paths:
         if not os.path.lexists(arg):
             raise missing(arg)
         if os.path.isfile(arg):
-            items = [(os.path.dirname(os.path.abspath(arg)), [os.path.basename(arg)])]
-        else:
-            items = []
-            for root, dirs, files in os.walk(arg, onerror=lambda e: notes.append(f"{e.filename}: cannot list ({e.strerror})")):
-                dirs.sort()
-                items.append((os.path.abspath(root), sorted(files)))
-        for root, files in items:
-            try:
-                names = os.listdir(root)
-            except OSError:
-                names = files
-            for f in files:
-                path = os.path.join(root, f)
-                real = os.path.realpath(path)
-                if real in seen or not os.path.isfile(path):
-                    continue
-                seen.add(real)
-                loc = _classify(path, names, brokers)
-                if loc is not None:
-                    out.append(loc)
+            _files(os.path.dirname(os.path.abspath(arg)), [os.path.basename(arg)], brokers, out)
+            continue
+        for root, dirs, files in os.walk(arg, onerror=lambda e: notes.append(f"{e.filename}: cannot list ({e.strerror})")):
+            root = os.path.abspath(root)
+            if root in seen:
+                dirs[:] = []
+                continue
+            seen.add(root)
+            dirs.sort()
+            keep = []
+            for d in dirs:
+                if parse_topic_partition_name(d) is not None and os.path.join(root, d) not in seen:
+                    part_dirs.append((os.path.join(root, d), root))
+                    seen.add(os.path.join(root, d))
+                else:
+                    keep.append(d)
+            dirs[:] = keep
+            _files(root, sorted(files), brokers, out)
+    names: list[Location] = []
+    for d, log_dir in part_dirs:
+        tp = parse_topic_partition_name(os.path.basename(d))
+        assert tp is not None
+        kind = LIVE if tp.suffix is None else _DIR_KIND[tp.suffix]
+        names.append(Location(d, kind, tp.topic, tp.partition, _broker_of(log_dir, brokers), log_dir, ""))
+    targets = _targets(out + names, opts) if opts is not None else {}
+    for loc in names:
+        if opts is not None and not _wanted(loc, targets, opts):
+            loc.searched, loc.why_not = False, "pruned: the partitioner does not map the key to this partition"
+            out.append(loc)
+            continue
+        try:
+            listing = sorted(layout.list_directory(loc.path))
+        except KafkalogError as exc:
+            notes.append(f"{loc.path}: {exc.describe()}")
+            continue
+        _files(loc.path, listing, brokers, out)
     return out, notes
 
 
@@ -292,7 +322,7 @@ def _targets(locs: list[Location], opts: Options) -> dict[str, dict[str, object]
 
 
 def _wanted(loc: Location, targets: dict[str, dict[str, object]], opts: Options) -> bool:
-    if opts.any_partition or opts.key is None or loc.topic is None or loc.partition is None:
+    if opts.any_partition or opts.prove_erased or opts.key is None or loc.topic is None or loc.partition is None:
         return True
     t = targets.get(loc.topic)
     if t is None:
@@ -515,7 +545,7 @@ def _scan_other(loc: Location, patterns: list[bytes]) -> list[Hit]:
 # ------------------------------------------------------------------------------------------------ states
 def _copy_key(loc: Location) -> str:
     """The partition copy a file belongs to: its directory (a live log, a -delete dir ...), or the file itself."""
-    if loc.kind in (LIVE, DELETE_DIR, FUTURE_DIR, STRAY_DIR, TIERED):
+    if loc.kind in (LIVE, DELETE_DIR, FUTURE_DIR, STRAY_DIR, TIERED) and not loc.why_not.startswith("pruned"):
         return os.path.dirname(loc.path)
     return loc.path
 
@@ -672,7 +702,7 @@ def find_key(paths: list[str], opts: Options) -> FindResult:
     """Search ``paths`` for ``opts.key`` (and ``opts.value_regex``); states, removals and, with ``prove_erased``,
     the raw-bytes pass and the verdicts."""
     now = opts.now_ms if opts.now_ms is not None else int(time.time() * 1000)
-    locs, notes = discover(paths)
+    locs, notes = discover(paths, opts)
     targets = _targets(locs, opts)
     for t, doc in targets.items():
         if "warning" in doc:
@@ -681,9 +711,6 @@ def find_key(paths: list[str], opts: Options) -> FindResult:
     patterns = [key] if key else []
     scans: dict[str, _FileScan] = {}
     for loc in locs:
-        if not _wanted(loc, targets, opts):
-            loc.searched, loc.why_not = False, "pruned: the partitioner does not map the key to this partition"
-            continue
         if not loc.searched:
             continue
         try:
