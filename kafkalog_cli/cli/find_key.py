@@ -62,7 +62,7 @@ def find_key(key: str | None, paths: tuple[str, ...], key_hex: str | None, key_f
     \b
     Example:
       kafkalog find-key customer-42 /var/lib/kafka
-      kafkalog find-key --key-hex 00000000002a /mnt/broker1/kafka /mnt/broker2/kafka --any-partition
+      kafkalog find-key --key-hex 00000000002a /data/kafka-1 /data/kafka-2 --any-partition
       kafkalog find-key customer-42 /var/lib/kafka --prove-erased --cleanup-policy compact
     """
     from kafkalog_cli.cli.common import fail
