@@ -123,3 +123,58 @@ def test_hottest_and_largest(tmp_path):
 def test_errors(tmp_path):
     r = run("audit-partitioning", str(tmp_path / "missing"))
     assert r.exit_code == 2 and "no such file or directory" in r.stderr
+
+
+def _fleet_and_scans(tmp_path):
+    """A mixed fleet over two brokers (replicas of every partition), scanned with --records, one scan per broker."""
+    k = next(k for k in KEYS if P.java_default(k, 6) != P.consistent(k, 6))
+    for broker in ("b1", "b2"):
+        _topic(tmp_path / broker, "t", 6, KEYS, P.java_default, pid=3, extra={0: (k, P.consistent(k, 6))})
+    scans = []
+    for broker in ("b1", "b2"):
+        out = tmp_path / f"scan-{broker}"
+        r = run("scan", str(tmp_path / broker / "kafka"), "--out", str(out), "--records", "--broker-id",
+                "1" if broker == "b1" else "2")
+        assert r.exit_code in (0, 1), r.output
+        scans.append(str(out))
+    return scans
+
+
+def _without_notes(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k not in ("notes", "schema_version")}
+
+
+def test_from_scan_local_equals_log_dirs(tmp_path):
+    scans = _fleet_and_scans(tmp_path)
+    code_dirs, direct = _doc(str(tmp_path / "b1" / "kafka"), str(tmp_path / "b2" / "kafka"))
+    code_scan, from_scan = _doc("--from-scan", *scans)
+    assert code_dirs == code_scan == 1
+    assert _without_notes(from_scan) == _without_notes(direct)
+    assert _topic_doc(from_scan, "t")["multi_partition_keys"]
+
+
+def test_from_scan_options_checked(tmp_path):
+    r = run("audit-partitioning", str(tmp_path), "--engine", "spark")
+    assert r.exit_code == 2 and "--from-scan" in r.stderr
+    r = run("audit-partitioning", "--from-scan", str(tmp_path))
+    assert r.exit_code == 2 and "records dataset" in r.stderr
+
+
+@pytest.mark.slow
+def test_from_scan_spark_equals_local(tmp_path):
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Java is not on PATH")
+    from kafkalog_cli.scan.partitioning import audit_local, audit_spark
+    from kafkalog_cli.scan.spark_engine import get_session
+
+    scans = _fleet_and_scans(tmp_path)
+    spark = get_session("local[2]")
+    try:
+        remote = audit_spark(scans, spark).as_dict()
+    finally:
+        spark.stop()
+    local = audit_local(scans).as_dict()
+    assert _without_notes(remote) == _without_notes(local)

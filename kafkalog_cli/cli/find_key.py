@@ -138,10 +138,16 @@ def find_key(key: str | None, paths: tuple[str, ...], key_hex: str | None, key_f
 @click.option("--topic", "topics", multiple=True, help="Only this topic (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
               help="How many hottest keys and largest records per partition.")
+@click.option("--from-scan", is_flag=True,
+              help="The PATHs are kafkalog scan --records outputs (a fleet's datasets), not log dirs.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="With --from-scan: reduce the datasets with pyarrow (local) or Spark.")
+@click.option("--master", default=None, metavar="URL", help="Spark master URL for --engine spark (default local[*]).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
 def audit_partitioning(paths: tuple[str, ...], partitions: int | None, previous_partitions: int | None,
-                       topics: tuple[str, ...], top: int, fmt: str) -> None:
+                       topics: tuple[str, ...], top: int, from_scan: bool, engine: str, master: str | None,
+                       fmt: str) -> None:
     """Check that every keyed record is in the partition its producer's partitioner gives.
 
     Per keyed record: the partition under Java's murmur2 and librdkafka's consistent, consistent_random,
@@ -154,14 +160,30 @@ def audit_partitioning(paths: tuple[str, ...], partitions: int | None, previous_
     Example:
       kafkalog audit-partitioning /var/lib/kafka --topic orders
       kafkalog audit-partitioning /var/lib/kafka --partitions 12 --previous-partitions 6 --format json
+      kafkalog audit-partitioning --from-scan /srv/scan/b1 /srv/scan/b2 --engine spark
     """
     from kafkalog_cli.cli.common import fail
     from kafkalog_cli.ops.partitioning import audit
     from kafkalog_cli.render.find_key import audit_json, audit_lines
 
+    if not from_scan and (engine != "local" or master is not None):
+        fail("--engine and --master apply to --from-scan only", "add --from-scan (PATHs are scan outputs)")
+    kw = {"partitions": partitions, "previous": previous_partitions, "topics": set(topics), "top": top}
     try:
-        report = audit(list(paths), partitions=partitions, previous=previous_partitions, topics=set(topics),
-                       top=top)
+        if not from_scan:
+            report = audit(list(paths), **kw)  # type: ignore[arg-type]
+        elif engine == "local":
+            from kafkalog_cli.scan.partitioning import audit_local
+
+            report = audit_local(list(paths), **kw)  # type: ignore[arg-type]
+        else:
+            from kafkalog_cli.scan.partitioning import audit_spark
+            from kafkalog_cli.scan.spark_engine import get_session, missing_requirements
+
+            missing = missing_requirements()
+            if missing:
+                fail(missing, "pip install 'kafkalog[spark]' and a Java 17 runtime on PATH")
+            report = audit_spark(list(paths), get_session(master), **kw)  # type: ignore[arg-type]
     except KafkalogError as exc:
         fail(exc.describe(), "give log dirs or partition directories")
         return

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import os
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.errors import KafkalogError
@@ -104,11 +103,6 @@ def earlier_count(key: bytes, partition: int, count: int, previous: int | None,
     return None
 
 
-@dataclass
-class _Copy:
-    pids: set[int]
-    first: int
-    last: int
 
 
 def _moved(ta: TopicAudit, key: bytes, partition: int, count: int, previous: int | None, offset: int | None,
@@ -122,8 +116,100 @@ def _moved(ta: TopicAudit, key: bytes, partition: int, count: int, previous: int
                           "offset": offset})
 
 
+@dataclass
+class Group:
+    """The records of one key in one partition of a topic: what the audit needs of them (the partitioners' choice
+    depends on the key and the partition only). The local walk, the scan datasets' pyarrow group-by and Spark's
+    groupBy all produce these, so the three give one report."""
+
+    topic: str
+    partition: int
+    key: bytes
+    count: int
+    first_offset: int
+    first_ts: int
+    last_ts: int
+    pids: set[int]
+
+
+class Auditor:
+    """Builds the report from groups and the largest records; ``finish`` orders everything deterministically."""
+
+    def __init__(self, *, partitions: int | None = None, previous: int | None = None, top: int = 5) -> None:
+        self.partitions, self.previous, self.top = partitions, previous, top
+        self.groups: dict[str, list[Group]] = {}
+        self.sizes: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.seen: dict[str, set[int]] = {}
+        self.notes: list[str] = []
+
+    def partition_seen(self, topic: str, partition: int) -> None:
+        self.seen.setdefault(topic, set()).add(partition)
+
+    def add(self, g: Group) -> None:
+        self.partition_seen(g.topic, g.partition)
+        self.groups.setdefault(g.topic, []).append(g)
+
+    def add_sizes(self, topic: str, partition: int, sizes: list[tuple[int, int]]) -> None:
+        """(offset, key + value bytes) of records of a partition (any number: the largest ``top`` are kept)."""
+        self.partition_seen(topic, partition)
+        cur = self.sizes.setdefault((topic, partition), []) + list(sizes)
+        self.sizes[(topic, partition)] = sorted(cur, key=lambda t: (-t[1], t[0]))[: self.top]
+
+    def finish(self) -> AuditReport:
+        out: list[TopicAudit] = []
+        for topic in sorted(self.seen):
+            parts = sorted(self.seen[topic])
+            n = self.partitions or parts[-1] + 1
+            if self.partitions is None and len(parts) != n:
+                self.notes.append(f"{topic}: partitions {sorted(set(range(n)) - set(parts))[:10]} are not in the "
+                                  f"input: the count {n} may be wrong (pass --partitions)")
+            ta = TopicAudit(topic, n, explained=dict.fromkeys(partitioners.PARTITIONERS, 0))
+            groups = sorted(self.groups.get(topic, []), key=lambda g: (g.partition, g.first_offset, g.key))
+            hot: dict[int, list[Group]] = {}
+            where: dict[bytes, list[Group]] = {}
+            for g in groups:
+                ta.keyed_records += g.count
+                hot.setdefault(g.partition, []).append(g)
+                where.setdefault(g.key, []).append(g)
+                names = explains(g.key, g.partition, n)
+                for name in names:
+                    ta.explained[name] += g.count
+                if names:
+                    continue
+                ta.unexplained_count += g.count
+                if len(ta.unexplained) < MAX_LISTED:
+                    ta.unexplained.append({"partition": g.partition, "offset": g.first_offset, "key": g.key,
+                                           "records": g.count,
+                                           "expected": {k: fn(g.key, n) for k, fn in partitioners.PARTITIONERS.items()}})
+                if self.previous is not None:
+                    _moved(ta, g.key, g.partition, n, self.previous, g.first_offset, None)
+            for p in parts:
+                ranked = sorted(hot.get(p, []), key=lambda g: (-g.count, g.key))[: self.top]
+                ta.hottest[p] = [(g.key, g.count) for g in ranked]
+                ta.largest[p] = self.sizes.get((topic, p), [])
+            ta.keys = len(where)
+            for key, copies_of in sorted(where.items()):
+                if len(copies_of) < 2:
+                    continue
+                if len(ta.multi_partition_keys) < MAX_LISTED:
+                    ta.multi_partition_keys.append({"key": key, "copies": [
+                        {"partition": g.partition, "producer_ids": sorted(g.pids), "records": g.count,
+                         "first": iso_utc(g.first_ts), "last": iso_utc(g.last_ts)} for g in copies_of]})
+                if self.previous is None:  # a copy the current count explains, another an earlier count: it grew
+                    now_names = {name for g in copies_of for name in explains(key, g.partition, n)}
+                    for g in copies_of:
+                        if not explains(key, g.partition, n):
+                            _moved(ta, key, g.partition, n, None, g.first_offset, sorted(now_names))
+            if ta.keyed_records:
+                name = max(ta.explained, key=lambda k: ta.explained[k])
+                ta.likely = f"{name} ({ta.explained[name]} of {ta.keyed_records} records)"
+            out.append(ta)
+        return AuditReport(out, self.notes)
+
+
 def audit(paths: list[str], *, partitions: int | None = None, previous: int | None = None,
           topics: set[str] | None = None, top: int = 5) -> AuditReport:
+    """The audit of the live partition directories under ``paths`` (one copy of each partition)."""
     copies, notes = discover(paths)
     by_tp: dict[tuple[str, int], str] = {}
     for c in copies:
@@ -133,69 +219,36 @@ def audit(paths: list[str], *, partitions: int | None = None, previous: int | No
             notes.append(f"{c.path}: another copy of {c.name} is read already ({by_tp[(c.topic, c.partition)]})")
             continue
         by_tp[(c.topic, c.partition)] = c.path
-    out: list[TopicAudit] = []
-    for topic in sorted({t for t, _ in by_tp}):
-        parts = sorted(p for t, p in by_tp if t == topic)
-        n = partitions or parts[-1] + 1
-        if partitions is None and len(parts) != n:
-            notes.append(f"{topic}: partitions {sorted(set(range(n)) - set(parts))[:10]} are not in the input: the "
-                         f"count {n} may be wrong (pass --partitions)")
-        ta = TopicAudit(topic, n, explained=dict.fromkeys(partitioners.PARTITIONERS, 0))
-        where: dict[bytes, dict[int, _Copy]] = {}
-        for p in parts:
-            hot: Counter[bytes] = Counter()
-            big: list[tuple[int, int]] = []
-            for _base, path in layout.segment_logs(by_tp[(topic, p)]):
-                try:
-                    with MappedFile(path) as mf:
-                        for b in entries(mf.buf, file=path):
-                            if b.is_control:
+    aud = Auditor(partitions=partitions, previous=previous, top=top)
+    aud.notes += notes
+    for (topic, p), pdir in sorted(by_tp.items()):
+        aud.partition_seen(topic, p)
+        groups: dict[bytes, Group] = {}
+        sizes: list[tuple[int, int]] = []
+        for _base, path in layout.segment_logs(pdir):
+            try:
+                with MappedFile(path) as mf:
+                    for b in entries(mf.buf, file=path):
+                        if b.is_control:
+                            continue
+                        for rec in b.iter_records(mf.buf):
+                            sizes.append((rec.offset, len(rec.key or b"") + len(rec.value or b"")))
+                            if rec.key is None:
                                 continue
-                            for rec in b.iter_records(mf.buf):
-                                size = len(rec.key or b"") + len(rec.value or b"")
-                                big.append((rec.offset, size))
-                                if rec.key is None:
-                                    continue
-                                key = bytes(rec.key)
-                                ta.keyed_records += 1
-                                hot[key] += 1
-                                names = explains(key, p, n)
-                                for name in names:
-                                    ta.explained[name] += 1
-                                if not names:
-                                    ta.unexplained_count += 1
-                                    expected = {k: fn(key, n) for k, fn in partitioners.PARTITIONERS.items()}
-                                    if len(ta.unexplained) < MAX_LISTED:
-                                        ta.unexplained.append({"partition": p, "offset": rec.offset,
-                                                               "key": key, "expected": expected, "file": path})
-                                    if previous is not None:
-                                        _moved(ta, key, p, n, previous, rec.offset, None)
-                                w = where.setdefault(key, {}).setdefault(p, _Copy(set(), rec.timestamp,
-                                                                                  rec.timestamp))
-                                w.pids.add(b.producer_id)
-                                w.first = min(w.first, rec.timestamp)
-                                w.last = max(w.last, rec.timestamp)
-                except KafkalogError as exc:
-                    notes.append(f"{path}: stopped reading ({exc.describe()})")
-            ta.hottest[p] = [(k, c) for k, c in hot.most_common(top)]
-            ta.largest[p] = sorted(big, key=lambda t: -t[1])[:top]
-        ta.keys = len(where)
-        for key, copies_of in sorted(where.items()):
-            if len(copies_of) < 2:
-                continue
-            if len(ta.multi_partition_keys) < MAX_LISTED:
-                ta.multi_partition_keys.append({"key": key, "copies": [
-                    {"partition": p, "producer_ids": sorted(w.pids), "first": iso_utc(w.first), "last": iso_utc(w.last)}
-                    for p, w in sorted(copies_of.items())]})
-            if previous is None:  # a copy the current count explains, another an earlier count: the topic grew
-                now_names = {name for q in copies_of for name in explains(key, q, n)}
-                for q in copies_of:
-                    if not explains(key, q, n):
-                        _moved(ta, key, q, n, None, None, sorted(now_names))
-        if ta.keyed_records:
-            name = max(ta.explained, key=lambda k: ta.explained[k])
-            ta.likely = f"{name} ({ta.explained[name]} of {ta.keyed_records} records)"
-        out.append(ta)
-    if not out:
-        notes.append("no partition directories found: " + ", ".join(os.path.basename(p) for p in paths))
-    return AuditReport(out, notes)
+                            key = bytes(rec.key)
+                            g = groups.get(key)
+                            if g is None:
+                                groups[key] = Group(topic, p, key, 1, rec.offset, rec.timestamp, rec.timestamp,
+                                                    {b.producer_id})
+                                continue
+                            g.count += 1
+                            g.first_ts, g.last_ts = min(g.first_ts, rec.timestamp), max(g.last_ts, rec.timestamp)
+                            g.pids.add(b.producer_id)
+            except KafkalogError as exc:
+                aud.notes.append(f"{path}: stopped reading ({exc.describe()})")
+        for g in groups.values():
+            aud.add(g)
+        aud.add_sizes(topic, p, sizes)
+    if not aud.seen:
+        aud.notes.append("no partition directories found: " + ", ".join(os.path.basename(p) for p in paths))
+    return aud.finish()
