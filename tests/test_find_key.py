@@ -186,3 +186,41 @@ def test_erasure_after_kafka_cleaner(kafka_real, tmp_path):
                 os.unlink(cleaned / name)  # what the broker does after file.delete.delay.ms
         code, d = doc("user-7", str(cleaned.parent), "--prove-erased", "--cleanup-policy", "compact")
     assert code == 0 and d["verdict"] == "ERASED", d["verdicts"]
+
+
+def test_copies_under_other_names_and_formats(tmp_path):
+    """A segment renamed (.bak), gzip-archived (.log.gz), and a Parquet export (snappy pages, binary key column):
+    each is read for what it is, not only as raw bytes (the key is inside gzip batches or compressed pages)."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    logdir = _partition(tmp_path, [[(b"k1", b"secret-value-1"), (b"x", b"y")]], codec=1)
+    seg = os.path.join(logdir, "t-0", "00000000000000000000.log")
+    with open(seg, "rb") as f:
+        data = f.read()
+    assert b"k1" not in data[61:]  # the batch is compressed: raw bytes alone would not find it
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    (copies / "orders.bak").write_bytes(data)
+    (copies / "segment.log.gz").write_bytes(gzip.compress(data))
+    pq.write_table(pa.table({"offset": [0, 1], "key": [b"k1", b"x"]}), str(copies / "export.parquet"),
+                   compression="snappy")
+    code, d = doc("k1", str(copies))
+    assert code == 1
+    by_file = {os.path.basename(h["file"]): h for h in d["hits"]}
+    assert by_file["orders.bak"]["match"] == "key" and by_file["orders.bak"]["offset"] == 0
+    assert by_file["segment.log.gz"]["match"] == "key"
+    assert "Parquet column 'key', row 0" in by_file["export.parquet"]["detail"]
+
+
+def test_undecompressable_batch_is_unknown_not_a_hit(tmp_path):
+    logdir = _partition(tmp_path, [[(b"other", b"zzzz")]], codec=1)
+    seg = os.path.join(logdir, "t-0", "00000000000000000000.log")
+    with open(seg, "r+b") as f:
+        f.seek(61)
+        f.write(b"\x00" * 8)  # the gzip header of the first batch's payload
+    code, d = doc("k1", logdir, "--prove-erased")
+    assert not d["hits"]  # nothing found ...
+    assert d["verdict"] == "UNKNOWN" and code == 1  # ... but nothing proven either

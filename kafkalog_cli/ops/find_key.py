@@ -83,6 +83,7 @@ class Location:
     searched: bool = True
     why_not: str = ""
     bytes_read: int = 0
+    unsearched: list[str] = field(default_factory=list)  # byte ranges whose records could not be read
 
 
 @dataclass
@@ -408,6 +409,7 @@ class _FileScan:
     hits: list[Hit]
     markers: list[_Marker]
     values: list[bytes]
+    unsearched: list[str] = field(default_factory=list)  # byte ranges whose records could not be read
 
 
 def _codec_name(entry: Entry) -> str:
@@ -417,11 +419,23 @@ def _codec_name(entry: Entry) -> str:
         return f"unknown({entry.codec})"
 
 
-def _scan_log(loc: Location, key: bytes | None, patterns: list[bytes], opts: Options) -> _FileScan:
-    """The records of ``key`` in one log-format file, raw matches of ``patterns`` elsewhere in it."""
+def _scan_log(loc: Location, key: bytes | None, patterns: list[bytes], opts: Options,
+              data: bytes | None = None) -> _FileScan:
+    """The records of ``key`` in one log-format file (or ``data``, its decompressed bytes), raw matches of
+    ``patterns`` elsewhere in it."""
+    if data is not None:
+        return _scan_buffer(loc, data, key, patterns, opts)
+    with MappedFile(loc.path) as mf:
+        loc.bytes_read += len(mf.buf)
+        return _scan_buffer(loc, mf.buf, key, patterns, opts)
+
+
+def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patterns: list[bytes],
+                 opts: Options) -> _FileScan:
     hits: list[Hit] = []
     markers: list[_Marker] = []
     values: list[bytes] = []
+    unsearched: list[str] = []
     regex = re.compile(opts.value_regex, re.S) if opts.value_regex else None
     pats = [p for p in patterns if p]
 
@@ -430,116 +444,203 @@ def _scan_log(loc: Location, key: bytes | None, patterns: list[bytes], opts: Opt
                    None if entry is None else entry.base_offset, None if entry is None else entry.max_timestamp,
                    False, 0, None if entry is None else _codec_name(entry), None, detail=detail)
 
-    with MappedFile(loc.path) as mf:
-        buf = mf.buf
-        loc.bytes_read += len(buf)
-        flat = _findable(buf)
-        raw_at: list[int] = []
-        for p in pats:
-            i = flat.find(p)
-            while i >= 0:
-                raw_at.append(i)
-                i = flat.find(p, i + 1)
-        raw_at.sort()
-        covered: list[tuple[int, int]] = []
-        for pos, end, entry in _batches(buf, loc.path):
-            inside = [i for i in raw_at if pos <= i < end] if raw_at else []
-            if entry is None:
-                for i in inside:
-                    hits.append(raw("unparsed", i, end, f"the bytes [{pos}, {end}) do not parse as a batch "
-                                                      "(damage or a cut write)"))
-                continue
-            covered.append((pos, end))
-            if entry.is_control and not entry.is_legacy:
-                try:
-                    for rec in entry.iter_records(buf):
-                        if rec.key is not None:
-                            markers.append(_Marker(entry.producer_id, rec.offset,
-                                                   parse_control_key(rec.key)[1] == ABORT))
-                        break
-                except KafkalogError:
-                    pass
-                continue
-            compressed = entry.codec != codecs.NONE
-            if compressed:
-                try:
-                    data = _findable(entry.payload(buf)[0]) if not entry.is_legacy else None
-                except KafkalogError as exc:
-                    hits.append(raw("unparsed", pos, end, f"the compressed payload does not decompress: {exc.message}",
-                                    entry))
-                    continue
-                if data is not None and regex is None and not any(p in data for p in pats):
-                    continue
-            elif regex is None and not inside:
-                continue
+    flat = _findable(buf)
+    raw_at: list[int] = []
+    for p in pats:
+        i = flat.find(p)
+        while i >= 0:
+            raw_at.append(i)
+            i = flat.find(p, i + 1)
+    raw_at.sort()
+    covered: list[tuple[int, int]] = []
+    for pos, end, entry in _batches(buf, loc.path):
+        inside = [i for i in raw_at if pos <= i < end] if raw_at else []
+        if entry is None:
+            for i in inside:
+                hits.append(raw("unparsed", i, end, f"the bytes [{pos}, {end}) do not parse as a batch "
+                                                  "(damage or a cut write)"))
+            continue
+        covered.append((pos, end))
+        if entry.is_control and not entry.is_legacy:
             try:
-                recs = list(entry.iter_records(buf))
+                for rec in entry.iter_records(buf):
+                    if rec.key is not None:
+                        markers.append(_Marker(entry.producer_id, rec.offset,
+                                               parse_control_key(rec.key)[1] == ABORT))
+                    break
+            except KafkalogError:
+                pass
+            continue
+        compressed = entry.codec != codecs.NONE
+        if compressed:
+            try:
+                data = _findable(entry.payload(buf)[0]) if not entry.is_legacy else None
             except KafkalogError as exc:
-                hits.append(raw("unparsed", pos, end, f"the batch's records do not decode: {exc.message}", entry))
+                unsearched.append(f"{loc.path} bytes [{pos}, {end}): a compressed batch that does not "
+                                  f"decompress ({exc.message}): its records cannot be searched")
                 continue
-            crc_ok = entry.is_valid(buf)
-            in_records = False
-            for rec in recs:
-                is_key = key is not None and rec.key is not None and bytes(rec.key) == key
-                value = None if rec.value is None else bytes(rec.value)
-                what = "key" if is_key else None
-                if what is None and regex is not None and value is not None and regex.search(value):
-                    what = "value-regex"
-                if what is None:
-                    blob = bytes(rec.key or b"") + (value or b"") + b"".join(
-                        bytes(k) + bytes(v or b"") for k, v in rec.headers)
-                    for p in pats:
-                        if p in blob:
-                            what = "key-bytes" if key is not None and p == key else "value-bytes"
-                            break
-                if what is None:
-                    continue
-                in_records = True
-                if opts.since_ms is not None and rec.timestamp < opts.since_ms:
-                    continue
-                if opts.until_ms is not None and rec.timestamp > opts.until_ms:
-                    continue
-                if is_key and value is not None:
-                    values.append(value)
-                h = Hit(loc.path, loc.kind, what, loc.topic, loc.partition, loc.broker, loc.log_dir, pos, end,
-                        rec.offset, rec.timestamp, value is None, len(value or b""), _codec_name(entry), crc_ok,
-                        entry.producer_id, entry.is_transactional,
-                        _delete_horizon_ms=entry.delete_horizon_ms if entry.has_delete_horizon else None,
-                        _value=value)
-                if what in ("key-bytes", "value-bytes"):
-                    other = "a null key" if rec.key is None else f"a {len(rec.key)}-byte key"
-                    h.detail = f"inside a record of another key ({other}, offset {rec.offset})"
-                hits.append(h)
-            if not in_records and not compressed:
-                for i in inside:
-                    hits.append(raw("key-bytes" if key is not None else "value-bytes", i, end,
-                                    "in the batch's header bytes, not in a record", entry))
-        for i in raw_at:
-            if not any(a <= i < b for a, b in covered) and not any(h.position == i for h in hits):
-                hits.append(raw("unparsed", i, i + 1, "outside every batch (bytes the walk skipped)"))
-    return _FileScan(hits, markers, values)
+            if data is not None and regex is None and not any(p in data for p in pats):
+                continue
+        elif regex is None and not inside:
+            continue
+        try:
+            recs = list(entry.iter_records(buf))
+        except KafkalogError as exc:
+            if inside if not compressed else (data is not None and any(p in data for p in pats)):
+                hits.append(raw("unparsed", inside[0] if inside and not compressed else pos, end,
+                                f"the batch's records do not decode ({exc.message}); the bytes are in it", entry))
+            else:
+                unsearched.append(f"{loc.path} bytes [{pos}, {end}): records that do not decode ({exc.message})")
+            continue
+        crc_ok = entry.is_valid(buf)
+        in_records = False
+        for rec in recs:
+            is_key = key is not None and rec.key is not None and bytes(rec.key) == key
+            value = None if rec.value is None else bytes(rec.value)
+            what = "key" if is_key else None
+            if what is None and regex is not None and value is not None and regex.search(value):
+                what = "value-regex"
+            if what is None:
+                blob = bytes(rec.key or b"") + (value or b"") + b"".join(
+                    bytes(k) + bytes(v or b"") for k, v in rec.headers)
+                for p in pats:
+                    if p in blob:
+                        what = "key-bytes" if key is not None and p == key else "value-bytes"
+                        break
+            if what is None:
+                continue
+            in_records = True
+            if opts.since_ms is not None and rec.timestamp < opts.since_ms:
+                continue
+            if opts.until_ms is not None and rec.timestamp > opts.until_ms:
+                continue
+            if is_key and value is not None:
+                values.append(value)
+            h = Hit(loc.path, loc.kind, what, loc.topic, loc.partition, loc.broker, loc.log_dir, pos, end,
+                    rec.offset, rec.timestamp, value is None, len(value or b""), _codec_name(entry), crc_ok,
+                    entry.producer_id, entry.is_transactional,
+                    _delete_horizon_ms=entry.delete_horizon_ms if entry.has_delete_horizon else None,
+                    _value=value)
+            if what in ("key-bytes", "value-bytes"):
+                other = "a null key" if rec.key is None else f"a {len(rec.key)}-byte key"
+                h.detail = f"inside a record of another key ({other}, offset {rec.offset})"
+            hits.append(h)
+        if not in_records and not compressed:
+            for i in inside:
+                hits.append(raw("key-bytes" if key is not None else "value-bytes", i, end,
+                                "in the batch's header bytes, not in a record", entry))
+    for i in raw_at:
+        if not any(a <= i < b for a, b in covered) and not any(h.position == i for h in hits):
+            hits.append(raw("unparsed", i, i + 1, "outside every batch (bytes the walk skipped)"))
+    return _FileScan(hits, markers, values, unsearched)
 
 
-def _scan_other(loc: Location, patterns: list[bytes]) -> list[Hit]:
-    """Raw search of a file that is not a log (an export's JSON, CSV, ...): every spelling of the patterns."""
-    hits: list[Hit] = []
+MAX_WHOLE_FILE = 1 << 30  # a gzip/zstd file is decompressed whole up to this size
+
+
+def _looks_like_log(buf: bytes | bytearray | memoryview) -> bool:
+    """The first bytes read as a log entry: offset, a length that fits, magic 0, 1 or 2 (a renamed segment, a
+    salvage or export output in Kafka's format)."""
+    if len(buf) < 26:
+        return False
+    size = int.from_bytes(buf[8:12], "big", signed=True)
+    return buf[16] in (0, 1, 2) and 14 <= size <= len(buf) - 12 and int.from_bytes(buf[0:8], "big", signed=True) >= 0
+
+
+def _decompressed(buf: bytes | bytearray | memoryview) -> bytes | None:
+    """A whole gzip or zstd file's bytes (an archived segment or export), None for any other file."""
+    head = bytes(buf[:4])
     try:
+        if head[:2] == b"\x1f\x8b":
+            import zlib
+
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            return d.decompress(bytes(buf), MAX_WHOLE_FILE)
+        if head == tiered.ZSTD_MAGIC:
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompressobj().decompress(bytes(buf))[:MAX_WHOLE_FILE]
+    except Exception:  # noqa: BLE001 - not a whole compressed file after all: searched as raw bytes
+        return None
+    return None
+
+
+def _raw_hits(loc: Location, buf: bytes | bytearray, patterns: list[bytes], spellings: bool, detail: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for p in patterns:
+        for s in _spellings(p) if spellings else [p]:
+            i = buf.find(s)
+            while i >= 0:
+                how = "raw bytes" if s == p else ("base64" if s == base64.b64encode(p) else "hex") + " spelling"
+                hits.append(Hit(loc.path, loc.kind, "key-bytes" if p is patterns[0] else "value-bytes", loc.topic,
+                                loc.partition, loc.broker, loc.log_dir, i, i + len(s), None, None, False, 0, None,
+                                None, detail=how + detail))
+                i = buf.find(s, i + 1)
+    return hits
+
+
+def _parquet_hits(loc: Location, patterns: list[bytes]) -> list[Hit] | None:
+    """Cells of a Parquet file (an export) holding a pattern, raw or spelled; None when it does not read."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(loc.path)
+    except Exception:  # noqa: BLE001 - not readable as Parquet: searched as raw bytes
+        return None
+    hits: list[Hit] = []
+    for name in table.column_names:
+        col = table[name]
+        if not (pa.types.is_binary(col.type) or pa.types.is_string(col.type) or pa.types.is_large_binary(col.type)
+                or pa.types.is_large_string(col.type)):
+            continue
+        for row, cell in enumerate(col.to_pylist()):
+            if cell is None:
+                continue
+            data = cell.encode("utf-8", "surrogatepass") if isinstance(cell, str) else bytes(cell)
+            for p in patterns:
+                if any(sp in data for sp in _spellings(p)):
+                    hits.append(Hit(loc.path, loc.kind, "key-bytes" if p is patterns[0] else "value-bytes",
+                                    loc.topic, loc.partition, loc.broker, loc.log_dir, row, row + 1, None, None, False,
+                                    0, None, None, detail=f"Parquet column {name!r}, row {row}"))
+                    break
+    return hits
+
+
+def _scan_other(loc: Location, key: bytes | None, patterns: list[bytes], opts: Options) -> _FileScan:
+    """A file that is not named as a log: read as a log when its bytes are one (a renamed segment), decompressed
+    when it is a whole gzip/zstd file, its cells when it is Parquet; and always searched as raw bytes with the
+    key's base64 and hex spellings (JSON/CSV exports)."""
+    out = _FileScan([], [], [])
+    if not patterns:
+        return out
+    try:
+        if loc.path.endswith(".parquet"):
+            cells = _parquet_hits(loc, patterns)
+            if cells is not None:
+                loc.bytes_read += os.path.getsize(loc.path)
+                out.hits += cells
+                return out
         with MappedFile(loc.path) as mf:
             buf = _findable(mf.buf)
             loc.bytes_read += len(buf)
-            for p in patterns:
-                for s in _spellings(p):
-                    i = buf.find(s)
-                    while i >= 0:
-                        hits.append(Hit(loc.path, loc.kind, "key-bytes" if p is patterns[0] else "value-bytes",
-                                        loc.topic, loc.partition, loc.broker, loc.log_dir, i, i + len(s), None, None,
-                                        False, 0, None, None,
-                                        detail="raw bytes" if s == p else ("base64" if s == base64.b64encode(p)
-                                                                           else "hex") + " spelling"))
-                        i = buf.find(s, i + 1)
+            inner = _decompressed(buf)
+            for data, detail in ((buf, ""), (inner, " (inside the decompressed file)")):
+                if data is None:
+                    continue
+                if _looks_like_log(data):
+                    scan = _scan_buffer(loc, mf.buf if data is buf else bytes(data), key, patterns, opts)
+                    out.hits += scan.hits
+                    out.markers += scan.markers
+                    out.values += scan.values
+                    out.unsearched += scan.unsearched
+                    out.hits += [h for h in _raw_hits(loc, data, patterns, True, detail) if h.detail.startswith(
+                        ("base64", "hex"))]
+                else:
+                    out.hits += _raw_hits(loc, data, patterns, True, detail)
     except KafkalogError as exc:
         loc.searched, loc.why_not = False, exc.describe()
-    return hits
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ states
@@ -665,12 +766,14 @@ def _verdicts(result: FindResult, locs: dict[str, list[Location]]) -> None:
     rank = {"ERASED": 0, "PENDING": 1, "UNKNOWN": 2, "PRESENT": 3}
     out: list[Verdict] = []
     for copy, group in sorted(locs.items()):
-        unsearched = [loc for loc in group if not loc.searched and loc.why_not and not loc.why_not.startswith("pruned")]
+        unsearched = [loc for loc in group if (not loc.searched and loc.why_not and not loc.why_not.startswith("pruned"))
+                      or loc.unsearched]
         hits = by_copy.get(copy, [])
         values = [h for h in hits if not (h.match == "key" and h.tombstone)]
         if not values:
             if unsearched:
-                out.append(Verdict(copy, "UNKNOWN", "; ".join(f"{loc.path}: {loc.why_not}" for loc in unsearched)))
+                out.append(Verdict(copy, "UNKNOWN", "; ".join(f"{loc.path}: {loc.why_not}" if loc.why_not else
+                                                              "; ".join(loc.unsearched) for loc in unsearched)))
             else:
                 tomb = [h for h in hits if h.tombstone]
                 out.append(Verdict(copy, "ERASED", "no value of the key here" + (
@@ -718,7 +821,7 @@ def find_key(paths: list[str], opts: Options) -> FindResult:
                 loc.searched, loc.why_not = False, "pruned: its largest timestamp is before --since"
                 continue
             if loc.kind == OTHER:
-                scans[loc.path] = _FileScan(_scan_other(loc, patterns) if patterns else [], [], [])
+                scans[loc.path] = _scan_other(loc, key, patterns, opts)
             else:
                 scans[loc.path] = _scan_log(loc, key, patterns, opts)
         except KafkalogError as exc:
@@ -733,12 +836,15 @@ def find_key(paths: list[str], opts: Options) -> FindResult:
                     continue
                 loc.bytes_read = 0
                 if loc.kind == OTHER:
-                    scans[loc.path] = _FileScan(_scan_other(loc, patterns + extra), [], [])
+                    scans[loc.path] = _scan_other(loc, key, patterns + extra, opts)
                 else:
                     scans[loc.path] = _scan_log(loc, key, patterns + extra, opts)
     by_copy: dict[str, list[Location]] = {}
     for loc in locs:
         by_copy.setdefault(_copy_key(loc), []).append(loc)
+        if loc.path in scans and scans[loc.path].unsearched:
+            loc.unsearched = scans[loc.path].unsearched
+            notes.extend(loc.unsearched)
     hits: list[Hit] = []
     for copy, group in sorted(by_copy.items()):
         chits = [h for loc in group if loc.path in scans for h in scans[loc.path].hits]
