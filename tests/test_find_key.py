@@ -224,3 +224,14 @@ def test_undecompressable_batch_is_unknown_not_a_hit(tmp_path):
     code, d = doc("k1", logdir, "--prove-erased")
     assert not d["hits"]  # nothing found ...
     assert d["verdict"] == "UNKNOWN" and code == 1  # ... but nothing proven either
+
+
+def test_short_key_in_legacy_messages_matches_records_only():
+    """A one-byte key occurs by chance in header bytes (CRCs, offsets) and in values ("alpha"): only records
+    with the key are hits. The legacy fixture holds v0/v1 messages, wrapped (compressed) ones included."""
+    r = run("dump", "--print-data-log", "--deep-iteration", "fixtures/legacy/l-0")
+    want = sum(" key: a " in line for line in r.stdout.splitlines())
+    for extra in ([], ["--prove-erased"]):
+        code, d = doc("a", "fixtures/legacy", "--any-partition", *extra)
+        assert code == 1 and want > 0
+        assert [h["match"] for h in d["hits"]] == ["key"] * want

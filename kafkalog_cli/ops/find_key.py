@@ -217,6 +217,10 @@ def _classify(path: str, names: list[str], brokers: dict[str, str | None]) -> Lo
         if tp.suffix is None:
             if layout.is_segment_name(name):
                 return Location(path, LIVE, topic, part, broker, log_dir, "")
+            if kind_by_name == "checkpoint":
+                return Location(path, COPY, topic, part, broker, log_dir,
+                                "a KRaft snapshot: the metadata log deletes it once a newer snapshot and its "
+                                "retention (metadata.max.retention.*) allow")
             fate = next((s.fate for s in layout.stray_logs([name])), "the broker never reads it")
             return Location(path, COPY, topic, part, broker, log_dir, fate)
         kind = _DIR_KIND[tp.suffix]
@@ -436,6 +440,9 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
     markers: list[_Marker] = []
     values: list[bytes] = []
     unsearched: list[str] = []
+    # the patterns looked for inside records of other keys: only when proving erasure, and only long enough
+    # not to match by chance (a one-byte key is in half the values)
+    inner = [p for p in patterns if p and len(p) >= MIN_VALUE_PATTERN] if opts.prove_erased else []
     regex = re.compile(opts.value_regex, re.S) if opts.value_regex else None
     pats = [p for p in patterns if p]
 
@@ -493,23 +500,21 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
                 unsearched.append(f"{loc.path} bytes [{pos}, {end}): records that do not decode ({exc.message})")
             continue
         crc_ok = entry.is_valid(buf)
-        in_records = False
         for rec in recs:
             is_key = key is not None and rec.key is not None and bytes(rec.key) == key
             value = None if rec.value is None else bytes(rec.value)
             what = "key" if is_key else None
             if what is None and regex is not None and value is not None and regex.search(value):
                 what = "value-regex"
-            if what is None:
+            if what is None and inner:
                 blob = bytes(rec.key or b"") + (value or b"") + b"".join(
                     bytes(k) + bytes(v or b"") for k, v in rec.headers)
-                for p in pats:
+                for p in inner:
                     if p in blob:
                         what = "key-bytes" if key is not None and p == key else "value-bytes"
                         break
             if what is None:
                 continue
-            in_records = True
             if opts.since_ms is not None and rec.timestamp < opts.since_ms:
                 continue
             if opts.until_ms is not None and rec.timestamp > opts.until_ms:
@@ -525,10 +530,6 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
                 other = "a null key" if rec.key is None else f"a {len(rec.key)}-byte key"
                 h.detail = f"inside a record of another key ({other}, offset {rec.offset})"
             hits.append(h)
-        if not in_records and not compressed:
-            for i in inside:
-                hits.append(raw("key-bytes" if key is not None else "value-bytes", i, end,
-                                "in the batch's header bytes, not in a record", entry))
     for i in raw_at:
         if not any(a <= i < b for a, b in covered) and not any(h.position == i for h in hits):
             hits.append(raw("unparsed", i, i + 1, "outside every batch (bytes the walk skipped)"))
