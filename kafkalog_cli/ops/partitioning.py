@@ -22,11 +22,10 @@ import base64
 import os
 from dataclasses import asdict, dataclass, field
 
-from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format import partitioners
 from kafkalog_cli.internal_topics.logdir import discover
 from kafkalog_cli.storage import layout
-from kafkalog_cli.storage.segment import MappedFile, entries
+from kafkalog_cli.storage.segment import data_records
 from kafkalog_cli.timefmt import iso_utc
 
 MAX_LISTED = 1000  # examples kept per finding kind (counts are exact)
@@ -225,27 +224,19 @@ def audit(paths: list[str], *, partitions: int | None = None, previous: int | No
         aud.partition_seen(topic, p)
         groups: dict[bytes, Group] = {}
         sizes: list[tuple[int, int]] = []
-        for _base, path in layout.segment_logs(pdir):
-            try:
-                with MappedFile(path) as mf:
-                    for b in entries(mf.buf, file=path):
-                        if b.is_control:
-                            continue
-                        for rec in b.iter_records(mf.buf):
-                            sizes.append((rec.offset, len(rec.key or b"") + len(rec.value or b"")))
-                            if rec.key is None:
-                                continue
-                            key = bytes(rec.key)
-                            g = groups.get(key)
-                            if g is None:
-                                groups[key] = Group(topic, p, key, 1, rec.offset, rec.timestamp, rec.timestamp,
-                                                    {b.producer_id})
-                                continue
-                            g.count += 1
-                            g.first_ts, g.last_ts = min(g.first_ts, rec.timestamp), max(g.last_ts, rec.timestamp)
-                            g.pids.add(b.producer_id)
-            except KafkalogError as exc:
-                aud.notes.append(f"{path}: stopped reading ({exc.describe()})")
+        files = [path for _base, path in layout.segment_logs(pdir)]
+        for _f, entry, rec in data_records(files, aud.notes):
+            sizes.append((rec.offset, len(rec.key or b"") + len(rec.value or b"")))
+            if rec.key is None:
+                continue
+            key = bytes(rec.key)
+            g = groups.get(key)
+            if g is None:
+                groups[key] = Group(topic, p, key, 1, rec.offset, rec.timestamp, rec.timestamp, {entry.producer_id})
+                continue
+            g.count += 1
+            g.first_ts, g.last_ts = min(g.first_ts, rec.timestamp), max(g.last_ts, rec.timestamp)
+            g.pids.add(entry.producer_id)
         for g in groups.values():
             aud.add(g)
         aud.add_sizes(topic, p, sizes)

@@ -57,22 +57,23 @@ def audit_lines(report: Any) -> list[str]:
         out.append(f"{t.topic}: {t.partitions} partitions, {t.keyed_records} keyed records, {t.keys} keys")
         for name, n in t.explained.items():
             out.append(f"  {name:<18} explains {n} of {t.keyed_records} records")
-        if t.unexplained:
-            out.append(f"  {len(t.unexplained)} record(s) in a partition no single partitioner explains, e.g.:")
-            for r in t.unexplained[:10]:
-                out.append(f"    partition {r['partition']} offset {r['offset']} key {show(r['key'])!r} "
-                           f"(would be {r['expected']})")
-        if t.multi_partition_keys:
-            out.append(f"  {len(t.multi_partition_keys)} key(s) in more than one partition, e.g.:")
-            for k in t.multi_partition_keys[:10]:
-                parts = "; ".join(f"p{c['partition']} producers {c['producer_ids']} {c['first']}..{c['last']}"
-                                  for c in k["copies"])
-                out.append(f"    {show(k['key'])!r}: {parts}")
-        if t.moved_keys:
-            out.append(f"  {len(t.moved_keys)} key(s) whose partition changed when the partition count grew, e.g.:")
-            for k in t.moved_keys[:10]:
-                out.append(f"    {show(k['key'])!r}: partition {k['old_partition']} under {k['old_count']} partitions, "
-                           f"{k['new_partition']} under {k['new_count']}")
+        def copies(k: dict[str, Any]) -> str:
+            return "; ".join(f"p{c['partition']} producers {c['producer_ids']} {c['first']}..{c['last']}"
+                             for c in k["copies"])
+
+        sections = [
+            (t.unexplained, "record(s) in a partition no single partitioner explains",
+             lambda r: f"partition {r['partition']} offset {r['offset']} key {show(r['key'])!r} "
+                       f"(would be {r['expected']})"),
+            (t.multi_partition_keys, "key(s) in more than one partition", lambda k: f"{show(k['key'])!r}: {copies(k)}"),
+            (t.moved_keys, "key(s) whose partition changed when the partition count grew",
+             lambda k: f"{show(k['key'])!r}: partition {k['old_partition']} under {k['old_count']} partitions, "
+                       f"{k['new_partition']} under {k['new_count']}"),
+        ]
+        for items, title, line in sections:
+            if items:
+                out.append(f"  {len(items)} {title}, e.g.:")
+                out.extend(f"    {line(x)}" for x in items[:10])
         for p, hot in sorted(t.hottest.items()):
             keys = ", ".join(f"{show(k)!r}x{n}" for k, n in hot[:3])
             big = ", ".join(f"offset {o} ({s} B)" for o, s in t.largest.get(p, [])[:3])
