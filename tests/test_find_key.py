@@ -235,3 +235,23 @@ def test_short_key_in_legacy_messages_matches_records_only():
         code, d = doc("a", "fixtures/legacy", "--any-partition", *extra)
         assert code == 1 and want > 0
         assert [h["match"] for h in d["hits"]] == ["key"] * want
+
+
+def test_swap_leftover_the_loader_installs_is_present(tmp_path):
+    """A .log.swap the broker installs at start-up becomes the live log: its values are PRESENT, while a
+    .deleted copy is PENDING (the loader deletes it)."""
+    logdir = _partition(tmp_path, [[(b"other", b"x")]])
+    pdir = os.path.join(logdir, "t-0")
+    leftover = PartitionBuilder(str(tmp_path / "scratch"))
+    leftover.batch([(b"k1", b"secret-value-1")])
+    leftover.write()
+    with open(tmp_path / "scratch" / "00000000000000000000.log", "rb") as f:
+        data = f.read()
+    with open(os.path.join(pdir, "00000000000000000000.log.deleted"), "wb") as f:
+        f.write(data)
+    code, d = doc("k1", logdir, "--prove-erased")
+    assert d["verdict"] == "PENDING", d["verdicts"]
+    os.rename(os.path.join(pdir, "00000000000000000000.log.deleted"), os.path.join(pdir, "00000000000000000000.log.swap"))
+    code, d = doc("k1", logdir, "--prove-erased")
+    assert d["verdict"] == "PRESENT", d["verdicts"]
+    assert [h["kind"] for h in d["hits"]] == ["leftover"] and "installs" in d["hits"][0]["removed_by"]

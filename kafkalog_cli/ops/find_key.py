@@ -758,6 +758,17 @@ def _removal(hits: list[Hit], directory: str, loc: Location, opts: Options, now:
         h.removed_by = "; ".join(parts)
 
 
+def _keeps(h: Hit) -> bool:
+    """Does this copy of a value stay with nothing scheduled to remove it? (False: PENDING.)"""
+    if h.match != "key":
+        return True  # a value's bytes under another key, in damage, in an export: nothing knows to remove them
+    if h.state.rsplit(":", 1)[-1] in ("tombstoned", "aborted"):
+        return False  # the cleaner removes them (from the log this copy is or becomes)
+    if h.kind == LEFTOVER:
+        return "deletes it" not in h.removed_by  # a .swap the loader installs becomes the live log
+    return h.kind != DELETE_DIR
+
+
 def _verdicts(result: FindResult, locs: dict[str, list[Location]]) -> None:
     """ERASED / PENDING / PRESENT / UNKNOWN per partition copy (or file) and overall."""
     by_copy: dict[str, list[Hit]] = {}
@@ -781,10 +792,7 @@ def _verdicts(result: FindResult, locs: dict[str, list[Location]]) -> None:
                     f" (its tombstone remains at offset {tomb[-1].offset}: {tomb[-1].removed_by or 'kept'})"
                     if tomb else "")))
             continue
-        pending_states = {"tombstoned", "aborted"}
-        present = [h for h in values if h.state not in pending_states and h.kind in (LIVE, FUTURE_DIR, TIERED, COPY,
-                                                                                   OTHER, STRAY_DIR)]
-        present += [h for h in values if h.match != "key"]
+        present = [h for h in values if _keeps(h)]
         present = list({id(h): h for h in present}.values())
         if present:
             h = present[0]
