@@ -44,6 +44,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format import codecs, partitioners
@@ -689,21 +690,20 @@ def _partition_copy(directory: str, loc: Location):  # noqa: ANN202 (internal_to
                          loc.log_dir or os.path.dirname(directory), loc.broker)
 
 
-def _removal(hits: list[Hit], directory: str, loc: Location, opts: Options, now: int, notes: list[str]) -> None:
-    """``removed_by`` for the key's records of one live partition copy, by the cleaner's and retention's rules."""
+def _views(directory: str, loc: Location, opts: Options, now: int, notes: list[str]) -> tuple[Any, Any, Any]:
+    """The cleaner's and retention's views of one live partition copy (computed once per copy), and the cleaner
+    config: what ``explain-cleaner`` and ``explain-retention`` would say of it at ``now``."""
     from kafkalog_cli.ops import cleaner_explain, retention
 
     copy = _partition_copy(directory, loc)
     policy = opts.cleanup_policy
-    compact = "compact" in [p.strip() for p in policy.split(",")]
-    delete = "delete" in [p.strip() for p in policy.split(",")]
     ccfg = cleaner_explain.config_from(opts.cleaner_props)
     ccfg.cleanup_policy, ccfg.now_ms = policy, now
     rprops = {k: v for k, v in opts.cleaner_props.items() if k in ("retention.ms", "retention.bytes")}
     rcfg = retention.config_from(dict(rprops, **{"cleanup.policy": policy}))
     rcfg.now_ms, rcfg.policy_explicit = now, True
     cleaner = None
-    if compact:
+    if "compact" in [p.strip() for p in policy.split(",")]:
         try:
             cleaner = cleaner_explain.explain(copy, ccfg, estimate=False)
         except KafkalogError as exc:
@@ -713,6 +713,15 @@ def _removal(hits: list[Hit], directory: str, loc: Location, opts: Options, now:
     except KafkalogError as exc:
         ret = None
         notes.append(f"{directory}: retention's view is unknown ({exc.describe()})")
+    return cleaner, ret, ccfg
+
+
+def _removal(hits: list[Hit], views: tuple[Any, Any, Any], loc: Location, opts: Options, now: int) -> None:
+    """``removed_by`` for the key's records of one segment of a live partition copy, by the cleaner's and
+    retention's rules (``_views``)."""
+    cleaner, ret, ccfg = views
+    policy = opts.cleanup_policy
+    delete = "delete" in [p.strip() for p in policy.split(",")]
     fates = {} if ret is None else {s.base_offset: s for s in ret.segments}
     base = layout.offset_from_name(os.path.basename(loc.path)) if loc.kind == LIVE else None
     for h in hits:
@@ -870,9 +879,11 @@ def find_key(paths: list[str], opts: Options) -> FindResult:
             for h in fh:
                 h.state = (f"{loc.kind}:{h.state}" if h.state else loc.kind)
                 h.removed_by = loc.fate
+        views = None
         for loc in group:
             if loc.kind == LIVE and loc.topic is not None and any(h.file == loc.path for h in live):
-                _removal(live, copy, loc, opts, now, notes)
+                views = views or _views(copy, loc, opts, now, notes)
+                _removal(live, views, loc, opts, now)
         for h in chits:
             if not h.state:
                 h.state = h.match
