@@ -255,3 +255,19 @@ def test_swap_leftover_the_loader_installs_is_present(tmp_path):
     code, d = doc("k1", logdir, "--prove-erased")
     assert d["verdict"] == "PRESENT", d["verdicts"]
     assert [h["kind"] for h in d["hits"]] == ["leftover"] and "installs" in d["hits"][0]["removed_by"]
+
+
+def test_no_pruning_when_the_partition_count_is_unknown(tmp_path):
+    """A broker holding partitions 3 and 7 of a topic: the count is not 8, so both are searched (a key the real
+    count maps to partition 3 is found), with a warning; --partitions N prunes again."""
+    key = next(k for k in (f"c{i}".encode() for i in range(1000))
+               if F.java_default(k, 12) == 3 and F.java_default(k, 8) != 3)
+    for p in (3, 7):
+        pb = PartitionBuilder(str(tmp_path / "kafka" / f"t-{p}"))
+        pb.batch([(key if p == 3 else b"x", b"value")])
+        pb.write()
+    code, d = doc(key.decode(), str(tmp_path / "kafka"))
+    assert code == 1 and [h["partition"] for h in d["hits"]] == [3]
+    assert "not known" in d["targets"]["t"]["warning"]
+    code, d = doc(key.decode(), str(tmp_path / "kafka"), "--partitions", "12")
+    assert code == 1 and [loc["partition"] for loc in d["locations"] if not loc["searched"]] == [7]

@@ -322,7 +322,11 @@ def _targets(locs: list[Location], opts: Options) -> dict[str, dict[str, object]
                                   "partitions_seen": len(seen)}
         if not opts.partitions and len(seen) != n:
             doc["warning"] = (f"partitions {sorted(set(range(n)) - seen)[:10]} of {topic} are not in the input: the "
-                              "count may be wrong; pass --partitions N (or --any-partition)")
+                              "partition count is not known, so every partition of it is searched; pass "
+                              "--partitions N to search only the key's")
+            doc["prune"] = False
+        else:
+            doc["prune"] = True
         out[topic] = doc
     return out
 
@@ -331,7 +335,7 @@ def _wanted(loc: Location, targets: dict[str, dict[str, object]], opts: Options)
     if opts.any_partition or opts.prove_erased or opts.key is None or loc.topic is None or loc.partition is None:
         return True
     t = targets.get(loc.topic)
-    if t is None:
+    if t is None or not t["prune"]:
         return True
     chosen = t["chosen"]
     assert isinstance(chosen, dict)
