@@ -54,7 +54,7 @@ TOOLS: dict[str, ToolSpec] = {
     "report": ToolSpec("report", drop=frozenset({"replicas", "broker_ids", "engine", "master", "confs"})),
     "schemas": ToolSpec("schemas"),
     "find_key": ToolSpec("find-key"),
-    "audit_partitioning": ToolSpec("audit-partitioning"),
+    "audit_partitioning": ToolSpec("audit-partitioning", drop=frozenset({"engine", "master"})),  # no Spark from MCP
     "metadata": ToolSpec("metadata"),
     "inventory": ToolSpec("inventory"),
     "group_history": ToolSpec("group-history"),

@@ -70,9 +70,10 @@ def audit_lines(report: Any) -> list[str]:
              lambda k: f"{show(k['key'])!r}: partition {k['old_partition']} under {k['old_count']} partitions, "
                        f"{k['new_partition']} under {k['new_count']}"),
         ]
+        counts = {id(t.unexplained): t.unexplained_count}
         for items, title, line in sections:
             if items:
-                out.append(f"  {len(items)} {title}, e.g.:")
+                out.append(f"  {counts.get(id(items), len(items))} {title}, e.g.:")
                 out.extend(f"    {line(x)}" for x in items[:10])
         for p, hot in sorted(t.hottest.items()):
             keys = ", ".join(f"{show(k)!r}x{n}" for k, n in hot[:3])
