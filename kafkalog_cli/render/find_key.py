@@ -62,18 +62,17 @@ def audit_lines(report: Any) -> list[str]:
                              for c in k["copies"])
 
         sections = [
-            (t.unexplained, "record(s) in a partition no single partitioner explains",
+            (t.unexplained_count, t.unexplained, "record(s) in a partition no single partitioner explains",
              lambda r: f"partition {r['partition']} offset {r['offset']} key {show(r['key'])!r} "
                        f"(would be {r['expected']})"),
-            (t.multi_partition_keys, "key(s) in more than one partition", lambda k: f"{show(k['key'])!r}: {copies(k)}"),
-            (t.moved_keys, "key(s) whose partition changed when the partition count grew",
+            (len(t.multi_partition_keys), t.multi_partition_keys, "key(s) in more than one partition", lambda k: f"{show(k['key'])!r}: {copies(k)}"),
+            (len(t.moved_keys), t.moved_keys, "key(s) whose partition changed when the partition count grew",
              lambda k: f"{show(k['key'])!r}: partition {k['old_partition']} under {k['old_count']} partitions, "
                        f"{k['new_partition']} under {k['new_count']}"),
         ]
-        counts = {id(t.unexplained): t.unexplained_count}
-        for items, title, line in sections:
+        for count, items, title, line in sections:
             if items:
-                out.append(f"  {counts.get(id(items), len(items))} {title}, e.g.:")
+                out.append(f"  {count} {title}, e.g.:")
                 out.extend(f"    {line(x)}" for x in items[:10])
         for p, hot in sorted(t.hottest.items()):
             keys = ", ".join(f"{show(k)!r}x{n}" for k, n in hot[:3])
