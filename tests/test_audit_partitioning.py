@@ -178,3 +178,13 @@ def test_from_scan_spark_equals_local(tmp_path):
         spark.stop()
     local = audit_local(scans).as_dict()
     assert _without_notes(remote) == _without_notes(local)
+
+
+def test_from_scan_without_broker_id(tmp_path):
+    """A scan of a log dir with no meta.properties and no --broker-id writes broker_id=__HIVE_DEFAULT_PARTITION__:
+    read with the scan's own schema, not inferred (pyarrow cannot infer a type from it)."""
+    _topic(tmp_path, "t", 3, KEYS[:10], P.java_default)
+    out = tmp_path / "scan"
+    assert run("scan", str(tmp_path / "kafka"), "--out", str(out), "--records").exit_code in (0, 1)
+    code, d = _doc("--from-scan", str(out))
+    assert code == 0 and _topic_doc(d, "t")["keyed_records"] == 10

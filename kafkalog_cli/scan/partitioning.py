@@ -52,11 +52,18 @@ def audit_local(paths: list[str], *, partitions: int | None = None, previous: in
                 topics: set[str] | None = None, top: int = 5) -> AuditReport:
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    def read(name: str, columns: list[str]) -> pa.Table:  # each dataset root with its hive columns
-        parts = [ds.dataset(d, format="parquet", partitioning="hive") for d in _dirs(paths, name)]
-        return ds.dataset(parts).to_table(columns=columns) if len(parts) > 1 else parts[0].to_table(columns=columns)
+    from kafkalog_cli.scan.summary import iter_dataset
+
+    _dirs(paths, "records")
+
+    def read(name: str, columns: list[str]) -> pa.Table:  # the scan's own reader: our schema, hive columns
+        tables = [t for p in paths for t in iter_dataset(p, name, columns)]
+        if not tables:
+            from kafkalog_cli.scan.schema import DATASETS
+
+            return pa.table({c: pa.array([], DATASETS[name].field(c).type) for c in columns})
+        return pa.concat_tables(tables)
 
     rec, bat = read("records", _REC), read("batches", _BAT)
     live = pc.equal(rec["partition_dir"], pc.binary_join_element_wise(
@@ -67,7 +74,7 @@ def audit_local(paths: list[str], *, partitions: int | None = None, previous: in
     rec = rec.join(first, ["topic", "partition"]).filter(pc.equal(pc.field("log_dir"), pc.field("log_dir_min")))
     bat = bat.rename_columns(["log_dir", "partition_dir", "segment", "batch_position", "producer_id", "control"])
     rec = rec.join(bat, ["log_dir", "partition_dir", "segment", "batch_position"]).filter(pc.invert(pc.field("control")))
-    ts = pc.fill_null(pc.cast(rec["timestamp"], pa.int64()), -1)
+    ts = pc.fill_null(rec["timestamp"], -1)
     size = pc.add(pc.max_element_wise(rec["key_size"], 0), pc.max_element_wise(rec["value_size"], 0))
     rec = rec.append_column("ts", ts).append_column("size", size)
     keyed = rec.filter(pc.is_valid(rec["key"]))
@@ -87,22 +94,16 @@ def audit_spark(paths: list[str], spark: Any, *, partitions: int | None = None, 
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    rec_dirs, bat_dirs = _dirs(paths, "records"), _dirs(paths, "batches")
-    def read(dirs: list[str]) -> Any:  # each dataset root keeps its hive columns (broker_id=, topic=)
-        frames = [spark.read.option("basePath", d).parquet(d) for d in dirs]
-        out = frames[0]
-        for f in frames[1:]:
-            out = out.unionByName(f, allowMissingColumns=True)
-        return out
+    from kafkalog_cli.scan.spark_summary import _read
 
-    rec, bat = read(rec_dirs), read(bat_dirs)
+    _dirs(paths, "records")
+    rec, bat = _read(spark, paths, "records"), _read(spark, paths, "batches")  # timestamps as epoch ms
     rec = rec.select(*_REC).where(F.col("partition_dir") == F.concat_ws("-", "topic", F.col("partition").cast("string")))
     w = Window.partitionBy("topic", "partition")
     rec = rec.withColumn("_first", F.min("log_dir").over(w)).where(F.col("log_dir") == F.col("_first"))
     bat = bat.select(*_BAT).withColumnRenamed("position", "batch_position")
     rec = rec.join(bat, ["log_dir", "partition_dir", "segment", "batch_position"]).where(~F.col("control"))
-    rec = rec.withColumn("ts", F.when(F.col("timestamp").isNull(), F.lit(-1)).otherwise(
-        F.expr("unix_millis(timestamp)")))
+    rec = rec.withColumn("ts", F.coalesce(F.col("timestamp"), F.lit(-1)))
     rec = rec.withColumn("size", F.greatest("key_size", F.lit(0)) + F.greatest("value_size", F.lit(0)))
     g = (rec.where(F.col("key").isNotNull()).groupBy("topic", "partition", "key")
          .agg(F.count("*").alias("n"), F.min("offset").alias("o"), F.min("ts").alias("t0"), F.max("ts").alias("t1"),
