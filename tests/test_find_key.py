@@ -271,3 +271,11 @@ def test_no_pruning_when_the_partition_count_is_unknown(tmp_path):
     assert "not known" in d["targets"]["t"]["warning"]
     code, d = doc(key.decode(), str(tmp_path / "kafka"), "--partitions", "12")
     assert code == 1 and [loc["partition"] for loc in d["locations"] if not loc["searched"]] == [7]
+
+
+def test_value_regex_alone(fleet):
+    """find-key --value-regex RE LOGDIR (no key): the one positional is the log dir."""
+    code, d = doc("--value-regex", "alice@new", fleet.root)
+    assert code == 1 and d["key"] is None
+    assert {h["match"] for h in d["hits"]} == {"value-regex"}
+    assert all(h["value_size"] == len(F.V2) for h in d["hits"])

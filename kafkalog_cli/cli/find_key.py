@@ -73,8 +73,8 @@ def find_key(key: str | None, paths: tuple[str, ...], key_hex: str | None, key_f
     given = [x for x in (key_hex, key_file) if x is not None]
     if len(given) > 1:
         fail("give the key once: --key-hex or --key-file")
-    if given and key is not None:
-        paths = (key, *paths)  # KEY was a path: the key came from a flag
+    if key is not None and (given or (value_regex is not None and not paths)):
+        paths = (key, *paths)  # KEY was a path: the key came from a flag (or only --value-regex is searched)
         key = None
     if not paths:
         fail("no LOGDIR given", "kafkalog find-key KEY LOGDIR... (or --key-hex HEX LOGDIR...)")
