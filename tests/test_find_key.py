@@ -279,3 +279,15 @@ def test_value_regex_alone(fleet):
     assert code == 1 and d["key"] is None
     assert {h["match"] for h in d["hits"]} == {"value-regex"}
     assert all(h["value_size"] == len(F.V2) for h in d["hits"])
+
+
+def test_copy_nested_in_a_delete_dir(tmp_path):
+    """kafkalog's exchange leaves <partition>.<uuid>-delete/<partition>/ (docs/safety.md): the nested copy is
+    searched and has the -delete directory's fate."""
+    logdir = _partition(tmp_path, [[(b"other", b"x")]])
+    side = PartitionBuilder(str(tmp_path / "kafka" / "t-0.0123456789abcdef0123456789abcdef-delete" / "t-0"))
+    side.batch([(b"k1", b"old-secret")])
+    side.write()
+    code, d = doc("k1", logdir)
+    assert code == 1 and [h["kind"] for h in d["hits"]] == ["delete-dir"]
+    assert "deletes this -delete directory" in d["hits"][0]["removed_by"]

@@ -203,6 +203,12 @@ def _classify(path: str, names: list[str], brokers: dict[str, str | None]) -> Lo
                         "remote retention (retention.ms/retention.bytes over the whole log) deletes it; compaction "
                         "does not apply to tiered topics", searched=why is None, why_not=why or "")
     tp = parse_topic_partition_name(os.path.basename(parent))
+    outer = parse_topic_partition_name(os.path.basename(os.path.dirname(parent)))
+    if tp is not None and outer is not None and outer.suffix is not None:
+        # a directory inside a -delete/-future/-stray one (kafkalog's exchange side dir, docs/safety.md): its files
+        # share that directory's fate
+        tp = outer
+        parent = os.path.dirname(parent)
     log_dir = os.path.dirname(parent) if tp is not None else None
     broker = _broker_of(log_dir, brokers)
     kind_by_name = layout.classify(name)
@@ -301,6 +307,11 @@ def discover(paths: list[str], opts: Options | None = None) -> tuple[list[Locati
             notes.append(f"{loc.path}: {exc.describe()}")
             continue
         _files(loc.path, listing, brokers, out)
+        for sub in listing:  # directories inside a partition directory (a -delete dir's side copy)
+            if os.path.isdir(os.path.join(loc.path, sub)) and not os.path.islink(os.path.join(loc.path, sub)):
+                for root, dirs, files in os.walk(os.path.join(loc.path, sub)):
+                    dirs.sort()
+                    _files(os.path.abspath(root), sorted(files), brokers, out)
     return out, notes
 
 
