@@ -432,6 +432,37 @@ class _FileScan:
     unsearched: list[str] = field(default_factory=list)  # byte ranges whose records could not be read
 
 
+def _readable_part(codec: int, data: bytes) -> bytes:
+    """What a damaged or cut compressed payload yields before the damage (fed 4 KiB at a time, the output so far
+    kept when the decoder fails): gzip, lz4 and zstd frames; nothing for snappy's framing."""
+    out = bytearray()
+    feed: Any
+    try:
+        if codec == codecs.GZIP:
+            import zlib
+
+            dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            feed = dec.decompress
+        elif codec == codecs.LZ4:
+            import lz4.frame
+
+            lz = lz4.frame.LZ4FrameDecompressor()
+            feed = lz.decompress
+        elif codec == codecs.ZSTD:
+            import zstandard
+
+            feed = zstandard.ZstdDecompressor().decompressobj().decompress
+        else:
+            return b""
+        for i in range(0, len(data), 4096):
+            out += feed(data[i:i + 4096])
+            if len(out) > codecs.DEFAULT_LIMIT:
+                break
+    except Exception:  # noqa: BLE001 - the damage: keep what came before it
+        pass
+    return bytes(out)
+
+
 def _codec_name(entry: Entry) -> str:
     try:
         return codecs.codec_name(entry.codec)
@@ -482,6 +513,15 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
             for i in inside:
                 hits.append(raw("unparsed", i, end, f"the bytes [{pos}, {end}) do not parse as a batch "
                                                   "(damage or a cut write)"))
+            if not inside and end - pos > 61 and buf[pos + 16] == 2:  # a cut or damaged compressed v2 batch?
+                codec = int.from_bytes(buf[pos + 21:pos + 23], "big") & 7
+                part = _readable_part(codec, bytes(buf[pos + 61:end])) if codec != codecs.NONE else b""
+                for p in pats:
+                    if p in part:
+                        hits.append(raw("unparsed", pos, end, f"in the readable part of a damaged or cut "
+                                                              f"{codecs.CODEC_NAMES.get(codec, codec)} batch at "
+                                                              f"[{pos}, {end})"))
+                        break
             continue
         covered.append((pos, end))
         if entry.is_control and not entry.is_legacy:
@@ -501,6 +541,12 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
             except KafkalogError as exc:
                 unsearched.append(f"{loc.path} bytes [{pos}, {end}): a compressed batch that does not "
                                   f"decompress ({exc.message}): its records cannot be searched")
+                part = _readable_part(entry.codec, bytes(buf[pos + 61:end])) if not entry.is_legacy else b""
+                for p in pats:
+                    if p in part:
+                        hits.append(raw("unparsed", pos, end, "in the readable part of a compressed batch that does "
+                                                              "not decompress whole", entry))
+                        break
                 continue
             if data is not None and regex is None and not any(p in data for p in pats):
                 continue
