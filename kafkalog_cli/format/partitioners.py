@@ -78,9 +78,7 @@ def crc32(data: bytes) -> int:
 
 def java_default(key: bytes | None, partitions: int) -> int | None:
     """Java's producer (``BuiltInPartitioner.partitionForKey``); a null key is sticky (None: any partition)."""
-    if key is None:
-        return None
-    return to_positive(murmur2(key)) % partitions
+    return None if key is None else to_positive(murmur2(key)) % partitions
 
 
 def consistent(key: bytes | None, partitions: int) -> int | None:
@@ -90,9 +88,7 @@ def consistent(key: bytes | None, partitions: int) -> int | None:
 
 def consistent_random(key: bytes | None, partitions: int) -> int | None:
     """librdkafka ``consistent_random`` (its default): random for an empty or null key, else ``consistent``."""
-    if not key:
-        return None
-    return crc32(key) % partitions
+    return None if not key else crc32(key) % partitions
 
 
 def murmur2_librdkafka(key: bytes | None, partitions: int) -> int | None:
@@ -100,11 +96,9 @@ def murmur2_librdkafka(key: bytes | None, partitions: int) -> int | None:
     return to_positive(murmur2(key or b"")) % partitions
 
 
-def murmur2_random(key: bytes | None, partitions: int) -> int | None:
-    """librdkafka ``murmur2_random``: random for a null key, else Java's murmur2 (an empty key is hashed)."""
-    if key is None:
-        return None
-    return to_positive(murmur2(key)) % partitions
+# librdkafka ``murmur2_random``: random for a null key, else Java's murmur2 (an empty key is hashed): "functionally
+# equivalent to the default partitioner in the Java Producer" (src/rdkafka_conf.c:1836), and the same function here
+murmur2_random = java_default
 
 
 def fnv1a_partition(key: bytes | None, partitions: int) -> int | None:
@@ -114,9 +108,7 @@ def fnv1a_partition(key: bytes | None, partitions: int) -> int | None:
 
 def fnv1a_random(key: bytes | None, partitions: int) -> int | None:
     """librdkafka ``fnv1a_random``: random for a null key, else ``fnv1a``."""
-    if key is None:
-        return None
-    return fnv1a(key) % partitions
+    return None if key is None else fnv1a(key) % partitions
 
 
 Partitioner = Callable[[bytes | None, int], "int | None"]
