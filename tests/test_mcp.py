@@ -147,6 +147,9 @@ def examples(base: str = "fixtures") -> dict[str, list[dict]]:
         "preflight": [{"paths": [f"{base}/sample-logdir"]},
                       {"paths": [f"{base}/sample-logdir"], "metadata": f"{base}/kraft/__cluster_metadata-0",
                        "auto_offset_reset": "earliest"}],
+        "find_key": [{"key": "k1", "paths": [f"{base}/partition"], "any_partition": True, "now_ms": NOW},
+                     {"key": "k1", "paths": [p], "prove_erased": True, "now_ms": NOW}],
+        "audit_partitioning": [{"paths": [f"{base}/sample-logdir"]}],
     }
 
 

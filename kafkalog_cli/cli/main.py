@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schemas": ("kafkalog_cli.cli.schemas", "schemas", "Rebuild the Schema Registry from _schemas segments; --audit, --export."),
     "group-history": ("kafkalog_cli.cli.groups", "group_history", "A consumer group's committed offsets through time; --at, --emit-reset."),
     "preflight": ("kafkalog_cli.cli.preflight", "preflight", "Before a restart or restore: will brokers and consumers come back right?"),
+    "find-key": ("kafkalog_cli.cli.find_key", "find_key", "Find every copy of a record key, its state and what removes it; --prove-erased."),
+    "audit-partitioning": ("kafkalog_cli.cli.find_key", "audit_partitioning", "Check keyed records are where their producer's partitioner puts them."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).

@@ -54,6 +54,7 @@ TOOLS: dict[str, ToolSpec] = {
     "report": ToolSpec("report", drop=frozenset({"replicas", "broker_ids", "engine", "master", "confs"})),
     "schemas": ToolSpec("schemas"),
     "find_key": ToolSpec("find-key"),
+    "audit_partitioning": ToolSpec("audit-partitioning", drop=frozenset({"engine", "master"})),  # no Spark from MCP
     "metadata": ToolSpec("metadata"),
     "inventory": ToolSpec("inventory"),
     # --all-groups would take GROUP as a path the server cannot confine; the --emit-* options write files

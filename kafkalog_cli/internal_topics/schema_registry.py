@@ -34,7 +34,7 @@ from typing import Any
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import Record
 from kafkalog_cli.storage.layout import LEFTOVER_SUFFIXES, LOG_SUFFIX, segment_logs
-from kafkalog_cli.storage.segment import MappedFile, entries
+from kafkalog_cli.storage.segment import data_records
 
 SCHEMAS_TOPIC = "_schemas"
 SCHEMA_TYPES = ("AVRO", "PROTOBUF", "JSON")
@@ -231,16 +231,8 @@ def partition_files(path: str) -> list[str]:
 def walk_records(files: list[str], notes: list[str]) -> Iterator[tuple[str, Record]]:
     """(file, record) for every readable data record of the files in order; damage becomes a note in ``notes``
     (the records before it are kept) and the walk goes on with the next file."""
-    for f in files:
-        try:
-            with MappedFile(f) as mf:
-                for batch in entries(mf.buf, file=f):
-                    if batch.is_control:
-                        continue
-                    for r in batch.iter_records(mf.buf):
-                        yield f, r
-        except KafkalogError as exc:
-            notes.append(f"{f}: stopped reading: {exc.describe()}")
+    for f, _entry, r in data_records(files, notes):
+        yield f, r
 
 
 def read_records(path: str, partition: int, notes: list[str]) -> list[RawRecord]:

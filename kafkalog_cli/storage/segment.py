@@ -16,11 +16,12 @@ from kafkalog_cli.errors import (
     TRUNCATED_DURING_READ,
     UNREADABLE,
     CorruptRecordError,
+    KafkalogError,
     ReadFinding,
     UnreadableFileError,
     unreadable,
 )
-from kafkalog_cli.format.batch import HEADER_SIZE, Batch
+from kafkalog_cli.format.batch import HEADER_SIZE, Batch, Record
 from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.format.layouts import ENTRY_PREFIX, HEADER_SIZE_UP_TO_MAGIC, LEGACY_V0_RECORD_OVERHEAD, LOG_OVERHEAD
 from kafkalog_cli.format.legacy import LegacyEntry
@@ -271,3 +272,18 @@ def entries(buf: bytes | memoryview, start: int = 0, end: int | None = None, *, 
     """Walk and parse: yields Batch / LegacyEntry objects."""
     for pos, _size, magic in walk(buf, start, end, file=file):
         yield read_entry(buf, pos, magic, file=file)
+
+
+def data_records(files: list[str], notes: list[str]) -> Iterator[tuple[str, Entry, Record]]:
+    """(file, entry, record) for every readable data record of the files in order (control batches skipped);
+    damage becomes a note in ``notes`` (the records before it are kept) and the walk goes on with the next file."""
+    for f in files:
+        try:
+            with MappedFile(f) as mf:
+                for entry in entries(mf.buf, file=f):
+                    if entry.is_control:
+                        continue
+                    for r in entry.iter_records(mf.buf):
+                        yield f, entry, r
+        except KafkalogError as exc:
+            notes.append(f"{f}: stopped reading: {exc.describe()}")
