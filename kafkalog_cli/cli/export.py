@@ -96,7 +96,10 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
         if unnamed:
             fail(f"{unnamed[0].dirs[0]} does not name a topic-partition, which a Kafka partition directory needs",
                  "give --topic T --partition N")
-    dest, sink, finish = _sink(fmt, out, plan)
+    try:
+        dest, sink, finish = _sink(fmt, out, plan)
+    except KafkalogError as exc:
+        fail(exc.describe(), exc.hint)
     total = sum(_size(s.path) - s.position for p in plan.partitions for s in p.files)
     summary = None
     try:
