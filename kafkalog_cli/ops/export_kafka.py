@@ -15,7 +15,8 @@ What is written, per partition ``<topic>-<partition>`` (the broker's files after
 * ``.index`` / ``.timeindex`` of each segment by the broker's recovery rule (``broker/log_segment.rebuild_segment``,
   index.interval.bytes 4096), ``.txnindex`` where an ABORT marker closes a transaction (the producer-state replay
   of ``broker/producer_state_manager``, as the broker appends it), the producer snapshot at the log end offset
-  (``ProducerStateManager.takeSnapshot`` at a clean close), ``leader-epoch-checkpoint`` (the first batch of each
+  (``ProducerStateManager.takeSnapshot`` at a clean close) and at each later segment's base offset (the one
+  ``UnifiedLog.roll`` takes), ``leader-epoch-checkpoint`` (the first batch of each
   higher epoch, ``LogSegment.recover``'s rule).
 * in the log dir: ``recovery-point-offset-checkpoint`` (every partition at its log end: nothing to recover) and an
   empty ``log-start-offset-checkpoint`` (the log starts at its first segment, as Kafka writes it then).
@@ -140,6 +141,8 @@ class KafkaDirSink:
         return len(kept)
 
     def _roll(self, base: int) -> None:
+        if self.log is not None:  # the producer snapshot a broker takes when it rolls (UnifiedLog.roll)
+            self._write(layout.segment_name(base, "snapshot"), self.state.snapshot_bytes(java_map=True))
         self._close_segment()
         self.log_base = base
         self.log_path = os.path.join(self.pdir, layout.segment_name(base))
