@@ -647,7 +647,7 @@ class Destination:
     """``--out``: a new file or directory, written under ``<out>.kafkalog-partial`` and renamed into place at the
     end, so that a killed export never leaves a half-written file or partition directory under the final name
     (the partial one is ours: the next run replaces it). An existing file, or a directory that is not empty, is
-    refused (nothing is overwritten)."""
+    refused (nothing is overwritten); missing parent directories are created."""
 
     def __init__(self, out: str, *, directory: bool) -> None:
         self.out = os.path.abspath(out)
@@ -659,9 +659,11 @@ class Destination:
                                       found="a non-empty directory" if os.path.isdir(self.out) else "a file",
                                       hint="choose another --out, or move the old output away")
         parent = os.path.dirname(self.out)
-        if not os.path.isdir(parent):
-            raise UnreadableFileError("the output's parent directory does not exist", file=out,
-                                      expected="an existing directory", found="none")
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as exc:
+            raise UnreadableFileError(f"cannot create the output's directory: {exc.strerror or exc}", file=parent,
+                                      expected="a directory export can create", found="an error") from None
         self._clear_staging()
         if directory:
             os.mkdir(self.staging)

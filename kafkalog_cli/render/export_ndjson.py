@@ -83,9 +83,22 @@ def record_object(item: BatchItem, rec: Record, head: dict[str, Any], tail: dict
     obj["leader_epoch"] = e.partition_leader_epoch
     obj["producer_id"] = e.producer_id
     obj["producer_epoch"] = e.producer_epoch
-    obj["sequence"] = rec.sequence if not e.is_legacy else -1
+    obj["sequence"] = rec.sequence
     obj.update(tail)
     return obj
+
+
+def line_pieces(item: BatchItem, broker: int) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """The batch-constant parts of ``record_object``'s line, as ``_accel.export_ndjson`` puts them around the record's
+    own fields: offset, ts, [headers] key payload [encodings], sequence."""
+    e = item.entry
+    head, tail = batch_fields(item)
+    pieces = (_dumps(head)[:-1] + ',"offset":', ',"tstype":' + _dumps(item.timestamp_type) + ',"ts":',
+              f',"broker":{broker}',
+              f',"leader_epoch":{e.partition_leader_epoch},"producer_id":{e.producer_id},'
+              f'"producer_epoch":{e.producer_epoch},"sequence":',
+              "," + _dumps(tail)[1:] + "\n")
+    return tuple(p.encode("utf-8", "surrogatepass") for p in pieces)  # type: ignore[return-value]
 
 
 def python_lines(item: BatchItem, broker: int) -> tuple[bytes, int]:
