@@ -7,7 +7,7 @@ keys and values), so memory stays flat whatever the segment size.
 from __future__ import annotations
 
 import os
-import struct
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -56,8 +56,16 @@ DICTIONARY_COLUMNS = ("log_dir", "broker_id", "topic", "partition", "partition_d
                       "magic", "codec", "header_keys")
 _I64, _I32 = pa.int64(), pa.int32()
 _ZERO = b"\0\0\0\0"
-_Q = struct.Struct("=q").pack
-_L = struct.Struct("=i").pack
+
+
+def _Q(v: int) -> bytes:  # native-order int64 / int32 of the Arrow buffers (the C walk's byte order)
+    return v.to_bytes(8, sys.byteorder, signed=True)
+
+
+def _L(v: int) -> bytes:
+    return v.to_bytes(4, sys.byteorder, signed=True)
+
+
 # the batch's own fields: one value per batch, repeated into its rows when the row group is built
 _BATCH_COLUMNS = ("log_dir", "broker_id", "topic", "partition", "partition_dir", "segment", "batch_position",
                   "timestamp_type", "leader_epoch", "producer_id", "producer_epoch", "transactional", "txn",
