@@ -41,11 +41,11 @@ from typing import Any, Literal, Protocol
 
 from kafkalog_cli.errors import FileVanishedError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format import codecs, control
-from kafkalog_cli.format.batch import LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Record
+from kafkalog_cli.format.batch import LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
 from kafkalog_cli.format.entry import Entry
-from kafkalog_cli.format.layouts import MAGIC_OFFSET
+from kafkalog_cli.format.layouts import LOG_OVERHEAD, MAGIC_OFFSET, V2_MIN_BATCH_LENGTH
 from kafkalog_cli.ops.dump_window import Window, WindowState, plan_partition
-from kafkalog_cli.storage import layout, paths, tiered
+from kafkalog_cli.storage import accel, layout, paths, tiered
 from kafkalog_cli.storage.meta_properties import broker_id_of
 from kafkalog_cli.storage.segment import MappedFile, read_entry
 from kafkalog_cli.storage.segment_check import DEFAULT_MAX_BATCH_SIZE, intact_walk
@@ -439,21 +439,56 @@ class ExportSummary:
 
 
 # ------------------------------------------------------------------------------------------------ the walk
+_SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
+
+
 def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
              on_problem: Callable[[Finding], None] | None) -> Iterator[Entry]:
-    """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``."""
-    for pos, end, problem in intact_walk(buf, start, file=path, max_batch_size=opts.max_batch_size):
+    """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
+
+    Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
+    in C, a window at a time); every entry it does not vouch for (a failed check, a legacy entry, the end of the
+    file) is one step of the Python walk (``segment_check.intact_walk``), which reports and resyncs."""
+    mod = accel.module()
+    n = len(buf)
+    pos = start
+    max_size = opts.max_batch_size
+    unpack = accel.SCAN_FORMAT.iter_unpack
+    last: int | None = None  # the last offset of the previous intact entry (a region's "last good offset")
+    while pos < n:
+        if mod is not None:
+            data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + _SCAN_WINDOW))
+            bad = None
+            for (p, size, _magic, crc_ok, attrs, base, lod, count, *_rest) in unpack(data):
+                if not crc_ok or base < 0 or attrs & 7 > 4 or lod < 0 or count < 0 or size - LOG_OVERHEAD > max_size \
+                        or size - LOG_OVERHEAD < V2_MIN_BATCH_LENGTH:
+                    bad = p
+                    break
+                last = base + lod
+                yield Batch(buf, p)
+            nxt = stop if bad is None else bad
+            if nxt > pos:
+                pos = nxt
+                continue
+        step = next(intact_walk(buf, pos, file=path, max_batch_size=max_size, last_offset=last), None)
+        if step is None:
+            return
+        p, end, problem = step
         if problem is None:
             try:
-                yield read_entry(buf, pos, buf[pos + MAGIC_OFFSET], file=path)
+                entry = read_entry(buf, p, buf[p + MAGIC_OFFSET], file=path)
+                last = entry.last_offset
+                yield entry
             except KafkalogError as exc:
                 if on_problem is not None:
-                    on_problem(Finding(path, pos, pos + end, "unreadable-entry", exc.message))
+                    on_problem(Finding(path, p, p + end, "unreadable-entry", exc.message))
+            pos = p + end
             continue
         if on_problem is not None and problem.severity != INFO:
             on_problem(Finding(path, problem.position, problem.end, problem.kind, problem.message, problem.offset,
                                problem.last_good_offset, problem.first_good_offset,
                                expected="an intact batch (plausible header, CRC that verifies)", found=problem.kind))
+        pos = max(end, pos + 1)
 
 
 class Exporter:

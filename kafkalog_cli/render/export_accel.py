@@ -43,10 +43,11 @@ def _bounds(item: BatchItem) -> tuple[int, int, int, int]:
 def ndjson_fast() -> Callable[[BatchItem, int], tuple[bytes, int] | None] | None:
     from kafkalog_cli.render.export_ndjson import line_pieces
 
+    mod = _module()  # once per export (the environment is read here, not per batch)
+    if mod is None:
+        return None
+
     def fast(item: BatchItem, broker: int) -> tuple[bytes, int] | None:
-        mod = _module()
-        if mod is None:
-            return None
         got = _records(item)
         if got is None:
             return None
@@ -60,10 +61,11 @@ def ndjson_fast() -> Callable[[BatchItem, int], tuple[bytes, int] | None] | None
 
 
 def parquet_fast() -> Callable[[BatchItem, Any], int | None] | None:
+    mod = _module()
+    if mod is None:
+        return None
+
     def fast(item: BatchItem, cols: Any) -> int | None:
-        mod = _module()
-        if mod is None:
-            return None
         got = _records(item)
         if got is None:
             return None

@@ -88,17 +88,34 @@ def record_object(item: BatchItem, rec: Record, head: dict[str, Any], tail: dict
     return obj
 
 
+_PIECES: dict[tuple[int, str, int], tuple[bytes, bytes, str]] = {}  # (partition, file, broker) -> constant parts
+_TSTYPE = {t: (',"tstype":' + _dumps(t) + ',"ts":').encode() for t in ("create", "logappend", "none")}
+
+
 def line_pieces(item: BatchItem, broker: int) -> tuple[bytes, bytes, bytes, bytes, bytes]:
     """The batch-constant parts of ``record_object``'s line, as ``_accel.export_ndjson`` puts them around the record's
-    own fields: offset, ts, [headers] key payload [encodings], sequence."""
+    own fields: offset, ts, [headers] key payload [encodings], sequence. The same text as ``json.dumps`` of
+    ``batch_fields`` (tests compare the two paths); what is constant per partition and file is built once."""
     e = item.entry
-    head, tail = batch_fields(item)
-    pieces = (_dumps(head)[:-1] + ',"offset":', ',"tstype":' + _dumps(item.timestamp_type) + ',"ts":',
-              f',"broker":{broker}',
-              f',"leader_epoch":{e.partition_leader_epoch},"producer_id":{e.producer_id},'
-              f'"producer_epoch":{e.producer_epoch},"sequence":',
-              "," + _dumps(tail)[1:] + "\n")
-    return tuple(p.encode("utf-8", "surrogatepass") for p in pieces)  # type: ignore[return-value]
+    key = (id(item.partition), item.file, broker)
+    got = _PIECES.get(key)
+    if got is None:
+        part = item.partition
+        head = _dumps({"topic": part.topic, "partition": part.partition})[:-1] + ',"offset":'
+        if len(_PIECES) > 4096:
+            _PIECES.clear()
+        got = _PIECES[key] = (head.encode("utf-8", "surrogatepass"), f',"broker":{broker}'.encode(),
+                              _dumps(item.file))
+    p1, p3, file_json = got
+    ctl = "null" if item.control is None else _dumps({"type": item.control[0], "coordinator_epoch": item.control[1]})
+    txn = "null" if item.txn is None else _dumps(item.txn)
+    transactional = "true" if not e.is_legacy and e.is_transactional else "false"
+    p4 = (f',"leader_epoch":{e.partition_leader_epoch},"producer_id":{e.producer_id},'
+          f'"producer_epoch":{e.producer_epoch},"sequence":')
+    p5 = (f',"transactional":{transactional},"txn":{txn},"control":{ctl},"magic":{e.magic},'
+          f'"codec":{_dumps(item.codec_name)},"batch_base_offset":{e.base_offset},'
+          f'"source":{{"file":{file_json},"position":{e.position}}}}}\n')
+    return p1, _TSTYPE[item.timestamp_type], p3, p4.encode(), p5.encode("utf-8", "surrogatepass")
 
 
 def python_lines(item: BatchItem, broker: int) -> tuple[bytes, int]:

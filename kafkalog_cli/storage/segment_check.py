@@ -508,15 +508,17 @@ def find_next_valid(buf: Any, start: int, max_batch_size: int = DEFAULT_MAX_BATC
                    progress=None).resync(start)
 
 
-def intact_walk(buf: Any, start: int = 0, *, file: str = "", max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
-                ) -> Iterator[tuple[int, int, Problem | None]]:
+def intact_walk(buf: Any, start: int = 0, *, file: str = "", max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                last_offset: int | None = None) -> Iterator[tuple[int, int, Problem | None]]:
     """The resync walk of verify-crc as a stream, for readers that act on each intact entry as it comes (``export``):
     yields ``(position, size, None)`` for each entry whose header is plausible and whose CRC verifies, and
     ``(start, end, problem)`` for each region skipped (the ``Problem`` verify-crc reports there: kind, message, last
-    and first good offsets; ``zero-tail`` is an ``info`` one). Memory does not grow with the file."""
+    and first good offsets; ``zero-tail`` is an ``info`` one). ``last_offset``: the last offset of the intact entry
+    before ``start`` (a walk resumed there). Memory does not grow with the file."""
     report = SegmentReport(path=file, kind="log")
     w = _Walker(buf, report, deep=False, max_batch_size=max_batch_size, max_problems=1 << 62, observers=[],
                 progress=None)
+    w.prev_last = last_offset
     n = w.n
     pos = start
     prefix = _PREFIX.unpack_from
