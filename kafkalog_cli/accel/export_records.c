@@ -161,11 +161,11 @@ fallback:
     Py_RETURN_NONE;
 }
 
-/* a bytearray grown once by the bytes pass 0 counted, then filled through a cursor */
+/* a bytearray grown once by an upper bound of what the batch can add, filled through a cursor, then cut to size */
 typedef struct {
     PyObject *ba;
+    Py_ssize_t len0; /* its size before the call (restored on a decline) */
     char *p;
-    Py_ssize_t add;
 } excol;
 
 static inline void ex_put(excol *c, const void *s, Py_ssize_t n) {
@@ -183,9 +183,10 @@ static inline void ex_i64(excol *c, int64_t v) { ex_put(c, &v, 8); }
  *   6 value bytes, 7 value end offsets i32, 8 header-key bytes, 9 header-key end offsets i32, 10 header-value bytes,
  *   11 header-value end offsets i32, 12 header-value sizes i32 (-1 null), 13 header-list end offsets i32 (counts),
  *   14 sequence i32.
- * Two passes: the first checks every record and counts the bytes each column grows by (and that the columns stay
- * within int32 offsets), then every bytearray is resized once and the second pass fills them, so a decline leaves
- * the buffers as they were.
+ * One pass: every bytearray is first grown by what the batch can add at most (count rows; the records' bytes for
+ * the data columns; a header takes at least two bytes of the records), filled, then cut to the bytes written; a
+ * decline (a record rec_next rejects, a header key that is not strict UTF-8, data past int32 offsets) cuts every
+ * bytearray back to its size before the call, so nothing is appended.
  */
 static PyObject *export_columns(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -204,30 +205,30 @@ static PyObject *export_columns(PyObject *self, PyObject *args) {
     }
     for (int i = 0; i < 15; i++) {
         col[i].ba = PyTuple_GET_ITEM(outs, i);
-        col[i].add = 0;
         if (!PyByteArray_Check(col[i].ba)) {
             PyBuffer_Release(&view);
             PyErr_SetString(PyExc_TypeError, "outs must be 15 bytearrays");
             return NULL;
         }
+        col[i].len0 = PyByteArray_GET_SIZE(col[i].ba);
     }
     const uint8_t *b = (const uint8_t *)view.buf;
     dumpctx c = {base_offset, base_ts, max_ts, log_append, 0, 0, base_seq, NULL, NULL};
     long long appended = -1;
-    if (start < 0 || start > end || end > view.len || count < 0) goto done;
-    for (int pass = 0; pass < 2; pass++) {
-        Py_ssize_t pos = start, taken = 0;
-        /* pass 1: the running sizes of the data columns, for their end offsets */
-        int64_t kbytes = PyByteArray_GET_SIZE(col[4].ba), vbytes = PyByteArray_GET_SIZE(col[6].ba);
-        int64_t hkbytes = PyByteArray_GET_SIZE(col[8].ba), hvbytes = PyByteArray_GET_SIZE(col[10].ba);
-        int64_t hcount = PyByteArray_GET_SIZE(col[9].ba) / 4;
-        if (pass == 1) {
-            for (int i = 0; i < 15; i++) {
-                Py_ssize_t len = PyByteArray_GET_SIZE(col[i].ba);
-                if (col[i].add && PyByteArray_Resize(col[i].ba, len + col[i].add) < 0) goto error;
-                col[i].p = PyByteArray_AS_STRING(col[i].ba) + len;
-            }
+    int grown = 0;
+    if (start < 0 || start > end || end > view.len || count < 0 || count > end - start) goto done;
+    {
+        Py_ssize_t bytes = end - start, maxh = bytes / 2;
+        Py_ssize_t add[15] = {8 * count, 8 * count, 4 * count, 4 * count, bytes, 4 * count, bytes, 4 * count, bytes,
+                              4 * maxh, bytes, 4 * maxh, 4 * maxh, 4 * count, 4 * count};
+        for (int i = 0; i < 15; i++) {
+            if (PyByteArray_Resize(col[i].ba, col[i].len0 + add[i]) < 0) goto error;
+            col[i].p = PyByteArray_AS_STRING(col[i].ba) + col[i].len0;
         }
+        grown = 1;
+        int64_t kbytes = col[4].len0, vbytes = col[6].len0, hkbytes = col[8].len0, hvbytes = col[10].len0;
+        int64_t hcount = col[9].len0 / 4;
+        Py_ssize_t pos = start, taken = 0;
         for (Py_ssize_t i = 0; i < count; i++) {
             dumprec d;
             v2rec *r = &d.r;
@@ -240,63 +241,42 @@ static PyObject *export_columns(PyObject *self, PyObject *args) {
             int32_t kl = r->klen > 0 ? r->klen : 0, vl = r->vlen > 0 ? r->vlen : 0;
             kbytes += kl;
             vbytes += vl;
-            if (pass == 0) {
-                int32_t hk = 0, hv = 0;
-                for (int32_t h = 0; h < r->nh; h++) {
-                    if (!utf8_valid(b + d.hdrs[h].kpos, d.hdrs[h].klen)) goto done;
-                    hk += d.hdrs[h].klen;
-                    hv += d.hdrs[h].vlen > 0 ? d.hdrs[h].vlen : 0;
-                }
-                hkbytes += hk;
-                hvbytes += hv;
-                hcount += r->nh;
-                if (kbytes > INT32_MAX || vbytes > INT32_MAX || hkbytes > INT32_MAX || hvbytes > INT32_MAX ||
-                    hcount > INT32_MAX)
-                    goto done;
-                col[0].add += 8;
-                col[1].add += 8;
-                col[2].add += 4;
-                col[3].add += 4;
-                col[4].add += kl;
-                col[5].add += 4;
-                col[6].add += vl;
-                col[7].add += 4;
-                col[8].add += hk;
-                col[9].add += 4 * (Py_ssize_t)r->nh;
-                col[10].add += hv;
-                col[11].add += 4 * (Py_ssize_t)r->nh;
-                col[12].add += 4 * (Py_ssize_t)r->nh;
-                col[13].add += 4;
-                col[14].add += 4;
-                continue;
-            }
             ex_i64(&col[0], offset);
             ex_i64(&col[1], ts);
             ex_i32(&col[2], r->klen >= 0 ? r->klen : -1);
             ex_i32(&col[3], r->vlen >= 0 ? r->vlen : -1);
             if (kl) ex_put(&col[4], b + r->kpos, kl);
-            ex_i32(&col[5], (int32_t)kbytes);
             if (vl) ex_put(&col[6], b + r->vpos, vl);
-            ex_i32(&col[7], (int32_t)vbytes);
             for (int32_t h = 0; h < r->nh; h++) {
                 const v2rechdr *hd = &d.hdrs[h];
+                if (!utf8_valid(b + hd->kpos, hd->klen)) goto done;
                 ex_put(&col[8], b + hd->kpos, hd->klen);
                 hkbytes += hd->klen;
-                ex_i32(&col[9], (int32_t)hkbytes);
                 if (hd->vlen > 0) {
                     ex_put(&col[10], b + hd->vpos, hd->vlen);
                     hvbytes += hd->vlen;
                 }
+                if (hkbytes > INT32_MAX || hvbytes > INT32_MAX) goto done;
+                ex_i32(&col[9], (int32_t)hkbytes);
                 ex_i32(&col[11], (int32_t)hvbytes);
                 ex_i32(&col[12], hd->vlen >= 0 ? hd->vlen : -1);
             }
             hcount += r->nh;
+            if (kbytes > INT32_MAX || vbytes > INT32_MAX || hcount > INT32_MAX) goto done;
+            ex_i32(&col[5], (int32_t)kbytes);
+            ex_i32(&col[7], (int32_t)vbytes);
             ex_i32(&col[13], (int32_t)hcount);
             ex_i32(&col[14], base_seq >= 0 ? increment_sequence(base_seq, r->off_delta) : -1);
         }
-        if (pass == 1) appended = taken;
+        appended = taken;
     }
 done:
+    if (grown) {
+        for (int i = 0; i < 15; i++) {
+            Py_ssize_t keep = appended >= 0 ? (Py_ssize_t)(col[i].p - PyByteArray_AS_STRING(col[i].ba)) : col[i].len0;
+            if (PyByteArray_Resize(col[i].ba, keep) < 0) goto error;
+        }
+    }
     PyBuffer_Release(&view);
     return PyLong_FromLongLong(appended);
 error:

@@ -41,7 +41,7 @@ from typing import Any, Literal, Protocol
 
 from kafkalog_cli.errors import FileVanishedError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format import codecs, control
-from kafkalog_cli.format.batch import LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
+from kafkalog_cli.format.batch import ATTR_TRANSACTIONAL, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
 from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.format.layouts import LOG_OVERHEAD, MAGIC_OFFSET, V2_MIN_BATCH_LENGTH
 from kafkalog_cli.ops.dump_window import Window, WindowState, plan_partition
@@ -443,12 +443,14 @@ _SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back pe
 
 
 def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
-             on_problem: Callable[[Finding], None] | None) -> Iterator[Entry]:
+             on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False) -> Iterator[Entry]:
     """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
 
     Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
     in C, a window at a time); every entry it does not vouch for (a failed check, a legacy entry, the end of the
-    file) is one step of the Python walk (``segment_check.intact_walk``), which reports and resyncs."""
+    file) is one step of the Python walk (``segment_check.intact_walk``), which reports and resyncs.
+    ``transactional_only``: the compiled walk's non-transactional batches are passed over unparsed (the
+    transaction pass reads nothing else)."""
     mod = accel.module()
     n = len(buf)
     pos = start
@@ -465,6 +467,8 @@ def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
                     bad = p
                     break
                 last = base + lod
+                if transactional_only and not attrs & ATTR_TRANSACTIONAL:
+                    continue
                 yield Batch(buf, p)
             nxt = stop if bad is None else bad
             if nxt > pos:
@@ -523,7 +527,7 @@ class Exporter:
         for f in files:
             try:
                 with MappedFile(f) as mf:
-                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None):
+                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None, transactional_only=True):
                         if not entry.is_legacy and entry.is_transactional:
                             view.observe(entry, mf.buf)
             except KafkalogError:
