@@ -149,6 +149,25 @@ def dump_run(buffer: Buffer, pos: int, end: int, mode: int, deep: bool, print_da
     exact text or error), at ``end``, or with ``full`` True once the text reaches ``max_out`` (call again at
     next_pos). Any other exception from ``decompress`` propagates."""
 
+# ------------------------------------------------------------------------------------------------ export (export_records.c)
+def export_ndjson(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                  max_timestamp: int, log_append: bool, base_sequence: int,
+                  pieces: tuple[bytes, bytes, bytes, bytes, bytes], lo_offset: int, start_ms: int, end_ms: int,
+                  limit: int, /) -> tuple[bytes, int] | None:
+    """``export --format ndjson``: the lines of the selected records (offset >= lo_offset, start_ms <= timestamp <=
+    end_ms, at most ``limit``, -1: no limit) of one v2 batch's records ``buffer[start:end]``, byte for byte what
+    ``render.export_ndjson.python_lines`` writes; ``pieces`` are the batch-constant parts of a line. Returns (lines,
+    records), or None (Python formats the batch) on a record it might word differently: malformed, more than 64
+    headers, offset or timestamp overflow."""
+
+def export_columns(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                   max_timestamp: int, log_append: bool, base_sequence: int, lo_offset: int, start_ms: int,
+                   end_ms: int, limit: int, outs: tuple[bytearray, ...], /) -> int:
+    """``export --format parquet``: the selected records' columns appended to the 15 bytearrays of
+    ``render.export_parquet.ColumnBuffers``. Returns the records appended, or -1 (nothing appended: Python decodes
+    the batch) where ``export_ndjson`` declines and on a header key that is not strict UTF-8 or column bytes past
+    int32 offsets."""
+
 # ------------------------------------------------------------------------------------------------ layouts (layouts.h)
 def layout_constants() -> dict[str, int]:
     """The byte offsets and sizes this build was compiled with (``accel/layouts.h``), by their ``#define`` names;

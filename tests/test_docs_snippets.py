@@ -96,7 +96,7 @@ def _map(text: str, w: dict[str, Path]) -> str:
         ("/var/lib/kafka", logs), ("/etc/bash_completion.d/kafkalog", str(w["tmp"] / "completion")),
         ("'/mnt/brokers/*/kafka-logs'", f"'{fleet}/*/kafka-logs'"), ("/mnt/b*", f"{fleet}/b*"), ("/mnt/b", f"{fleet}/b"),
         ("/srv/scan", scan), ("/tmp/scan", scan), ("OUT/", f"{scan}/"), ("/srv/divergence", str(w["tmp"] / "div")),
-        ("/srv/kafkalog-backups", str(w["tmp"] / "backups")),
+        ("/srv/kafkalog-backups", str(w["tmp"] / "backups")), ("/tmp/rescue", str(w["tmp"] / "rescue")),
         (" b1/orders-0 b2/orders-0 b3/orders-0", f" {fleet}/b1/kafka-logs/orders-0 {fleet}/b2/kafka-logs/orders-0 "
                                                 f"{fleet}/b3/kafka-logs/orders-0"),
     ]

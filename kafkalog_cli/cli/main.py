@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "preflight": ("kafkalog_cli.cli.preflight", "preflight", "Before a restart or restore: will brokers and consumers come back right?"),
     "find-key": ("kafkalog_cli.cli.find_key", "find_key", "Find every copy of a record key, its state and what removes it; --prove-erased."),
     "audit-partitioning": ("kafkalog_cli.cli.find_key", "audit_partitioning", "Check keyed records are where their producer's partitioner puts them."),
+    "export": ("kafkalog_cli.cli.export", "export", "Export records (offsets, timestamps, headers) to NDJSON, Parquet or a Kafka dir."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).

@@ -68,6 +68,7 @@ NOT_TOOLS: dict[str, str] = {
     "truncate-to-epoch": "a repair (truncates a partition)",
     "rebuild-index": "a repair (writes indexes)",
     "scan": "writes Parquet datasets (--out); report reads them",
+    "export": "writes files (NDJSON, Parquet or partition directories under --out)",
     "completion": "prints a shell script, no evidence",
     "mcp": "this server",
 }

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kafkalog_cli.errors import UNREADABLE, FileVanishedError, KafkalogError, ReadFinding, UnreadableFileError
@@ -506,6 +506,41 @@ def find_next_valid(buf: Any, start: int, max_batch_size: int = DEFAULT_MAX_BATC
     report = SegmentReport(path="", kind="log")
     return _Walker(buf, report, deep=False, max_batch_size=max_batch_size, max_problems=1, observers=[],
                    progress=None).resync(start)
+
+
+def intact_walk(buf: Any, start: int = 0, *, file: str = "", max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                last_offset: int | None = None) -> Iterator[tuple[int, int, Problem | None]]:
+    """The resync walk of verify-crc as a stream, for readers that act on each intact entry as it comes (``export``):
+    yields ``(position, size, None)`` for each entry whose header is plausible and whose CRC verifies, and
+    ``(start, end, problem)`` for each region skipped (the ``Problem`` verify-crc reports there: kind, message, last
+    and first good offsets; ``zero-tail`` is an ``info`` one). ``last_offset``: the last offset of the intact entry
+    before ``start`` (a walk resumed there). Memory does not grow with the file."""
+    report = SegmentReport(path=file, kind="log")
+    w = _Walker(buf, report, deep=False, max_batch_size=max_batch_size, max_problems=1 << 62, observers=[],
+                progress=None)
+    w.prev_last = last_offset
+    n = w.n
+    pos = start
+    prefix = _PREFIX.unpack_from
+    while pos < n:
+        if w.valid_at(pos):
+            size = LOG_OVERHEAD + prefix(buf, pos)[1]
+            yield pos, size, None
+            w.prev_last = _entry_last_offset(buf, pos)
+            pos += size
+            continue
+        end = w.on_bad(pos)
+        found = report.problems.pop() if report.problems else report.notes.pop()
+        yield pos, end, found
+        pos = end
+
+
+def _entry_last_offset(buf: Any, pos: int) -> int:
+    """The last offset of the intact entry at ``pos`` (v2: base + lastOffsetDelta; legacy: its offset field)."""
+    off, _size, _x, magic = _PREFIX.unpack_from(buf, pos)
+    if magic == 2:
+        return off + _V2.unpack_from(buf, pos)[_LOD]
+    return off
 
 
 def _next_nonzero(buf: Any, p: int, n: int) -> int:

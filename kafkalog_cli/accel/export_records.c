@@ -1,0 +1,285 @@
+/* kafkalog_cli/accel/export_records.c: export_ndjson and export_columns, the record walks of kafkalog export.
+ * Part of the one translation unit kafkalog_cli/_accel.c (included there after format_json.c, whose ob_json_str and
+ * ob_b64 it uses; never compiled alone; see its head).
+ *
+ * Why (issue 31 item 4): the export's Python path decoded each record into a Python object and ran json.dumps on a
+ * dict per record, 0.01-0.02 M records/s, against a compiled deep dump at several M records/s. These two walk one v2
+ * batch's records (an uncompressed batch's bytes after its header, or a decompressed payload) with the one record
+ * decoder (record.h) and write:
+ *   - export_ndjson: the lines of kafkalog_cli/render/export_ndjson.py, byte for byte what
+ *     json.dumps(record_object(...), ensure_ascii=False, separators=(",", ":")) + "\n" prints; the batch-constant
+ *     parts of each line come from Python as five pieces (p1 offset p2 ts p3 [headers] key payload [encodings] p4
+ *     sequence p5);
+ *   - export_columns: the per-record columns of kafkalog_cli/render/export_parquet.py into bytearrays (the layout
+ *     is written above export_columns).
+ * Both select the records as kafkalog_cli/ops/export.py:Selection does (offset >= lo, start <= ts <= end, at most
+ * `limit`; INT64 bounds / -1 mean none). Both decline (None / -1, nothing appended) where the Python reference might
+ * differ: a record rec_next rejects, more than MAX_HEADERS_INLINE headers, offset or timestamp arithmetic that
+ * overflows int64, and (columns) a header key that is not strict UTF-8 or column data past int32 offsets.
+ */
+
+/* the text of one byte string as export_ndjson writes it: a JSON string (strict UTF-8) or base64 in quotes;
+ * returns 1 when base64 was used. Reserved by the caller: json_need(n). */
+REC_INLINE int ex_put_bytes(outbuf *o, const uint8_t *s, Py_ssize_t n) {
+    if (utf8_valid(s, n)) {
+        ob_json_str(o, s, n);
+        return 0;
+    }
+    ob_b64(o, s, n);
+    return 1;
+}
+
+typedef struct {
+    const char *p[5];
+    Py_ssize_t n[5];
+} expieces;
+
+/* selection and the batch's arithmetic: 1 take, 0 skip, -1 decline */
+REC_INLINE int ex_select(const dumpctx *c, const v2rec *r, int64_t lo, int64_t t_lo, int64_t t_hi, int64_t *offset,
+                         int64_t *ts) {
+    if (__builtin_add_overflow(c->base_offset, (int64_t)r->off_delta, offset)) return -1;
+    if (c->log_append)
+        *ts = c->max_ts;
+    else if (__builtin_add_overflow(c->base_ts, r->ts_delta, ts))
+        return -1;
+    if (*offset < lo || *ts < t_lo || *ts > t_hi) return 0;
+    return 1;
+}
+
+/*
+ * export_ndjson(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq,
+ *               (p1, p2, p3, p4, p5), lo_offset, start_ms, end_ms, limit)
+ * -> (bytes, records) | None. limit < 0: no limit. Declines as the head of this file says.
+ */
+static PyObject *export_ndjson(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end, count;
+    long long base_offset, base_ts, max_ts, lo, t_lo, t_hi, limit;
+    int log_append, base_seq;
+    expieces pc;
+    if (!PyArg_ParseTuple(args, "y*nnnLLLpi(y#y#y#y#y#)LLLL", &view, &start, &end, &count, &base_offset, &base_ts,
+                          &max_ts, &log_append, &base_seq, &pc.p[0], &pc.n[0], &pc.p[1], &pc.n[1], &pc.p[2], &pc.n[2],
+                          &pc.p[3], &pc.n[3], &pc.p[4], &pc.n[4], &lo, &t_lo, &t_hi, &limit))
+        return NULL;
+    const uint8_t *b = (const uint8_t *)view.buf;
+    static outbuf keep = {NULL, 0, 0};
+    outbuf o = keep;
+    keep.data = NULL;
+    keep.cap = 0;
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, 1, 0, base_seq, NULL, NULL};
+    size_t fixed = 80;
+    for (int i = 0; i < 5; i++) fixed += (size_t)pc.n[i];
+    Py_ssize_t taken = 0;
+    if (start < 0 || start > end || end > view.len || count < 0) goto fallback;
+    {
+        Py_ssize_t pos = start;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            dumprec d;
+            v2rec *r = &d.r;
+            if (rec_next_call(b, &pos, end, i == count - 1, r, d.hdrs, MAX_HEADERS_INLINE) != REC_OK) goto fallback;
+            int64_t offset, ts;
+            int sel = ex_select(&c, r, lo, t_lo, t_hi, &offset, &ts);
+            if (sel < 0) goto fallback;
+            if (!sel || (limit >= 0 && taken >= limit)) continue;
+            size_t need = fixed + (r->klen > 0 ? json_need(r->klen) : 8) + (r->vlen > 0 ? json_need(r->vlen) : 8);
+            for (int32_t h = 0; h < r->nh; h++)
+                need += json_need(d.hdrs[h].klen) + (d.hdrs[h].vlen > 0 ? json_need(d.hdrs[h].vlen) : 8) + 24;
+            if (ob_reserve(&o, need) < 0) goto nomem;
+            ob_put(&o, pc.p[0], (size_t)pc.n[0]);
+            ob_int(&o, offset);
+            ob_put(&o, pc.p[1], (size_t)pc.n[1]);
+            ob_int(&o, ts);
+            ob_put(&o, pc.p[2], (size_t)pc.n[2]);
+            uint64_t hb64 = 0; /* bit 2h: header h's key is base64, bit 2h+1 its value (nh <= 64: two words) */
+            uint64_t hb64b = 0;
+            if (r->nh > 0) {
+                PUTLIT(&o, ",\"headers\":[");
+                for (int32_t h = 0; h < r->nh; h++) {
+                    const v2rechdr *hd = &d.hdrs[h];
+                    if (h) PUTLIT(&o, ",");
+                    int kb = ex_put_bytes(&o, b + hd->kpos, hd->klen);
+                    PUTLIT(&o, ",");
+                    int vb = 0;
+                    if (hd->vlen >= 0)
+                        vb = ex_put_bytes(&o, b + hd->vpos, hd->vlen);
+                    else
+                        PUTLIT(&o, "null");
+                    int bit = 2 * h;
+                    if (bit < 64) {
+                        hb64 |= (uint64_t)kb << bit | (uint64_t)vb << (bit + 1);
+                    } else {
+                        hb64b |= (uint64_t)kb << (bit - 64) | (uint64_t)vb << (bit - 63);
+                    }
+                }
+                PUTLIT(&o, "]");
+            }
+            int kb = 0, vb = 0;
+            PUTLIT(&o, ",\"key\":");
+            if (r->klen >= 0)
+                kb = ex_put_bytes(&o, b + r->kpos, r->klen);
+            else
+                PUTLIT(&o, "null");
+            PUTLIT(&o, ",\"payload\":");
+            if (r->vlen >= 0)
+                vb = ex_put_bytes(&o, b + r->vpos, r->vlen);
+            else
+                PUTLIT(&o, "null");
+            if (kb) PUTLIT(&o, ",\"key_encoding\":\"base64\"");
+            if (vb) PUTLIT(&o, ",\"payload_encoding\":\"base64\"");
+            if (hb64 | hb64b) {
+                PUTLIT(&o, ",\"header_encodings\":[");
+                for (int32_t e = 0; e < 2 * r->nh; e++) {
+                    int is64 = e < 64 ? (int)((hb64 >> e) & 1) : (int)((hb64b >> (e - 64)) & 1);
+                    if (e) PUTLIT(&o, ",");
+                    if (is64)
+                        PUTLIT(&o, "\"base64\"");
+                    else
+                        PUTLIT(&o, "\"utf8\"");
+                }
+                PUTLIT(&o, "]");
+            }
+            ob_put(&o, pc.p[3], (size_t)pc.n[3]);
+            ob_int(&o, base_seq >= 0 ? increment_sequence(base_seq, r->off_delta) : -1);
+            ob_put(&o, pc.p[4], (size_t)pc.n[4]);
+            taken++;
+        }
+    }
+    {
+        PyObject *text = PyBytes_FromStringAndSize(o.data ? o.data : "", (Py_ssize_t)o.len);
+        ob_release(&o, &keep);
+        PyBuffer_Release(&view);
+        if (!text) return NULL;
+        return Py_BuildValue("(Nn)", text, taken);
+    }
+nomem:
+    ob_release(&o, &keep);
+    PyBuffer_Release(&view);
+    return PyErr_NoMemory();
+fallback:
+    ob_release(&o, &keep);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+/* a bytearray grown once by an upper bound of what the batch can add, filled through a cursor, then cut to size */
+typedef struct {
+    PyObject *ba;
+    Py_ssize_t len0; /* its size before the call (restored on a decline) */
+    char *p;
+} excol;
+
+static inline void ex_put(excol *c, const void *s, Py_ssize_t n) {
+    memcpy(c->p, s, (size_t)n);
+    c->p += n;
+}
+static inline void ex_i32(excol *c, int32_t v) { ex_put(c, &v, 4); }
+static inline void ex_i64(excol *c, int64_t v) { ex_put(c, &v, 8); }
+
+/*
+ * export_columns(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq,
+ *                lo_offset, start_ms, end_ms, limit, outs) -> records appended, or -1 (declined: nothing appended)
+ * outs: 15 bytearrays, native byte order (kafkalog_cli/render/export_parquet.py:ColumnBuffers):
+ *   0 offset i64, 1 timestamp i64, 2 key_size i32, 3 value_size i32, 4 key bytes, 5 key end offsets i32,
+ *   6 value bytes, 7 value end offsets i32, 8 header-key bytes, 9 header-key end offsets i32, 10 header-value bytes,
+ *   11 header-value end offsets i32, 12 header-value sizes i32 (-1 null), 13 header-list end offsets i32 (counts),
+ *   14 sequence i32.
+ * One pass: every bytearray is first grown by what the batch can add at most (count rows; the records' bytes for
+ * the data columns; a header takes at least two bytes of the records), filled, then cut to the bytes written; a
+ * decline (a record rec_next rejects, a header key that is not strict UTF-8, data past int32 offsets) cuts every
+ * bytearray back to its size before the call, so nothing is appended.
+ */
+static PyObject *export_columns(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end, count;
+    long long base_offset, base_ts, max_ts, lo, t_lo, t_hi, limit;
+    int log_append, base_seq;
+    PyObject *outs;
+    if (!PyArg_ParseTuple(args, "y*nnnLLLpiLLLLO!", &view, &start, &end, &count, &base_offset, &base_ts, &max_ts,
+                          &log_append, &base_seq, &lo, &t_lo, &t_hi, &limit, &PyTuple_Type, &outs))
+        return NULL;
+    excol col[15];
+    if (PyTuple_GET_SIZE(outs) != 15) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "outs must be 15 bytearrays");
+        return NULL;
+    }
+    for (int i = 0; i < 15; i++) {
+        col[i].ba = PyTuple_GET_ITEM(outs, i);
+        if (!PyByteArray_Check(col[i].ba)) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "outs must be 15 bytearrays");
+            return NULL;
+        }
+        col[i].len0 = PyByteArray_GET_SIZE(col[i].ba);
+    }
+    const uint8_t *b = (const uint8_t *)view.buf;
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, 0, 0, base_seq, NULL, NULL};
+    long long appended = -1;
+    int grown = 0;
+    if (start < 0 || start > end || end > view.len || count < 0 || count > end - start) goto done;
+    {
+        Py_ssize_t bytes = end - start, maxh = bytes / 2;
+        Py_ssize_t add[15] = {8 * count, 8 * count, 4 * count, 4 * count, bytes, 4 * count, bytes, 4 * count, bytes,
+                              4 * maxh, bytes, 4 * maxh, 4 * maxh, 4 * count, 4 * count};
+        for (int i = 0; i < 15; i++) {
+            if (PyByteArray_Resize(col[i].ba, col[i].len0 + add[i]) < 0) goto error;
+            col[i].p = PyByteArray_AS_STRING(col[i].ba) + col[i].len0;
+        }
+        grown = 1;
+        int64_t kbytes = col[4].len0, vbytes = col[6].len0, hkbytes = col[8].len0, hvbytes = col[10].len0;
+        int64_t hcount = col[9].len0 / 4;
+        Py_ssize_t pos = start, taken = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            dumprec d;
+            v2rec *r = &d.r;
+            if (rec_next_call(b, &pos, end, i == count - 1, r, d.hdrs, MAX_HEADERS_INLINE) != REC_OK) goto done;
+            int64_t offset, ts;
+            int sel = ex_select(&c, r, lo, t_lo, t_hi, &offset, &ts);
+            if (sel < 0) goto done;
+            if (!sel || (limit >= 0 && taken >= limit)) continue;
+            taken++;
+            int32_t kl = r->klen > 0 ? r->klen : 0, vl = r->vlen > 0 ? r->vlen : 0;
+            kbytes += kl;
+            vbytes += vl;
+            ex_i64(&col[0], offset);
+            ex_i64(&col[1], ts);
+            ex_i32(&col[2], r->klen >= 0 ? r->klen : -1);
+            ex_i32(&col[3], r->vlen >= 0 ? r->vlen : -1);
+            if (kl) ex_put(&col[4], b + r->kpos, kl);
+            if (vl) ex_put(&col[6], b + r->vpos, vl);
+            for (int32_t h = 0; h < r->nh; h++) {
+                const v2rechdr *hd = &d.hdrs[h];
+                if (!utf8_valid(b + hd->kpos, hd->klen)) goto done;
+                ex_put(&col[8], b + hd->kpos, hd->klen);
+                hkbytes += hd->klen;
+                if (hd->vlen > 0) {
+                    ex_put(&col[10], b + hd->vpos, hd->vlen);
+                    hvbytes += hd->vlen;
+                }
+                if (hkbytes > INT32_MAX || hvbytes > INT32_MAX) goto done;
+                ex_i32(&col[9], (int32_t)hkbytes);
+                ex_i32(&col[11], (int32_t)hvbytes);
+                ex_i32(&col[12], hd->vlen >= 0 ? hd->vlen : -1);
+            }
+            hcount += r->nh;
+            if (kbytes > INT32_MAX || vbytes > INT32_MAX || hcount > INT32_MAX) goto done;
+            ex_i32(&col[5], (int32_t)kbytes);
+            ex_i32(&col[7], (int32_t)vbytes);
+            ex_i32(&col[13], (int32_t)hcount);
+            ex_i32(&col[14], base_seq >= 0 ? increment_sequence(base_seq, r->off_delta) : -1);
+        }
+        appended = taken;
+    }
+done:
+    if (grown) {
+        for (int i = 0; i < 15; i++) {
+            Py_ssize_t keep = appended >= 0 ? (Py_ssize_t)(col[i].p - PyByteArray_AS_STRING(col[i].ba)) : col[i].len0;
+            if (PyByteArray_Resize(col[i].ba, keep) < 0) goto error;
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromLongLong(appended);
+error:
+    PyBuffer_Release(&view);
+    return NULL;
+}

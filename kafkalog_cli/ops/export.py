@@ -1,0 +1,767 @@
+"""``kafkalog export``'s engine: the records of anything kafkalog reads, in offset order per partition, as a
+consumer would see them, handed batch by batch to a sink (NDJSON, Parquet, a Kafka partition directory).
+
+Why: when data must come back (a topic deleted or recreated by mistake, a salvaged partition, a ``-delete``
+directory, a tiered object), the tools operators have all consume through a live broker, and lose the offsets,
+timestamps and producer fields. kafkalog reads those files already, batch by batch with the CRCs checked.
+
+How, per partition (a topic-partition: one source directory, or several with ``merge``):
+
+1. **Plan** (``plan``): the PATH arguments through the one resolver (``storage/paths.segment_files``: segments
+   and tiered-storage objects below a log dir, partition dir or file), grouped by directory and named by the
+   directory (``storage/partition_name``, ``storage/tiered``); ``leftovers`` adds the loader's leftovers
+   (``*.log.deleted``, ``*.log.cleaned``, ``*.log.swap``), whose offsets are exported only where no earlier file
+   held them. A window (``ops/dump_window.Window``) starts each standard partition directory at its indexed
+   position, as ``dump`` does.
+2. **Transactions** (``TxnView``, a first pass over batch headers and control records): a transactional data
+   batch of producer P belongs to P's open transaction, which the next COMMIT or ABORT marker of P closes; an
+   ABORT makes every batch of P from the transaction's first offset to the marker aborted. That is the consumer's
+   rule for ``read_committed`` (the aborted transactions of the fetch response, which the broker takes from the
+   ``.txnindex`` the markers produce, then skipped until the ABORT marker: ``CompletedFetch``'s
+   ``abortedProducerIds``/``isBatchAborted``). A transaction with no marker in the source is ``open``: a
+   read_committed consumer never sees it (the coordinator aborts it after ``transaction.timeout.ms``).
+3. **Walk** (``Exporter.run``): every segment by the resync walk of verify-crc (``segment_check.intact_walk``):
+   a batch whose header or CRC fails is skipped and reported as a located finding (file, byte range, expected,
+   found, what next) and counted; the walk goes on at the next intact batch. Each intact batch is judged by the
+   window, the isolation level and the offsets already written (two files holding the same offsets: the first
+   wins), then handed to the sink with the selection of its records the sink must write (``Selection``). A sink
+   that finds the batch's records malformed raises a ``KafkalogError`` before writing anything of it: the batch
+   is then skipped and reported like a corrupt one.
+
+Nothing is printed here; the sinks write files; memory holds one batch at a time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from kafkalog_cli.errors import FileVanishedError, KafkalogError, UnreadableFileError
+from kafkalog_cli.format import codecs, control
+from kafkalog_cli.format.batch import ATTR_TRANSACTIONAL, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
+from kafkalog_cli.format.entry import Entry
+from kafkalog_cli.format.layouts import LOG_OVERHEAD, MAGIC_OFFSET, V2_MIN_BATCH_LENGTH
+from kafkalog_cli.ops.dump_window import Window, WindowState, plan_partition
+from kafkalog_cli.storage import accel, layout, paths, tiered
+from kafkalog_cli.storage.meta_properties import broker_id_of
+from kafkalog_cli.storage.segment import MappedFile, read_entry
+from kafkalog_cli.storage.segment_check import DEFAULT_MAX_BATCH_SIZE, intact_walk
+from kafkalog_cli.storage.verify_model import INFO
+
+Isolation = Literal["read_committed", "read_uncommitted"]
+ISOLATIONS: tuple[str, ...] = ("read_committed", "read_uncommitted")
+LEFTOVER_LOG_SUFFIXES = (".log.deleted", ".log.cleaned", ".log.swap")
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+# ------------------------------------------------------------------------------------------------ options
+@dataclass(frozen=True)
+class ExportOptions:
+    window: Window | None = None
+    isolation: Isolation = "read_committed"
+    keep_control: bool = False  # hand control batches to the sink (read_uncommitted only; a kafka sink always)
+    leftovers: bool = False
+    merge: bool = False  # several source directories of one topic-partition: merged in offset order
+    topic: str | None = None  # names the partition when the directory does not (a lone segment, salvage output)
+    partition: int | None = None
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    decompress_limit: int = codecs.DEFAULT_LIMIT
+
+
+# ------------------------------------------------------------------------------------------------ the plan
+@dataclass
+class SourceFile:
+    path: str  # absolute
+    position: int = 0  # where the walk starts (a window's indexed start)
+    leftover: bool = False
+
+
+@dataclass
+class SourcePartition:
+    """One topic-partition to export: its files in the order they are walked."""
+
+    topic: str
+    partition: int  # -1: the directory names none
+    dirs: list[str]
+    files: list[SourceFile] = field(default_factory=list)
+    broker: int = -1  # meta.properties node.id / broker.id of the source log dir, -1 when unknown
+    named: bool = True  # the name comes from the directory (or --topic/--partition), not a guess
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass
+class Plan:
+    partitions: list[SourcePartition] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _leftover_logs(d: str) -> list[str]:
+    return sorted(os.path.join(d, n) for n in layout.list_directory(d)
+                  if n.endswith(LEFTOVER_LOG_SUFFIXES) and layout.loader_offset(n) is not None)
+
+
+def _file_base(path: str) -> int:
+    name = os.path.basename(path)
+    try:
+        return layout.base_offset_of(name)
+    except ValueError:
+        return 0
+
+
+def _name_of(d: str, files: list[str], opts: ExportOptions) -> tuple[str, int, bool]:
+    """(topic, partition, named) of a source directory: the options, the directory name (live or suffixed), a
+    tiered-storage layout, else the directory's base name and -1."""
+    if opts.topic is not None or opts.partition is not None:
+        tp = paths.partition_name(d)
+        topic = opts.topic if opts.topic is not None else (tp.topic if tp else os.path.basename(d))
+        part = opts.partition if opts.partition is not None else (tp.partition if tp else -1)
+        return topic, part, opts.topic is not None or tp is not None
+    tp = paths.partition_name(d)
+    if tp is not None:
+        return tp.topic, tp.partition, True
+    for f in files:
+        r = tiered.classify(f)
+        if r is not None:
+            return r.topic, r.partition, True
+    return os.path.basename(d) or d, -1, False
+
+
+def plan(args: list[str], opts: ExportOptions) -> Plan:
+    """The partitions and files ``args`` name (see the module docstring). Raises the resolver's typed errors for a
+    missing or unreadable PATH, a directory holding no segment, and (without ``merge``) two source directories of
+    one topic-partition."""
+    p = Plan()
+    by_dir: dict[str, list[str]] = {}
+    explicit: set[str] = set()
+    for arg in args:
+        if not os.path.lexists(arg):
+            raise paths.missing(arg)
+        if os.path.isdir(arg):
+            layout.list_directory(arg)  # the one error for a directory that cannot be listed
+            found = paths.segment_files(arg)
+            dirs = sorted({os.path.dirname(f) for f in found})
+            if opts.leftovers:
+                for root, _subdirs, _files in os.walk(arg):
+                    left = _leftover_logs(root)
+                    if left:
+                        found += left
+                        dirs.append(os.path.abspath(root))
+            if not found:
+                if paths.empty_partition(arg):
+                    p.notes.append(f"{arg}: an empty partition (no segment): nothing to export")
+                    continue
+                raise layout.no_segment(arg)
+            for f in found:
+                by_dir.setdefault(os.path.dirname(os.path.abspath(f)), []).append(os.path.abspath(f))
+            if not opts.leftovers:
+                for d in sorted(set(dirs)):
+                    left = _leftover_logs(d)
+                    if left:
+                        p.notes.append(f"{d}: {len(left)} leftover segment file(s) not exported "
+                                       f"({', '.join(os.path.basename(x) for x in left[:3])}"
+                                       f"{', ...' if len(left) > 3 else ''}): --leftovers adds the offsets only "
+                                       "they hold")
+        else:
+            f = os.path.abspath(arg)
+            if not os.path.isfile(f):
+                raise UnreadableFileError("not a regular file", file=arg, expected="a segment file or a directory")
+            by_dir.setdefault(os.path.dirname(f), []).append(f)
+            explicit.add(f)
+    parts: dict[tuple[str, int], SourcePartition] = {}
+    for d, files in by_dir.items():
+        files = sorted(set(files), key=lambda f: (_file_base(f), f.endswith(LEFTOVER_LOG_SUFFIXES), f))
+        topic, part, named = _name_of(d, files, opts)
+        key = (topic, part)
+        sp = parts.get(key)
+        if sp is not None and not opts.merge:
+            raise UnreadableFileError(
+                f"two source directories hold partition {topic}-{part}: {sp.dirs[0]} and {d}",
+                file=d, expected="one source directory per topic-partition", found="two",
+                hint="export them one at a time into different --out, or add --merge to merge them in offset order "
+                     "(offsets the first file holds win)")
+        if sp is None:
+            sp = parts[key] = SourcePartition(topic, part, [], broker=_broker(d), named=named)
+        sp.dirs.append(d)
+        sp.files += _targets(d, files, explicit, opts, p.notes)
+    for sp in parts.values():
+        if len(sp.dirs) > 1:
+            sp.files.sort(key=lambda s: (_file_base(s.path), s.leftover))
+    p.partitions = sorted(parts.values(), key=lambda s: (s.topic, s.partition, s.dirs[0]))
+    return p
+
+
+def _broker(d: str) -> int:
+    try:
+        b = broker_id_of(os.path.dirname(d))
+    except (OSError, KafkalogError):
+        return -1
+    return -1 if b is None else b
+
+
+def _targets(d: str, files: list[str], explicit: set[str], opts: ExportOptions, notes: list[str]) -> list[SourceFile]:
+    """The files of one directory with their start positions: a window's indexed start for a standard partition
+    directory whose every segment is exported (``dump_window.plan_partition``), else 0."""
+    w = opts.window
+    standard = [f for f in files if layout.is_segment_name(os.path.basename(f))]
+    out = [SourceFile(f, 0, f.endswith(LEFTOVER_LOG_SUFFIXES)) for f in files]
+    if w is None or (w.offset is None and w.start_ms is None) or not standard or explicit & set(files):
+        return out
+    try:
+        if len(standard) != len(layout.segment_bases(d)):
+            return out
+        starts = {t.path: t.position for t in plan_partition(d, w, notes)}
+    except KafkalogError:
+        return out
+    kept = []
+    for s in out:
+        if s.leftover or s.path in starts:
+            s.position = starts.get(s.path, 0)
+            kept.append(s)
+    return kept
+
+
+# ------------------------------------------------------------------------------------------------ transactions
+class TxnView:
+    """Which transactional batches of a partition are committed, aborted or open (module docstring, step 2).
+
+    Kept per producer: the aborted transactions' (first offset, marker offset) and the open transaction's first
+    offset, so memory grows with aborted transactions, not with batches."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, int] = {}
+        self._aborted: dict[int, list[tuple[int, int]]] = {}
+        self.markers = 0
+
+    def observe(self, entry: Entry, buf: Any) -> None:
+        if entry.is_legacy or not entry.is_transactional or entry.producer_id < 0:
+            return
+        pid = entry.producer_id
+        if not entry.is_control:
+            self._open.setdefault(pid, entry.base_offset)
+            return
+        try:
+            ctype = marker_type(entry, buf)
+        except KafkalogError:
+            return
+        if ctype not in (control.ABORT, control.COMMIT):
+            return
+        self.markers += 1
+        first = self._open.pop(pid, None)
+        if first is not None and ctype == control.ABORT:
+            self._aborted.setdefault(pid, []).append((first, entry.base_offset))
+
+    def state(self, pid: int, offset: int) -> str:
+        """committed | aborted | open, for a transactional data batch of ``pid`` starting at ``offset``."""
+        ranges = self._aborted.get(pid)
+        if ranges:
+            k = bisect.bisect_right(ranges, (offset, 1 << 63)) - 1
+            if k >= 0 and ranges[k][0] <= offset <= ranges[k][1]:
+                return "aborted"
+        first = self._open.get(pid)
+        if first is not None and offset >= first:
+            return "open"
+        return "committed"
+
+
+def marker_type(entry: Entry, buf: Any) -> int | None:
+    """The control type of a control batch's first record (ABORT 0, COMMIT 1, KRaft types), None when empty."""
+    for rec in entry.iter_records(buf):
+        return control.parse_control_key(rec.key)[1]
+    return None
+
+
+def control_of(entry: Entry, buf: Any) -> tuple[str, int] | None:
+    """("COMMIT"|"ABORT", coordinator epoch) of a transaction marker batch, None for any other batch."""
+    if entry.is_legacy or not entry.is_control:
+        return None
+    for rec in entry.iter_records(buf):
+        _v, ctype = control.parse_control_key(rec.key)
+        if ctype in (control.ABORT, control.COMMIT):
+            return ("ABORT" if ctype == control.ABORT else "COMMIT"), control.parse_end_txn_marker(rec.value)[1]
+        return None
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ what a sink gets
+@dataclass
+class Selection:
+    """Which records of a batch to write: offset >= ``lo_offset``, ``start_ms <= timestamp <= end_ms`` (when
+    given), at most ``limit`` of them (None: no limit)."""
+
+    lo_offset: int | None = None
+    start_ms: int | None = None
+    end_ms: int | None = None
+    limit: int | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.lo_offset is None and self.start_ms is None and self.end_ms is None and self.limit is None
+
+    def holds(self, rec: Record) -> bool:
+        if self.lo_offset is not None and rec.offset < self.lo_offset:
+            return False
+        if self.start_ms is not None and rec.timestamp < self.start_ms:
+            return False
+        return not (self.end_ms is not None and rec.timestamp > self.end_ms)
+
+
+@dataclass
+class BatchItem:
+    """One intact batch for a sink: the entry over its segment's buffer, its transaction state, its selection."""
+
+    entry: Entry
+    buf: Any
+    file: str
+    txn: str | None  # committed | aborted | open | None (not transactional)
+    control: tuple[str, int] | None  # a transaction marker: (type, coordinator epoch)
+    selection: Selection
+    partition: SourcePartition
+    decompress_limit: int = codecs.DEFAULT_LIMIT
+
+    def all_records(self) -> list[Record]:
+        """Every record of the batch, decoded with Kafka's checks (a malformed one raises ``KafkalogError``)."""
+        try:
+            return list(self.entry.iter_records(self.buf, self.decompress_limit))
+        except KafkalogError as exc:
+            raise exc.located(self.file) from None
+
+    def records(self) -> list[Record]:
+        """The selected records (all records decoded first: a batch is written whole or not at all)."""
+        recs = self.all_records()
+        sel = self.selection
+        if sel.everything:
+            return recs
+        out = [r for r in recs if sel.holds(r)]
+        return out if sel.limit is None else out[: sel.limit]
+
+    @property
+    def timestamp_type(self) -> str:
+        e = self.entry
+        if e.is_legacy and e.magic == 0:
+            return "none"
+        return "logappend" if e.timestamp_type == LOG_APPEND_TIME else "create"
+
+    @property
+    def timestamp_type_name(self) -> str:
+        return {"none": "NoTimestampType", "logappend": "LogAppendTime", "create": "CreateTime"}[self.timestamp_type]
+
+    @property
+    def codec_name(self) -> str:
+        return CODEC_NAMES.get(self.entry.codec, f"unknown-{self.entry.codec}")
+
+
+class Sink(Protocol):
+    """Where the records go (``render/export_ndjson.py``, ``render/export_parquet.py``, ``ops/export_kafka.py``)."""
+
+    keeps_markers: bool  # transaction markers are written whatever --keep-control says (a Kafka directory)
+
+    def begin(self, part: SourcePartition) -> None: ...
+
+    def batch(self, item: BatchItem) -> int:
+        """Write the selected records of one batch; return how many records were written. Raise
+        ``KafkalogError`` (having written nothing of the batch) when its records are malformed."""
+        ...
+
+    def end(self, part: SourcePartition, stats: PartitionStats) -> None: ...
+
+
+# ------------------------------------------------------------------------------------------------ results
+@dataclass
+class Finding:
+    """A batch or byte range not exported: where, what was expected and found, what to do next."""
+
+    file: str
+    position: int
+    end: int
+    kind: str
+    message: str
+    offset: int | None = None
+    last_good_offset: int | None = None
+    first_good_offset: int | None = None
+    expected: str | None = None
+    found: str | None = None
+    hint: str = ("the bytes are skipped; kafkalog verify-crc FILE maps every corrupt range, and kafkalog salvage cuts "
+                 "them out of the partition")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class PartitionStats:
+    topic: str
+    partition: int
+    dirs: list[str]
+    output: str = ""
+    records: int = 0
+    batches: int = 0
+    control_records: int = 0  # markers written (--keep-control, or a Kafka directory)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    corrupt_batches: int = 0  # batches (or regions) skipped as corrupt
+    corrupt_bytes: int = 0
+    aborted_records: int = 0  # dropped: aborted transactions (read_committed)
+    open_records: int = 0  # dropped: transactions without a marker (read_committed)
+    control_dropped: int = 0  # control records not written
+    duplicate_records: int = 0  # offsets an earlier file held already
+    converted_entries: int = 0  # v0/v1 entries written as v2 batches (a Kafka directory)
+    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "findings"}
+        d["findings"] = [f.as_dict() for f in self.findings]
+        return d
+
+
+@dataclass
+class ExportSummary:
+    partitions: list[PartitionStats] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    isolation: str = "read_committed"
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def corrupt_batches(self) -> int:
+        return sum(p.corrupt_batches for p in self.partitions)
+
+    def exit_code(self) -> int:
+        return 1 if self.corrupt_batches else 0
+
+
+# ------------------------------------------------------------------------------------------------ the walk
+_SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
+
+
+def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
+             on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False) -> Iterator[Entry]:
+    """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
+
+    Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
+    in C, a window at a time); every entry it does not vouch for (a failed check, a legacy entry, the end of the
+    file) is one step of the Python walk (``segment_check.intact_walk``), which reports and resyncs.
+    ``transactional_only``: the compiled walk's non-transactional batches are passed over unparsed (the
+    transaction pass reads nothing else)."""
+    mod = accel.module()
+    n = len(buf)
+    pos = start
+    max_size = opts.max_batch_size
+    unpack = accel.SCAN_FORMAT.iter_unpack
+    last: int | None = None  # the last offset of the previous intact entry (a region's "last good offset")
+    while pos < n:
+        if mod is not None:
+            data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + _SCAN_WINDOW))
+            bad = None
+            for (p, size, _magic, crc_ok, attrs, base, lod, count, *_rest) in unpack(data):
+                if not crc_ok or base < 0 or attrs & 7 > 4 or lod < 0 or count < 0 or size - LOG_OVERHEAD > max_size \
+                        or size - LOG_OVERHEAD < V2_MIN_BATCH_LENGTH:
+                    bad = p
+                    break
+                last = base + lod
+                if transactional_only and not attrs & ATTR_TRANSACTIONAL:
+                    continue
+                yield Batch(buf, p)
+            nxt = stop if bad is None else bad
+            if nxt > pos:
+                pos = nxt
+                continue
+        step = next(intact_walk(buf, pos, file=path, max_batch_size=max_size, last_offset=last), None)
+        if step is None:
+            return
+        p, end, problem = step
+        if problem is None:
+            try:
+                entry = read_entry(buf, p, buf[p + MAGIC_OFFSET], file=path)
+                last = entry.last_offset
+                yield entry
+            except KafkalogError as exc:
+                if on_problem is not None:
+                    on_problem(Finding(path, p, p + end, "unreadable-entry", exc.message))
+            pos = p + end
+            continue
+        if on_problem is not None and problem.severity != INFO:
+            on_problem(Finding(path, problem.position, problem.end, problem.kind, problem.message, problem.offset,
+                               problem.last_good_offset, problem.first_good_offset,
+                               expected="an intact batch (plausible header, CRC that verifies)", found=problem.kind))
+        pos = max(end, pos + 1)
+
+
+class Exporter:
+    """Runs a plan into a sink; ``summary`` holds what was written and skipped. ``progress`` gets bytes walked."""
+
+    def __init__(self, opts: ExportOptions, sink: Sink, progress: Callable[[int], None] | None = None) -> None:
+        self.opts = opts
+        self.sink = sink
+        self.progress = progress
+        self.summary = ExportSummary(isolation=opts.isolation)
+        self._stopped = False
+
+    def run(self, p: Plan) -> ExportSummary:
+        self.summary.notes += p.notes
+        for part in p.partitions:
+            self.summary.partitions.append(self._partition(part))
+        return self.summary
+
+    # ------------------------------------------------------------------------------------------ one partition
+    def _txn_view(self, part: SourcePartition, stats: PartitionStats) -> TxnView:
+        view = TxnView()
+        files = [s.path for s in part.files]
+        for d in part.dirs:  # a lone segment named on the command line: its markers may be in a later segment
+            mine = [f for f in files if os.path.dirname(f) == d and layout.is_segment_name(os.path.basename(f))]
+            if mine and os.path.isdir(d):
+                top = max(_file_base(f) for f in mine)
+                try:
+                    files += [f for b, f in layout.segment_logs(d) if b > top and f not in files]
+                except KafkalogError:
+                    pass
+        starts = {s.path: s.position for s in part.files}
+        for f in files:
+            try:
+                with MappedFile(f) as mf:
+                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None, transactional_only=True):
+                        if not entry.is_legacy and entry.is_transactional:
+                            view.observe(entry, mf.buf)
+            except KafkalogError:
+                continue  # reported by the export walk
+        return view
+
+    def _partition(self, part: SourcePartition) -> PartitionStats:
+        opts = self.opts
+        stats = PartitionStats(part.topic, part.partition, list(part.dirs))
+        view = self._txn_view(part, stats)
+        state = WindowState(opts.window) if opts.window is not None else None
+        self.sink.begin(part)
+        next_offset: int | None = None  # offsets below were written already (an earlier file held them)
+        findings = stats.findings
+
+        def problem(f: Finding) -> None:
+            findings.append(f)
+            stats.corrupt_batches += 1
+            stats.corrupt_bytes += max(0, f.end - f.position)
+
+        self._stopped = False
+        for src in part.files:
+            if self._stopped or (state is not None and state.done):
+                break
+            try:
+                mf = MappedFile(src.path)
+            except FileVanishedError:
+                stats.notes.append(f"{src.path}: deleted while the export ran (retention?): not exported")
+                continue
+            except UnreadableFileError as exc:
+                problem(Finding(src.path, 0, 0, "unreadable", exc.message, hint="check the file's permissions and "
+                                "the disk; the rest of the partition is exported"))
+                continue
+            with mf:
+                encoded = tiered.encoding_problem(src.path)
+                if encoded is not None:
+                    problem(Finding(src.path, 0, mf.size, "remote-encoded", encoded, hint="not a segment's bytes"))
+                    continue
+                mf.advise_sequential()
+                done = self._file(src, mf, part, view, state, stats, problem, next_offset)
+                if done is not None:
+                    next_offset = done
+                for rf in mf.findings():
+                    problem(Finding(src.path, rf.start, rf.end, rf.kind, rf.message,
+                                    hint="the disk could not deliver these bytes; copy what it can (ddrescue) and "
+                                         "export the copy"))
+                if self.progress is not None:
+                    self.progress(mf.size - src.position)
+        self.sink.end(part, stats)
+        return stats
+
+    def _file(self, src: SourceFile, mf: MappedFile, part: SourcePartition, view: TxnView,
+              state: WindowState | None, stats: PartitionStats, problem: Callable[[Finding], None],
+              next_offset: int | None) -> int | None:
+        """Export one file's batches; returns the next offset to write (None when nothing was written)."""
+        opts = self.opts
+        window = opts.window
+        buf = mf.buf
+        sink = self.sink
+        committed_only = opts.isolation == "read_committed"
+        keep_control = sink.keeps_markers or (opts.keep_control and not committed_only)
+        for entry in _entries(src.path, buf, src.position, opts, problem):
+            if state is not None:
+                if state.done:
+                    break
+                verdict = window.judge(entry) if window is not None else "take"
+                if verdict == "stop":
+                    self._stopped = True
+                    break
+                if verdict == "skip":
+                    continue
+            if next_offset is not None and entry.last_offset < next_offset:
+                stats.duplicate_records += _count(entry)
+                continue
+            txn: str | None = None
+            marker = None
+            if entry.is_control:
+                try:
+                    marker = control_of(entry, buf)
+                except KafkalogError as exc:
+                    problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-control-record",
+                                    exc.message, entry.base_offset, expected="a control record key and value",
+                                    found=exc.found or "malformed"))
+                    continue
+                if not keep_control:
+                    stats.control_dropped += _count(entry)
+                    next_offset = entry.last_offset + 1
+                    continue
+            elif not entry.is_legacy and entry.is_transactional and entry.producer_id >= 0:
+                txn = view.state(entry.producer_id, entry.base_offset)
+                if committed_only and txn != "committed":
+                    if txn == "aborted":
+                        stats.aborted_records += _count(entry)
+                    else:
+                        stats.open_records += _count(entry)
+                    next_offset = entry.last_offset + 1
+                    continue
+            sel = Selection()
+            if next_offset is not None and entry.base_offset < next_offset:
+                sel.lo_offset = next_offset
+            if window is not None:
+                if window.offset is not None and entry.base_offset < window.offset:
+                    sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
+                if window.start_ms is not None:
+                    sel.start_ms = window.start_ms
+                if window.end_ms is not None:
+                    sel.end_ms = window.end_ms
+                if state is not None and window.count is not None and not entry.is_control:
+                    sel.limit = window.count - state.taken
+            if entry.is_control and window is not None:
+                sel = Selection(lo_offset=sel.lo_offset)  # markers are not in the window's count or times
+            if entry.is_legacy and entry.magic == 0 and (sel.start_ms is not None or sel.end_ms is not None):
+                pass  # v0 has no timestamps (-1): a time window holds none of them, as dump's
+            item = BatchItem(entry, buf, src.path, txn, marker, sel, part, opts.decompress_limit)
+            try:
+                n = sink.batch(item)
+            except KafkalogError as exc:
+                problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-records",
+                                exc.message, entry.base_offset, expected=exc.expected or "records Kafka can decode",
+                                found=exc.found or "malformed records"))
+                continue
+            if entry.is_control:
+                stats.control_records += n
+            else:
+                stats.records += n
+                if state is not None:
+                    state.taken += n
+            if n:
+                stats.batches += 1
+                if stats.first_offset is None:
+                    stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
+                stats.last_offset = entry.last_offset
+            if entry.is_legacy and sink.keeps_markers and n:
+                stats.converted_entries += 1
+            next_offset = entry.last_offset + 1
+        return next_offset
+
+
+def _count(entry: Entry) -> int:
+    return 1 if entry.is_legacy else max(entry.records_count, 0)
+
+
+def timestamp_type_code(item: BatchItem) -> int:
+    e = item.entry
+    if e.is_legacy and e.magic == 0:
+        return NO_TIMESTAMP_TYPE
+    return e.timestamp_type
+
+
+# ------------------------------------------------------------------------------------------------ output files
+STAGING_SUFFIX = ".kafkalog-partial"
+_MARKER = ".kafkalog-export"
+
+
+class Destination:
+    """``--out``: a new file or directory, written under ``<out>.kafkalog-partial`` and renamed into place at the
+    end, so that a killed export never leaves a half-written file or partition directory under the final name
+    (the partial one is ours: the next run replaces it). An existing file, or a directory that is not empty, is
+    refused (nothing is overwritten); missing parent directories are created."""
+
+    def __init__(self, out: str, *, directory: bool) -> None:
+        self.out = os.path.abspath(out)
+        self.directory = directory
+        self.staging = self.out + STAGING_SUFFIX
+        if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory and not os.listdir(self.out)):
+            raise UnreadableFileError("the output exists already: export writes a new file or directory",
+                                      file=out, expected="a path that does not exist (or an empty directory)",
+                                      found="a non-empty directory" if os.path.isdir(self.out) else "a file",
+                                      hint="choose another --out, or move the old output away")
+        parent = os.path.dirname(self.out)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as exc:
+            raise UnreadableFileError(f"cannot create the output's directory: {exc.strerror or exc}", file=parent,
+                                      expected="a directory export can create", found="an error") from None
+        self._clear_staging()
+        if directory:
+            os.mkdir(self.staging)
+            with open(os.path.join(self.staging, _MARKER), "w") as f:
+                f.write(f"{os.getpid()}\n")
+
+    def _clear_staging(self) -> None:
+        if not os.path.lexists(self.staging):
+            return
+        if os.path.isdir(self.staging) and not os.path.islink(self.staging):
+            if not os.path.exists(os.path.join(self.staging, _MARKER)):
+                raise UnreadableFileError("a directory with the export's staging name exists and is not ours",
+                                          file=self.staging, expected="absent, or a partial export", found="a directory")
+            import shutil
+
+            shutil.rmtree(self.staging)
+        else:
+            os.unlink(self.staging)
+
+    def path(self, name: str | None = None) -> str:
+        """Where to write: the staging file (a file output) or ``name`` inside the staging directory."""
+        if not self.directory:
+            return self.staging
+        assert name is not None
+        return os.path.join(self.staging, name)
+
+    def final(self, name: str | None = None) -> str:
+        return self.out if not self.directory or name is None else os.path.join(self.out, name)
+
+    def commit(self) -> None:
+        """fsync what was written, then rename the staging path to ``--out`` (and fsync the parent)."""
+        from kafkalog_cli.ops.safety.files import fsync_dir
+
+        if self.directory:
+            os.unlink(os.path.join(self.staging, _MARKER))
+            for root, _dirs, files in os.walk(self.staging):
+                for n in files:
+                    _fsync(os.path.join(root, n))
+                fsync_dir(root)
+            if os.path.isdir(self.out):
+                os.rmdir(self.out)  # the empty directory the operator made for it
+        else:
+            _fsync(self.staging)
+        os.rename(self.staging, self.out)
+        fsync_dir(os.path.dirname(self.out))
+
+    def abort(self) -> None:
+        """Remove the staging path (an export that failed or was interrupted leaves nothing behind)."""
+        import shutil
+
+        if os.path.isdir(self.staging) and not os.path.islink(self.staging):
+            shutil.rmtree(self.staging, ignore_errors=True)
+        elif os.path.lexists(self.staging):
+            os.unlink(self.staging)
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

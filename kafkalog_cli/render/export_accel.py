@@ -1,0 +1,79 @@
+"""The compiled fast paths of ``export`` (``_accel.export_ndjson``, ``_accel.export_columns``, accel/export_records.c):
+a whole v2 batch's selected records formatted without a Python object per record. Each returns None where it
+declines (no accelerator, ``KAFKALOG_NO_ACCEL=1``, a legacy entry, a payload streamed in pieces, anything the C
+walk declines), and the Python reference (``render/export_ndjson.python_lines``, ``export_parquet.append_python``)
+runs instead; tests/test_export_accel.py compares the two on every fixture and on generated partitions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.ops.export import BatchItem
+from kafkalog_cli.storage import accel
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _module() -> Any:
+    mod = accel.module()
+    return mod if mod is not None and hasattr(mod, "export_ndjson") else None
+
+
+def _records(item: BatchItem) -> tuple[Any, int, int] | None:
+    """(buffer, start, end) of a v2 batch's records (decompressed when compressed), None to decline."""
+    e = item.entry
+    if e.is_legacy or e.records_count < 0 or e.streams_payload:
+        return None
+    try:
+        data, start = e.payload(item.buf, item.decompress_limit)
+    except KafkalogError as exc:
+        raise exc.located(item.file) from None
+    end = e.position + e.size if data is item.buf else len(data)
+    return data, start, end
+
+
+def _bounds(item: BatchItem) -> tuple[int, int, int, int]:
+    s = item.selection
+    return (INT64_MIN if s.lo_offset is None else s.lo_offset, INT64_MIN if s.start_ms is None else s.start_ms,
+            INT64_MAX if s.end_ms is None else s.end_ms, -1 if s.limit is None else max(s.limit, 0))
+
+
+def ndjson_fast() -> Callable[[BatchItem, int], tuple[bytes, int] | None] | None:
+    from kafkalog_cli.render.export_ndjson import line_pieces
+
+    mod = _module()  # once per export (the environment is read here, not per batch)
+    if mod is None:
+        return None
+
+    def fast(item: BatchItem, broker: int) -> tuple[bytes, int] | None:
+        got = _records(item)
+        if got is None:
+            return None
+        data, start, end = got
+        e = item.entry
+        assert not e.is_legacy
+        return mod.export_ndjson(data, start, end, e.records_count, e.base_offset, e.base_timestamp, e.max_timestamp,
+                                 e.timestamp_type == 1, e.base_sequence, line_pieces(item, broker), *_bounds(item))
+
+    return fast
+
+
+def parquet_fast() -> Callable[[BatchItem, Any], int | None] | None:
+    mod = _module()
+    if mod is None:
+        return None
+
+    def fast(item: BatchItem, cols: Any) -> int | None:
+        got = _records(item)
+        if got is None:
+            return None
+        data, start, end = got
+        e = item.entry
+        assert not e.is_legacy
+        n = mod.export_columns(data, start, end, e.records_count, e.base_offset, e.base_timestamp, e.max_timestamp,
+                               e.timestamp_type == 1, e.base_sequence, *_bounds(item), cols.outs)
+        return None if n < 0 else n
+
+    return fast
