@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "metadata": ("kafkalog_cli.cli.metadata", "metadata", "The KRaft cluster image at any point of __cluster_metadata."),
     "inventory": ("kafkalog_cli.cli.metadata", "inventory", "Check a broker's log dirs against the KRaft metadata."),
     "schemas": ("kafkalog_cli.cli.schemas", "schemas", "Rebuild the Schema Registry from _schemas segments; --audit, --export."),
+    "replay": ("kafkalog_cli.cli.replay", "replay", "Produce exported records into a live topic (resumable), with an offset map."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).
