@@ -495,8 +495,6 @@ class _Run:
         self.dirty = False
         self.last_save = 0.0
         self.map_file = open(state.map_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed in close)
-        if self.map_file.tell() == 0:
-            self.map_file.write(ro.MAP_HEADER)
 
     def on_delivery(self, st: str, sp: int, so: int, err: Any, msg: Any) -> None:
         self.outstanding -= 1
@@ -658,8 +656,11 @@ def _begin(opts: ReplayOptions, identity: dict[str, Any], partitions: int,
         c.close()
     os.makedirs(opts.state_dir, exist_ok=True)
     state = ReplayState(opts.state_dir, identity, {p: high for p, (_low, high) in marks.items()})
-    if os.path.exists(state.map_path):
-        os.unlink(state.map_path)
+    with open(state.map_path, "w", encoding="utf-8", newline="") as f:  # the header is always in the checkpoint
+        f.write(ro.MAP_HEADER)
+        f.flush()
+        os.fsync(f.fileno())
+        state.map_bytes = f.tell()
     state.save()
     return state
 
@@ -696,6 +697,8 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
     poll = producer.poll
     topic = opts.topic
     sent = 0
+    rate_t0 = time.monotonic()
+    previous = _catch_sigint(run, result)
     try:
         try:
             for rec, dp in stream(p.sources, opts, p.destination_partitions):
@@ -705,9 +708,10 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
                 if run.stopping:
                     break
                 if rate:
-                    wait = t0 + sent / rate - time.monotonic()
+                    wait = rate_t0 + sent / rate - time.monotonic()
                     if wait > 0:
                         poll(wait)
+                        run.checkpoint()
                 headers = rec.headers
                 if header:
                     headers = [*headers, (header, offset_header_value(rec.topic, rec.partition, rec.offset))]
@@ -727,7 +731,7 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
                     break
                 run.outstanding += 1
                 sent += 1
-                if sent % 1000 == 0:
+                if sent % 100 == 0:
                     poll(0)
                     run.checkpoint()
                     if progress is not None:
@@ -744,6 +748,7 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
             _stop(producer, run)
         run.checkpoint(force=True)
     finally:
+        _restore_sigint(previous)
         run.close()
     result.produced = run.acked
     result.error = run.error
@@ -752,6 +757,31 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
         _finish(result)
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _catch_sigint(run: _Run, result: ReplayResult) -> Any:
+    """Ctrl-C while producing stops the loop at the next record (a KeyboardInterrupt raised inside the client's
+    poll is lost by it: the C extension returns NULL without an exception); a second Ctrl-C interrupts at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        if result.interrupted:
+            raise KeyboardInterrupt
+        result.interrupted = True
+        run.stopping = True
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _restore_sigint(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _callback(run: _Run, st: str, sp: int, so: int) -> Callable[[Any, Any], None]:
