@@ -54,7 +54,11 @@ STATE_KIND = "kafkalog-replay-state"
 STATE_VERSION = 1
 #: producer settings the no-duplicates / no-gaps argument rests on: --producer-property may not change them
 PINNED = {"enable.idempotence": "true", "enable.gapless.guarantee": "true", "acks": "all"}
-CHECKPOINT_EVERY_S = 0.2
+#: how often the checkpoint is written while records are acknowledged: with the offset header a resume finds what a
+#: kill left unrecorded in the destination's tail, so the interval only sets how much of it is read; without it, what
+#: was acknowledged after the last write may be produced again
+CHECKPOINT_EVERY_S = 1.0
+CHECKPOINT_EVERY_S_NO_HEADER = 0.2
 
 
 class ReplayRefused(KafkalogError):
@@ -399,7 +403,7 @@ def _import_client() -> Any:
         import confluent_kafka
     except ImportError:
         raise ReplayRefused("kafkalog replay needs the confluent-kafka client library",
-                            hint="pip install 'kafkalog[replay]' (or pip install confluent-kafka)") from None
+                            hint="in your kafkalog source checkout: pip install '.[replay]' (kafkalog is not on PyPI)") from None
     return confluent_kafka
 
 
@@ -495,6 +499,9 @@ class _Run:
         self.dirty = False
         self.last_save = 0.0
         self.map_file = open(state.map_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed in close)
+        self.every = CHECKPOINT_EVERY_S if self.opts.offset_header else CHECKPOINT_EVERY_S_NO_HEADER
+        self.dest_field = ro.csv_field(self.opts.topic)
+        self.prefix: dict[tuple[str, int], str] = {}
 
     def on_delivery(self, st: str, sp: int, so: int, err: Any, msg: Any) -> None:
         self.outstanding -= 1
@@ -514,15 +521,19 @@ class _Run:
         self.state.delivered[key] = so
         if do > self.state.last_dest.get(dp, -1):
             self.state.last_dest[dp] = do
-        self.state.counts[(st, sp)] = self.state.counts.get((st, sp), 0) + 1
-        self.map_file.write(ro.map_line(st, sp, so, self.opts.topic, dp, do))
+        counts = self.state.counts
+        counts[(st, sp)] = counts.get((st, sp), 0) + 1
+        prefix = self.prefix.get((st, sp))
+        if prefix is None:
+            prefix = self.prefix[(st, sp)] = f"{ro.csv_field(st)},{sp},"
+        self.map_file.write(f"{prefix}{so},{self.dest_field},{dp},{do}\n")
         self.acked += 1
         self.dirty = True
         self.last_ack = time.monotonic()
 
     def checkpoint(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and (not self.dirty or now - self.last_save < CHECKPOINT_EVERY_S):
+        if not force and (not self.dirty or now - self.last_save < self.every):
             return
         self.map_file.flush()
         os.fsync(self.map_file.fileno())

@@ -1,7 +1,7 @@
 """The records ``kafkalog replay`` reads: from an export (NDJSON, Parquet) or from partition directories.
 
 Why a module of its own: ``replay`` takes any input the rescue path produces (``kafkalog export``'s NDJSON and
-Parquet, whose fields are fixed in docs/export.md, or a partition directory / ``-delete`` copy / log dir read with
+Parquet, whose fields are fixed on the export command's docs page, or a partition directory / ``-delete`` copy / log dir read with
 kafkalog's own engine, like ``dump``) and needs one stream of records per source partition, in offset order, each
 with its transaction outcome, plus a located finding for everything it could not read. Nothing here prints or
 talks to a cluster.
@@ -251,7 +251,7 @@ def _int(d: dict, name: str, default: int | None = None) -> int:
 
 
 def record_from_json(d: object) -> SourceRecord:
-    """One NDJSON object of ``kafkalog export`` (docs/export.md) as a record; ValueError names what is wrong."""
+    """One NDJSON object of ``kafkalog export`` (its NDJSON fields) as a record; ValueError names what is wrong."""
     if not isinstance(d, dict):
         raise ValueError("a line is not a JSON object")
     topic = d.get("topic")
