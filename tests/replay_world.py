@@ -15,6 +15,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from partition_gen import PartitionBuilder
+
 from kafkalog_cli.format.control import ABORT, COMMIT, encode_control_key, encode_end_txn_marker
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch
 from kafkalog_cli.ops.rebuild_index import rebuild_segment
@@ -35,17 +37,10 @@ class Rec:
 
 
 @dataclass
-class Part:
-    """One source partition written batch by batch, with its model."""
+class Part(PartitionBuilder):
+    """One source partition written batch by batch, with its model (``Rec`` values in ``records``): the repair
+    tests' builder with headers, LogAppendTime batches and corrupt batches."""
 
-    path: str
-    next_offset: int = 0
-    segments: list[list[bytes]] = field(default_factory=lambda: [[]])
-    bases: list[int] = field(default_factory=lambda: [0])
-    records: list[Rec] = field(default_factory=list)
-    open_txn: dict[int, list[Rec]] = field(default_factory=dict)
-    seq: dict[int, int] = field(default_factory=dict)
-    ts: int = TS
     corrupt_bases: list[int] = field(default_factory=list)
 
     def batch(self, kvs: list[tuple[bytes | None, bytes | None]], *, headers: list[tuple[str, bytes | None]] | None = None,
@@ -91,10 +86,6 @@ class Part:
                 r.outcome = "aborted" if abort else "committed"
         self.records.append(Rec(off, None, None, [], self.ts, control=True))
         self.next_offset += 1
-
-    def roll(self) -> None:
-        self.segments.append([])
-        self.bases.append(self.next_offset)
 
     def corrupt_next(self) -> None:
         """Mark the batch appended next for corruption (a flipped payload byte: its CRC fails)."""

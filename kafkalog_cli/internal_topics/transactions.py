@@ -193,18 +193,13 @@ def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tu
             try:
                 for batch in entries(mf.buf, file=f):
                     leo = max(leo, batch.next_offset)
-                    if batch.is_legacy:
+                    try:
+                        item = ps.txn_item(batch, mf.buf)
+                    except KafkalogError as exc:
+                        warnings.append(f"{f}: unreadable control batch at offset {batch.base_offset}: {exc.message}")
                         continue
-                    if not batch.is_transactional or batch.producer_id < 0:
-                        continue
-                    ctype = None
-                    if batch.is_control:
-                        try:
-                            ctype = ps.control_type(batch, mf.buf)
-                        except KafkalogError as exc:
-                            warnings.append(f"{f}: unreadable control batch at offset {batch.base_offset}: {exc.message}")
-                            continue
-                    items.append((batch, ctype))
+                    if item is not None:
+                        items.append(item)
             except KafkalogError as exc:
                 warnings.append(f"{f}: stopped reading: {exc.describe()}")
     return items, leo

@@ -139,9 +139,10 @@ def resolve(args: list[str]) -> tuple[list[Source], list[str]]:
 
 
 # ------------------------------------------------------------------------------------------ partition dirs
-def _txn_outcomes(segments: list[str], src: Source) -> tuple[dict[int, list[tuple[int, int, bool]]], dict[int, int]]:
-    """pid -> [(first offset, marker offset, aborted)] and pid -> first offset of the still-open transaction, from
-    the intact batches of the partition (``repair_view.replay_log`` over them, in offset order)."""
+def _txn_outcomes(segments: list[str], src: Source) -> dict[int, list[tuple[int, int, bool]]]:
+    """pid -> [(first offset, marker offset, aborted)] of the transactions the partition's markers close, from its
+    intact batches (``repair_view.replay_log`` over them, in offset order); the findings of the walk go to ``src``.
+    A transactional batch in none of them is in a transaction still open (no marker)."""
     from kafkalog_cli.broker import repair_view as rv
     from kafkalog_cli.format.batch import Batch
     from kafkalog_cli.storage.segment import MappedFile, read_entry
@@ -156,27 +157,20 @@ def _txn_outcomes(segments: list[str], src: Source) -> tuple[dict[int, list[tupl
             continue
         with MappedFile(path) as mf:
             for pos, _size, _base, _last in smap.entries:
-                if mf.buf[pos + 16] < 2:  # magic: a legacy entry is never transactional
-                    continue
-                b = read_entry(mf.buf, pos, 2, file=path)
-                assert isinstance(b, Batch)
-                if not b.is_transactional or b.producer_id < 0:
-                    continue
-                ctype = None
-                if b.is_control:
-                    try:
-                        ctype = rv.control_type(b, mf.buf)
-                    except KafkalogError:
-                        ctype = None  # an unreadable marker closes nothing; its batch is reported in pass 2
-                items.append((b, ctype))
+                try:
+                    item = rv.txn_item(read_entry(mf.buf, pos, mf.buf[pos + 16], file=path), mf.buf)
+                except KafkalogError:
+                    continue  # an unreadable marker closes nothing; its batch is a finding of the second pass
+                if item is not None:
+                    items.append(item)
     facts = rv.replay_log(items, 0)
     closed: dict[int, list[tuple[int, int, bool]]] = {}
     for t in facts.txns:
         closed.setdefault(t.producer_id, []).append((t.first_offset, t.marker_offset, t.aborted))
-    return closed, dict(facts.open_txns)
+    return closed
 
 
-def _outcome(pid: int, offset: int, closed: dict[int, list[tuple[int, int, bool]]], open_txns: dict[int, int]) -> str:
+def _outcome(pid: int, offset: int, closed: dict[int, list[tuple[int, int, bool]]]) -> str:
     for first, marker, aborted in closed.get(pid, ()):
         if first <= offset < marker:
             return "aborted" if aborted else "committed"
@@ -193,7 +187,7 @@ def _read_partition(src: Source) -> Iterator[SourceRecord]:
         segments = [src.path]
     else:
         segments = [p for _b, p in segment_logs(src.path)]
-    closed, open_txns = _txn_outcomes(segments, src)
+    closed = _txn_outcomes(segments, src)
     topic = src.topic or "?"
     partition = src.partition if src.partition is not None else -1
     tsnames = {LOG_APPEND_TIME: "logappend", NO_TIMESTAMP_TYPE: "none"}
@@ -217,7 +211,7 @@ def _read_partition(src: Source) -> Iterator[SourceRecord]:
                 control = e.is_control
                 txn = None
                 if e.is_transactional and not control and not e.is_legacy and e.producer_id >= 0:
-                    txn = _outcome(e.producer_id, e.base_offset, closed, open_txns)
+                    txn = _outcome(e.producer_id, e.base_offset, closed)
                 for r in recs:
                     yield SourceRecord(topic, partition, r.offset, r.timestamp, tstype,
                                        None if r.key is None else bytes(r.key),
