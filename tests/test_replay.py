@@ -444,3 +444,57 @@ def test_records_the_broker_took_after_the_last_checkpoint_are_not_produced_agai
     with open(st / "offset-map.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ro.MAP_HEADER.strip().split(",") and len(rows) == 1 + first["produced"]
+
+
+@pytest.mark.oracle
+def test_a_partition_kafka_wrote_replays_as_its_committed_records(mock: MockCluster, kafka_real, tmp_path: Path) -> None:
+    """A partition directory written by Kafka's own ``UnifiedLog`` (every codec, headers, an idempotent producer,
+    committed, aborted and open transactions, two segments) replays as exactly its committed records."""
+    from kafka_real import write_partition
+
+    ops = [
+        {"op": "append", "count": 5, "keyFormat": "k%d", "valueFormat": "v%d"},
+        {"op": "append", "records": [{"key": "hk", "value": "hv", "headers": {"h1": "x", "h2": None}}], "codec": "gzip"},
+        {"op": "append", "count": 4, "keyFormat": "p%d", "producerId": 1000, "batches": 2, "codec": "lz4"},
+        {"op": "append", "count": 3, "keyFormat": "t%d", "producerId": 2000, "transactional": True, "codec": "snappy"},
+        {"op": "append", "count": 3, "keyFormat": "a%d", "producerId": 3000, "transactional": True, "codec": "zstd"},
+        {"op": "marker", "type": "COMMIT", "producerId": 2000},
+        {"op": "marker", "type": "ABORT", "producerId": 3000},
+        {"op": "roll"},
+        {"op": "append", "count": 3, "keyFormat": "n%d", "nullValueEvery": 2},
+        {"op": "append", "count": 2, "keyFormat": "o%d", "producerId": 4000, "transactional": True},
+        {"op": "append", "count": 2, "keyFormat": "z%d"},
+    ]
+    pdir = write_partition(kafka_real, tmp_path / "data", {"topic": "legacy", "partition": 1, "ops": ops,
+                                                           "shutdown": "clean"})
+    want: list[tuple] = []
+    pending: dict[int, list[tuple]] = {}
+    for op in ops:
+        if op["op"] == "marker":
+            recs = pending.pop(op["producerId"], [])
+            if op["type"] == "COMMIT":
+                want += recs
+            continue
+        if op["op"] != "append":
+            continue
+        out = []
+        for b in range(op.get("batches", 1)):
+            for r in op.get("records", []):
+                out.append((r["key"].encode(), r["value"].encode(),
+                            [(n, None if v is None else v.encode()) for n, v in r.get("headers", {}).items()]))
+            for j in range(op.get("count", 0 if op.get("records") else 1)):
+                i = b * op.get("count", 0) + j
+                null = op.get("nullValueEvery", 0) and (i + 1) % op["nullValueEvery"] == 0
+                out.append(((op["keyFormat"] % i).encode(), None if null else (op.get("valueFormat", "value-%d") % i).encode(),
+                            []))
+        if op.get("transactional"):
+            pending.setdefault(op["producerId"], []).extend(out)
+        else:
+            want += out
+    topic = _topic(mock, "rt-kafka-written")
+    code, out, err = run(str(pdir), "--bootstrap-server", mock.bootstrap, "--topic", topic, "--execute",
+                         "--state-dir", str(tmp_path / "st"), "--format", "json")
+    assert code == 0, err
+    got = [(c[2], c[3], [h for h in c[4] if h[0] != HDR]) for c in mock.consume(topic) if c[0] == 1]
+    assert got == want
+    assert json.loads(out)["partitions"][0]["open"] == 2
