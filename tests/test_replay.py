@@ -498,3 +498,24 @@ def test_a_partition_kafka_wrote_replays_as_its_committed_records(mock: MockClus
     got = [(c[2], c[3], [h for h in c[4] if h[0] != HDR]) for c in mock.consume(topic) if c[0] == 1]
     assert got == want
     assert json.loads(out)["partitions"][0]["open"] == 2
+
+
+def test_one_replay_per_state_dir(mock: MockCluster, tmp_path: Path) -> None:
+    """Two replays sharing a state dir would interleave their checkpoints: the second is refused while the first
+    holds the state dir's lock (a kernel lock: a killed replay never leaves it behind)."""
+    from kafkalog_cli.storage.lock import lock_directory
+
+    p = Part(str(tmp_path / "orders-0"))
+    p.batch([(b"a", b"1")])
+    p.write()
+    st = tmp_path / "st"
+    st.mkdir()
+    held, _state = lock_directory(str(st))
+    assert held is not None
+    try:
+        code, _out, err = run(p.path, "--bootstrap-server", mock.bootstrap, "--topic", _topic(mock, "rt-lock"),
+                              "--state-dir", str(st), "--execute")
+    finally:
+        held.release()
+    assert code == 2 and "another kafkalog replay is running" in err
+    assert not (st / "checkpoint.json").exists() and mock.consume("rt-lock") == []

@@ -100,7 +100,7 @@ def replay(inputs: tuple[str, ...], bootstrap: str, topic: str, execute: bool, p
             count = live
         plan = ops.plan(sources, opts, count)
         state = ops.ReplayState.load(opts.state_dir)
-        ops.check_resume(state, opts.identity(sources))
+        ops.check_resume(state, opts.identity(sources, count))
         plan.resume = state
         if not execute:
             if fmt == "json":

@@ -123,10 +123,11 @@ class ReplayOptions:
     timeout_s: float = 30.0  # metadata lookups
     stall_s: float = 120.0  # no delivery report for this long with records outstanding: stop (resumable)
 
-    def identity(self, sources: list[Source]) -> dict[str, Any]:
-        """What a checkpoint must match to be resumed by this run (not the bootstrap: addresses change)."""
-        return {"inputs": [s.path for s in sources], "topic": self.topic, "partitioner": self.partitioner,
-                "offset_header": self.offset_header, "isolation": self.isolation,
+    def identity(self, sources: list[Source], partitions: int) -> dict[str, Any]:
+        """What a checkpoint must match to be resumed by this run (not the bootstrap: addresses change; the
+        destination's partition count: records were bound to partitions by it)."""
+        return {"inputs": [s.path for s in sources], "topic": self.topic, "partitions": partitions,
+                "partitioner": self.partitioner, "offset_header": self.offset_header, "isolation": self.isolation,
                 "source_topics": list(self.source_topics)}
 
 
@@ -679,11 +680,28 @@ def _begin(opts: ReplayOptions, identity: dict[str, Any], partitions: int,
 def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
             log: Callable[[str], None] | None = None) -> ReplayResult:
     """Produce the plan's records (resuming from the state dir's checkpoint) and write the offset map, the
-    checkpoint and the groups' reset CSVs. KeyboardInterrupt stops it cleanly (``interrupted``)."""
+    checkpoint and the groups' reset CSVs. Ctrl-C stops it cleanly (``interrupted``); an error of the input or the
+    client stops it the same way (in-flight reports awaited, checkpoint saved) before it is raised or returned."""
+    from kafkalog_cli.storage.lock import lock_directory
+
+    _import_client()
+    os.makedirs(p.options.state_dir, exist_ok=True)
+    held, st = lock_directory(p.options.state_dir)
+    if held is None:
+        raise ReplayRefused("another kafkalog replay is running with this state dir"
+                            + (f" (pid {st.pid})" if st.pid else ""), file=p.options.state_dir,
+                            hint="wait for it, or give another --state-dir")
+    try:
+        return _execute(p, progress, log)
+    finally:
+        held.release()
+
+
+def _execute(p: Plan, progress: Callable[[int], None] | None, log: Callable[[str], None] | None) -> ReplayResult:
     ck = _import_client()
     opts = p.options
     t0 = time.monotonic()
-    identity = opts.identity(p.sources)
+    identity = opts.identity(p.sources, p.destination_partitions)
     state = ReplayState.load(opts.state_dir)
     check_resume(state, identity)
     sources = set(p.partitions)
@@ -702,62 +720,16 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
         return result
     producer = ck.Producer({**client_config(opts), "logger": _logger(log)})
     run = _Run(p, state, log)
-    header = opts.offset_header
-    rate = opts.rate
-    produce = producer.produce
-    poll = producer.poll
-    topic = opts.topic
-    sent = 0
-    rate_t0 = time.monotonic()
     previous = _catch_sigint(run, result)
     try:
         try:
-            for rec, dp in stream(p.sources, opts, p.destination_partitions):
-                if rec.offset <= state.delivered.get((rec.topic, rec.partition, dp), -1):
-                    result.skipped_resume += 1
-                    continue
-                if run.stopping:
-                    break
-                if rate:
-                    wait = rate_t0 + sent / rate - time.monotonic()
-                    if wait > 0:
-                        poll(wait)
-                        run.checkpoint()
-                headers = rec.headers
-                if header:
-                    headers = [*headers, (header, offset_header_value(rec.topic, rec.partition, rec.offset))]
-                ts = rec.timestamp if rec.timestamp > 0 and rec.tstype != "none" else 0
-                cb = _callback(run, rec.topic, rec.partition, rec.offset)
-                while True:
-                    try:
-                        produce(topic, value=rec.value, key=rec.key, partition=dp, timestamp=ts,
-                                headers=headers or None, on_delivery=cb)
-                        break
-                    except BufferError:
-                        poll(0.05)
-                        _check_stall(run, opts)
-                        if run.stopping:
-                            break
-                if run.stopping:
-                    break
-                run.outstanding += 1
-                sent += 1
-                if sent % 100 == 0:
-                    poll(0)
-                    run.checkpoint()
-                    if progress is not None:
-                        progress(run.acked)
-            while run.outstanding > 0 and not run.stopping:
-                poll(0.1)
-                run.checkpoint()
-                _check_stall(run, opts)
-                if progress is not None:
-                    progress(run.acked)
-        except KeyboardInterrupt:
+            _produce_all(p, run, producer, result, progress)
+        except KeyboardInterrupt:  # a second Ctrl-C
             result.interrupted = True
-        if run.stopping or result.interrupted:
-            _stop(producer, run)
-        run.checkpoint(force=True)
+        finally:  # whatever ended the loop: what was acknowledged is saved
+            if run.stopping or result.interrupted or run.outstanding > 0:
+                _stop(producer, run)
+            run.checkpoint(force=True)
     finally:
         _restore_sigint(previous)
         run.close()
@@ -768,6 +740,58 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
         _finish(result)
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _produce_all(p: Plan, run: _Run, producer: Any, result: ReplayResult,
+                 progress: Callable[[int], None] | None) -> None:
+    """The produce loop: every planned record not yet delivered, then the wait for the last delivery reports."""
+    opts, state = p.options, run.state
+    header = opts.offset_header
+    rate = opts.rate
+    produce = producer.produce
+    poll = producer.poll
+    topic = opts.topic
+    sent = 0
+    rate_t0 = time.monotonic()
+    for rec, dp in stream(p.sources, opts, p.destination_partitions):
+        if rec.offset <= state.delivered.get((rec.topic, rec.partition, dp), -1):
+            result.skipped_resume += 1
+            continue
+        if run.stopping:
+            return
+        if rate:
+            wait = rate_t0 + sent / rate - time.monotonic()
+            if wait > 0:
+                poll(wait)
+                run.checkpoint()
+        headers = rec.headers
+        if header:
+            headers = [*headers, (header, offset_header_value(rec.topic, rec.partition, rec.offset))]
+        ts = rec.timestamp if rec.timestamp > 0 and rec.tstype != "none" else 0
+        cb = _callback(run, rec.topic, rec.partition, rec.offset)
+        while True:
+            try:
+                produce(topic, value=rec.value, key=rec.key, partition=dp, timestamp=ts, headers=headers or None,
+                        on_delivery=cb)
+                break
+            except BufferError:  # the client's queue is full: serve delivery reports
+                poll(0.05)
+                _check_stall(run, opts)
+                if run.stopping:
+                    return
+        run.outstanding += 1
+        sent += 1
+        if sent % 100 == 0:
+            poll(0)
+            run.checkpoint()
+            if progress is not None:
+                progress(run.acked)
+    while run.outstanding > 0 and not run.stopping:
+        poll(0.1)
+        run.checkpoint()
+        _check_stall(run, opts)
+        if progress is not None:
+            progress(run.acked)
 
 
 def _catch_sigint(run: _Run, result: ReplayResult) -> Any:
