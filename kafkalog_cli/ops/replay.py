@@ -300,8 +300,12 @@ def plan(sources: list[Source], opts: ReplayOptions, partitions: int) -> Plan:
                 hint=(f"create {opts.topic!r} with at least {max(p.partition for p in bad) + 1} partitions, or give "
                       "--partitioner murmur2 to spread the records by key") if p0.partition >= 0 else
                 "the input names no partition (-1): give --partitioner murmur2")
-    groups, deleted, gnotes = load_groups(_consumer_offsets_paths(sources, opts.groups_from))
+    group_paths = _consumer_offsets_paths(sources, opts.groups_from)
+    groups, deleted, gnotes = load_groups(group_paths)
     notes += gnotes
+    if not group_paths:
+        notes.append("no __consumer_offsets beside the inputs: no reset CSV (give the old log dir with --groups-from "
+                     "to move the consumer groups too)")
     replayed = set(parts)
     groups = {g: {tp: c for tp, c in per.items() if tp in replayed} for g, per in groups.items()}
     groups = {g: per for g, per in groups.items() if per}
