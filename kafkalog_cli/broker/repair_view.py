@@ -16,6 +16,7 @@ from kafkalog_cli.broker.producer_state_manager import ProducerStateEntry, repla
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.format.control import ABORT, COMMIT, parse_control_key
+from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -136,6 +137,15 @@ def control_type(batch: Batch, buf: bytes | memoryview) -> int | None:
     for rec in batch.iter_records(buf):
         return parse_control_key(rec.key)[1]
     return None
+
+
+def txn_item(entry: Entry, buf: bytes | memoryview) -> tuple[Batch, int | None] | None:
+    """The (batch, control type) pair the producer-state replay takes (``replay_log``, ``replay_for_repair``) for a
+    transactional v2 batch with a producer id; None for any other entry. Raises KafkalogError when a marker's
+    control record cannot be read (callers skip it and say so)."""
+    if entry.is_legacy or not entry.is_transactional or entry.producer_id < 0:
+        return None
+    return entry, (control_type(entry, buf) if entry.is_control else None)
 
 
 # ------------------------------------------------------------------------------------------ producer state

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "find-key": ("kafkalog_cli.cli.find_key", "find_key", "Find every copy of a record key, its state and what removes it; --prove-erased."),
     "audit-partitioning": ("kafkalog_cli.cli.find_key", "audit_partitioning", "Check keyed records are where their producer's partitioner puts them."),
     "export": ("kafkalog_cli.cli.export", "export", "Export records (offsets, timestamps, headers) to NDJSON, Parquet or a Kafka dir."),
+    "replay": ("kafkalog_cli.cli.replay", "replay", "Produce exported records into a live topic (resumable), with an offset map."),
 }
 
 # Commands that plan or write repairs: they must never act on bytes the disk could not deliver (see strict_reads).

@@ -71,6 +71,7 @@ NOT_TOOLS: dict[str, str] = {
     "export": "writes files (NDJSON, Parquet or partition directories under --out)",
     "completion": "prints a shell script, no evidence",
     "mcp": "this server",
+    "replay": "writes to a live cluster (produces records; --execute)",
 }
 
 # parameters never offered: the output format is always json; the others write, or choose text-only output

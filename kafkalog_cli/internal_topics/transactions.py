@@ -193,18 +193,13 @@ def _scan_txn_batches(copy: PartitionCopy, warnings: list[str]) -> tuple[list[tu
             try:
                 for batch in entries(mf.buf, file=f):
                     leo = max(leo, batch.next_offset)
-                    if batch.is_legacy:
+                    try:
+                        item = ps.txn_item(batch, mf.buf)
+                    except KafkalogError as exc:
+                        warnings.append(f"{f}: unreadable control batch at offset {batch.base_offset}: {exc.message}")
                         continue
-                    if not batch.is_transactional or batch.producer_id < 0:
-                        continue
-                    ctype = None
-                    if batch.is_control:
-                        try:
-                            ctype = ps.control_type(batch, mf.buf)
-                        except KafkalogError as exc:
-                            warnings.append(f"{f}: unreadable control batch at offset {batch.base_offset}: {exc.message}")
-                            continue
-                    items.append((batch, ctype))
+                    if item is not None:
+                        items.append(item)
             except KafkalogError as exc:
                 warnings.append(f"{f}: stopped reading: {exc.describe()}")
     return items, leo
@@ -439,10 +434,12 @@ def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int]
     return out, warnings
 
 
-def group_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], dict[str, int]], dict[str, str],
-                                                         list[str]]:
+def group_offsets(copies: list[PartitionCopy], *, deleted: set[tuple[str, str, int]] | None = None
+                  ) -> tuple[dict[tuple[str, int], dict[str, int]], dict[str, str], list[str]]:
     """:func:`committed_offsets` plus each group's kind (``GROUP_KIND_BY_TYPE``; "classic:<protocolType>" is not
-    kept: the protocol type is the member protocol, not the group kind) as the group coordinator last wrote it."""
+    kept: the protocol type is the member protocol, not the group kind) as the group coordinator last wrote it.
+    With ``deleted`` (replay's reset CSV), a tombstone keeps the commit before it and adds its (group, topic,
+    partition) to the set: a deleted topic's offsets are tombstoned, and they are the positions a rescue restores."""
     from kafkalog_cli.internal_topics import consumer_offsets as cof
 
     latest: dict[tuple[str, str, int], int] = {}
@@ -453,7 +450,7 @@ def group_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], di
         slot = (c.path, batch.producer_id)
         if d is None:
             for k, v in pending.pop(slot, []) if ctype == control.COMMIT else []:
-                _apply(latest, k, v)
+                _apply(latest, k, v, deleted)
             pending.pop(slot, None)
             continue
         kind = GROUP_KIND_BY_TYPE.get(d.record_type)
@@ -471,7 +468,7 @@ def group_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int], di
         if batch.is_transactional:
             pending.setdefault(slot, []).append((k, v))
         else:
-            _apply(latest, k, v)
+            _apply(latest, k, v, deleted)
     out: dict[tuple[str, int], dict[str, int]] = {}
     for (g, t, p), off in latest.items():
         out.setdefault((t, p), {})[g] = off
@@ -510,11 +507,16 @@ def share_group_progress(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, i
     return out, warnings
 
 
-def _apply(latest: dict, k: tuple[str, str, int], v: int | None) -> None:
-    if v is None:
+def _apply(latest: dict, k: tuple[str, str, int], v: int | None, deleted: set | None = None) -> None:
+    if v is None and deleted is not None:
+        if k in latest:
+            deleted.add(k)
+    elif v is None:
         latest.pop(k, None)
     else:
         latest[k] = v
+        if deleted is not None:
+            deleted.discard(k)
 
 
 # ------------------------------------------------------------------------------------------ entry point
