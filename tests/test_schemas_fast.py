@@ -278,3 +278,30 @@ def test_json_text_is_the_python_encoders(value: Any) -> None:
     if got is None:
         return  # declined: the Python encoder writes it (dec_value)
     assert got == want
+
+
+def test_record_view_shows_decoded_keys_and_values(tmp_path: Path) -> None:
+    """``dump --records`` with --value-decoder/--key-decoder: %k/%s and the -J object carry the decoded text (issue
+    30's record view; it printed the raw bytes before)."""
+    logs = _world(tmp_path)
+    part = str(logs / "t-0")
+    r = CliRunner().invoke(cli, ["dump", "--records", "--value-decoder", "schema-registry", "--count", "3", part])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == [f'{i} 2023-11-14T22:13:20.000Z {i} {{"id":{i},"item":"x{i}"}}' for i in range(3)]
+    r = CliRunner().invoke(cli, ["dump", "--records", "-f", "%o|%k|%s\\n", "--key-decoder", "schema-registry",
+                                 "--value-decoder", "schema-registry", "--offset", "19", "--count", "2", part])
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.output.splitlines() if not ln.startswith("kafkalog: note:")]  # the missing index
+    assert lines[0].startswith('19|<undecoded: not schema-registry framed') and lines[0].endswith('|{"id":1,"item":"x1"}')
+    assert lines[1].split("|", 2)[2].startswith("<undecoded: not schema-registry framed (bad magic byte: a poison")
+    # the header-GUID form (no prefix on the value), and the JSON object with the structured decode
+    r = CliRunner().invoke(cli, ["dump", "--records", "--format", "json", "--value-decoder", "schema-registry",
+                                 "--offset", "26", "--count", "1", part])
+    assert r.exit_code == 0, r.output
+    obj = json.loads(r.output.splitlines()[0])
+    assert json.loads(obj["payload"])["ts"] == "2024-01-02T03:04:05.001000+00:00"
+    assert obj["decoded"]["value"]["source"] == "header" and obj["decoded"]["value"]["subject"] == "w-value"
+    assert obj["headers"][0] == "__value_schema_id" and obj["key"] == "h1"
+    # without a decoder the view is unchanged: the raw bytes
+    r = CliRunner().invoke(cli, ["dump", "--records", "--count", "1", part])
+    assert r.output == "0 2023-11-14T22:13:20.000Z 0 \x00\x00\x00\x00\x01\x00\x04x0\n"

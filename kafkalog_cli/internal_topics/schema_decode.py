@@ -437,6 +437,10 @@ class SchemaRegistryParser:
         self.key_fallback, self.value_fallback = key_fallback, value_fallback
         self.tombstone_key = tombstone_key
 
+    def text(self, data: bytes, headers: Any, *, is_key: bool) -> str:
+        """What ``parse`` prints for one decoded side (the record view's ``%k``/``%s``, render/records.py)."""
+        return self._text(data, headers, is_key)
+
     def _text(self, data: bytes, headers: Any, is_key: bool) -> str:
         text = self.decoder.text(data, headers, is_key=is_key)
         if text is not None:
