@@ -305,3 +305,38 @@ def test_record_view_shows_decoded_keys_and_values(tmp_path: Path) -> None:
     # without a decoder the view is unchanged: the raw bytes
     r = CliRunner().invoke(cli, ["dump", "--records", "--count", "1", part])
     assert r.output == "0 2023-11-14T22:13:20.000Z 0 \x00\x00\x00\x00\x01\x00\x04x0\n"
+
+
+def _dump_rss(path: Path) -> int:
+    """Peak RSS (KiB) of ``kafkalog dump --value-decoder schema-registry PATH`` with stdout to /dev/null."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "dump", "--value-decoder", "schema-registry",
+                             str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, ru = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read() if proc.stderr else ""
+    return ru.ru_maxrss
+
+
+def test_decoded_dump_memory_is_flat(tmp_path: Path) -> None:
+    """Issue 30.6: peak RSS at 10x the records must not grow (each schema compiled once per id, the text
+    streamed): 8,000 and 80,000 Avro records under three schema ids."""
+    logs = tmp_path / "logs"
+    write_segment(logs / "_schemas-0", [schema_record(f"t{i}-value", 1, i, AVRO_V1) for i in (1, 2, 3)])
+    parsed = fastavro.parse_schema(json.loads(AVRO_V1))
+    sizes = {}
+    for part, n in (("t-0", 8_000), ("t-1", 80_000)):
+        out = bytearray()
+        for b in range(0, n, 100):
+            recs = []
+            for i in range(b, b + 100):
+                bio = io.BytesIO()
+                fastavro.schemaless_writer(bio, parsed, {"id": i, "item": f"item-{i:08d}"})
+                recs.append(RecordSpec(key=b"k%d" % i, value=confluent_prefix(1 + i % 3) + bio.getvalue()))
+            out += encode_batch(recs, base_offset=b)
+        (logs / part).mkdir()
+        (logs / part / "00000000000000000000.log").write_bytes(bytes(out))
+        sizes[n] = _dump_rss(logs / part)
+    assert sizes[80_000] <= sizes[8_000] + 8 * 1024, sizes  # KiB
