@@ -43,38 +43,26 @@ typedef struct {
     knowncache *kcache, *vcache; /* NULL: no cache */
 } recdec;
 
-static const char jv_hex[] = "0123456789abcdef";
+/* format_json.c's JSON string writer (json's escape_unicode over UTF-8 text; the caller reserves 6 * n + 2) */
+static void ob_json_str(outbuf *o, const uint8_t *s, Py_ssize_t n);
 
-/* json's escape_unicode over UTF-8 bytes: only ASCII is ever escaped, so escaping the UTF-8 form is the same */
 static int jv_string(outbuf *o, const unsigned char *s, Py_ssize_t n) {
     if (ob_reserve(o, (size_t)n * 6 + 2) < 0) return -1;
-    char *w = o->data + o->len;
-    *w++ = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *w++ = (char)c;
-            continue;
-        }
-        *w++ = '\\';
-        switch (c) {
-        case '"': *w++ = '"'; break;
-        case '\\': *w++ = '\\'; break;
-        case '\b': *w++ = 'b'; break;
-        case '\f': *w++ = 'f'; break;
-        case '\n': *w++ = 'n'; break;
-        case '\r': *w++ = 'r'; break;
-        case '\t': *w++ = 't'; break;
-        default:
-            *w++ = 'u';
-            *w++ = '0';
-            *w++ = '0';
-            *w++ = jv_hex[c >> 4];
-            *w++ = jv_hex[c & 15];
-        }
+    ob_json_str(o, s, n);
+    return 1;
+}
+
+/* Append the UTF-8 of str `t` as it is: 1, 0 (not a str, or not encodable: lone surrogates; error cleared), -1 */
+static int ob_put_str(outbuf *o, PyObject *t) {
+    Py_ssize_t len;
+    const char *s = PyUnicode_Check(t) ? PyUnicode_AsUTF8AndSize(t, &len) : NULL;
+    if (!s) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+        PyErr_Clear();
+        return 0;
     }
-    *w++ = '"';
-    o->len = (size_t)(w - o->data);
+    if (ob_reserve(o, (size_t)len) < 0) return -1;
+    ob_put(o, s, (size_t)len);
     return 1;
 }
 
@@ -185,15 +173,7 @@ static int jv_put(outbuf *o, PyObject *v, const recdec *dec, int depth) {
         }
         PyObject *r = PyObject_Repr(v);
         if (!r) return -1;
-        int rc = 0;
-        Py_ssize_t n;
-        const char *s = PyUnicode_AsUTF8AndSize(r, &n);
-        if (s && ob_reserve(o, (size_t)n) == 0) {
-            ob_put(o, s, (size_t)n);
-            rc = 1;
-        } else {
-            rc = -1;
-        }
+        int rc = ob_put_str(o, r);
         Py_DECREF(r);
         return rc;
     }
@@ -351,17 +331,7 @@ static int dec_value(outbuf *o, PyObject *value, const recdec *dec) {
         PyErr_Clear();
         return 0;
     }
-    Py_ssize_t len;
-    const char *s = PyUnicode_Check(t) ? PyUnicode_AsUTF8AndSize(t, &len) : NULL;
-    if (!s) {
-        PyErr_Clear();
-        rc = 0;
-    } else if (ob_reserve(o, (size_t)len) == 0) {
-        ob_put(o, s, (size_t)len);
-        rc = 1;
-    } else {
-        rc = -1;
-    }
+    rc = ob_put_str(o, t);
     Py_DECREF(t);
     return rc;
 }
@@ -406,15 +376,7 @@ static int dec_emit(outbuf *o, PyObject *fn, PyObject *known, const recdec *dec,
         return -1;
     }
     if (PyUnicode_CheckExact(r)) {
-        Py_ssize_t len;
-        const char *s = PyUnicode_AsUTF8AndSize(r, &len);
-        if (!s) {
-            rc = PyErr_ExceptionMatches(PyExc_UnicodeEncodeError) ? 0 : -1;
-            if (rc == 0) PyErr_Clear();
-        } else if (ob_reserve(o, (size_t)len) == 0) {
-            ob_put(o, s, (size_t)len);
-            rc = 1;
-        }
+        rc = ob_put_str(o, r);
     } else if (PyTuple_CheckExact(r) && PyTuple_GET_SIZE(r) == 1) {
         rc = dec_value(o, PyTuple_GET_ITEM(r, 0), dec);
     } else {
