@@ -448,22 +448,23 @@ class SchemaRegistryParser:
         d = self.decoder.decode(data, headers, is_key=is_key)
         return f"<undecoded: {d.reason}> base64:{raw_text(bytes(data))}"
 
-    def fast_decoders(self) -> tuple[Any, Any, Callable[[Any], str], Callable[[Any], Any], int] | None:
+    def fast_decoders(self, plain: Callable[[bytes], str]) -> tuple[Any, Any, Callable[[Any], str],
+                                                                   Callable[[Any], Any], int] | None:
         """The ``decoders`` of the compiled text dump (``_accel.dump_run`` / ``dump_batch``; accel/json_value.c), or
         None where it does not print what ``parse`` gives (2.0-2.3's tombstones): (key, value, encode, default,
-        known_len). A side is None (printed as UTF-8 text: the default key decoder) or (fn, known): ``fn(bytes[,
+        known_len). A side is None (its fallback is ``plain``, the decoder the C code prints as UTF-8 text:
+        render/parsers.string_decoder) or (fn, known): ``fn(bytes[,
         headers])`` returns ``(value,)`` (written as ``to_json(value)``) or the text ``parse`` prints; ``known`` maps
         a Confluent 5-byte prefix that decoded as Avro before to its compiled reader, which C then calls itself.
         Why: ``parse`` per record in the Python record tier cost twice the fastavro decode (issue 30.6)."""
         if not self.tombstone_key:
             return None
-        from kafkalog_cli.render.parsers import string_decoder
 
         def side(enabled: bool, fallback: Callable[[bytes], str], is_key: bool) -> Any:
             if enabled:
                 known: dict[bytes, Callable[[bytes, int], Any]] = {}
                 return self._fast_fn(is_key, known), known
-            if fallback is string_decoder:
+            if fallback is plain:
                 return None
             return (lambda data, headers=None: fallback(data)), None
 

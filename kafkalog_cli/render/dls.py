@@ -299,9 +299,11 @@ class DlsRenderer:
         once; None for any other parser (the plain UTF-8 text, or the Python tier)."""
         if self._decoders is False:
             from kafkalog_cli.internal_topics.schema_decode import SchemaRegistryParser
+            from kafkalog_cli.render.parsers import string_decoder
 
             parser = self.o.parser if self.o.print_data_log else None
-            self._decoders = parser.fast_decoders() if isinstance(parser, SchemaRegistryParser) else None
+            self._decoders = (parser.fast_decoders(string_decoder) if isinstance(parser, SchemaRegistryParser)
+                              else None)
         return self._decoders
 
     def _key_payload(self, ev: d.RecordEvent, prefix: str) -> tuple[str, str]:
