@@ -118,7 +118,9 @@ def _world(tmp_path: Path) -> Path:
         [RecordSpec(key=b"h1", value=_avro(WIDE, _wide(3)), headers=[("__value_schema_id", guid_hdr)]),
          RecordSpec(key=b"h2", value=_avro(AVRO_V1, {"id": 7, "item": "hdr"}),
                     headers=[("trace", b"abc"), ("__value_schema_id", b"\x00" + (1).to_bytes(4, "big"))]),
-         RecordSpec(key=b"h3", value=good[4], headers=[("trace", None), ("x", b"\xff")])],
+         RecordSpec(key=b"h3", value=good[4], headers=[("trace", None), ("x", b"\xff")]),
+         RecordSpec(key=b"h4", value=good[5], headers=[("__value_schema_id", None), ("trace", b"t")]),
+         RecordSpec(key=b"h5", value=good[1] + b"!", headers=[("trace", b"t")])],
         # Protobuf (message index [0]) and JSON Schema values, one of each that does not decode
         [RecordSpec(key=b"p", value=confluent_prefix(3, [0]) + _proto(5, "n\"é", [1.5, math.nan])),
          RecordSpec(key=b"p2", value=confluent_prefix(3, [0]) + b"\xff\xff"),

@@ -478,9 +478,12 @@ class SchemaRegistryParser:
         dec = self.decoder
         confluent = dec.wire == "confluent"
         n = sw.CONFLUENT_PREFIX_LEN
+        # the headers find_ref reads for this side before the prefix (a tracing header or the like does not count)
+        id_headers = ((sw.KEY_SCHEMA_ID_HEADER, sw.APICURIO_KEY_HEADER) if is_key
+                      else (sw.VALUE_SCHEMA_ID_HEADER, sw.APICURIO_VALUE_HEADER))
 
         def fn(data: bytes, headers: Any = None) -> Any:
-            if headers is None:
+            if headers is None or not any(v is not None and k in id_headers for k, v in headers):
                 f = known.get(data[:n])
                 if f is not None:
                     try:
