@@ -342,3 +342,20 @@ def test_decoded_dump_memory_is_flat(tmp_path: Path) -> None:
         (logs / part / "00000000000000000000.log").write_bytes(bytes(out))
         sizes[n] = _dump_rss(logs / part)
     assert sizes[80_000] <= sizes[8_000] + 8 * 1024, sizes  # KiB
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("topic", ["orders", "customers_keyed", "promotions"])
+def test_real_avro_topics_identical_both_ways(topic: str) -> None:
+    """The corpus' Confluent-Avro topics (keys Avro too): the compiled dump prints the Python tier's bytes."""
+    from realdata_path import REALDATA
+
+    dirs = sorted(REALDATA.glob(f"*/**/{topic}-0")) if REALDATA.is_dir() else []
+    dirs = [d for d in dirs if (d.parent / "_schemas-0").is_dir()]
+    if not dirs:
+        pytest.skip(f"no {topic}-0 beside a _schemas-0 in the real-data corpus")
+    args = ["dump", "--value-decoder", "schema-registry", "--key-decoder", "schema-registry", str(dirs[0])]
+    fast = CliRunner().invoke(cli, args)
+    slow = CliRunner().invoke(cli, args, env={"KAFKALOG_NO_ACCEL": "1"})
+    assert fast.exit_code == slow.exit_code and fast.output == slow.output
+    assert fast.output.count("payload: {") > 10
