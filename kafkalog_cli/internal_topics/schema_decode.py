@@ -453,9 +453,9 @@ class SchemaRegistryParser:
         """The ``decoders`` of the compiled text dump (``_accel.dump_run`` / ``dump_batch``; accel/json_value.c), or
         None where it does not print what ``parse`` gives (2.0-2.3's tombstones): (key, value, encode, default,
         known_len). A side is None (its fallback is ``plain``, the decoder the C code prints as UTF-8 text:
-        render/parsers.string_decoder) or (fn, known): ``fn(bytes[,
-        headers])`` returns ``(value,)`` (written as ``to_json(value)``) or the text ``parse`` prints; ``known`` maps
-        a Confluent 5-byte prefix that decoded as Avro before to its compiled reader, which C then calls itself.
+        render/parsers.string_decoder) or (fn, known): ``fn(bytes[, headers])`` returns ``(value,)`` (written as
+        ``to_json(value)``) or the text ``parse`` prints; ``known`` maps a Confluent 5-byte prefix that decoded as
+        Avro before to its compiled reader (also held by ``Decoder._compiled``), which C then calls itself.
         Why: ``parse`` per record in the Python record tier cost twice the fastavro decode (issue 30.6)."""
         if not self.tombstone_key:
             return None
