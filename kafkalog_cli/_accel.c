@@ -22,6 +22,7 @@
 #include "accel/layouts.h"
 #include "accel/buffers.h"
 #include "accel/record.h"
+#include "accel/json_value.c"
 #include "accel/format_text.c"
 #include "accel/crc.c"
 #include "accel/bytes.h"
@@ -57,6 +58,7 @@ static PyMethodDef methods[] = {
     {"check_records", check_records, METH_VARARGS, "verify-crc --deep: True if a v2 batch's records are certainly clean."},
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {"layout_constants", layout_constants, METH_NOARGS, "The layout offsets and sizes this build was compiled with (layouts.h)."},
+    {"json_text", json_text, METH_VARARGS, "The JSON text dump's decoders write for a decoded value, or None where it declines."},
     {"dump_run", dump_run, METH_VARARGS, "dump (text or JSON) of a run of clean v2 batches; stops at what it cannot take."},
     {"export_ndjson", export_ndjson, METH_VARARGS, "export --format ndjson: one v2 batch's record lines, or None to fall back."},
     {"export_columns", export_columns, METH_VARARGS, "export --format parquet: one v2 batch's record columns, or -1 to fall back."},

@@ -13,6 +13,9 @@ from typing import Any
 
 from typing_extensions import Buffer
 
+# dump_batch / dump_run's decoders: (key, value, encode, default, known_len), a side None or (fn, known dict or None)
+Decoders = tuple[Any, Any, Callable[[Any], str], Callable[[Any], Any], int]
+
 # ------------------------------------------------------------------------------------------------ CRC-32C (crc.c)
 def crc32c(data: Buffer, value: int = 0, /) -> int:
     """CRC-32C of ``data``, continuing ``value`` (same contract as the ``crc32c`` package). Hardware or table code,
@@ -117,7 +120,8 @@ def check_records(buffer: Buffer, start: int, end: int, count: int, base_offset:
 def dump_batch(buffer: Buffer, start: int, end: int,
                header: tuple[int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool],
                label: bytes, codec_name: bytes, print_horizon: bool, deep: bool, print_data: bool, last: int,
-               java_gaps: bool, as_bytes: bool = False, /) -> tuple[str | bytes, int, list[int]] | None:
+               java_gaps: bool, as_bytes: bool = False, decoders: Decoders | None = None, /
+               ) -> tuple[str | bytes, int, list[int]] | None:
     """``dump``'s text for one v2 batch: its batch line (DumpLogSegments 2.2+ form) and, with ``deep``, its record
     lines. ``header`` = (position, size, base_offset, last_offset_delta, count, base_sequence, producer_id,
     producer_epoch, partition_leader_epoch, attributes, base_timestamp, max_timestamp, magic, crc, valid).
@@ -125,6 +129,12 @@ def dump_batch(buffer: Buffer, start: int, end: int,
     Returns (text, last, gaps): str, or UTF-8 bytes with ``as_bytes``; the last offset printed and the offset gaps
     found. Returns None (Python formats the batch) when the records are not plain well-formed records it reproduces
     byte for byte (a malformed varint, too many headers, an offset overflow, a range past the buffer).
+
+    ``decoders`` (accel/json_value.c; ``SchemaRegistryParser.fast_decoders``): (key, value, encode, default,
+    known_len); a side None prints its bytes as UTF-8 text, else (fn, known): ``fn(bytes)`` / ``fn(bytes, headers)``
+    (a record with headers) returns the text to print or ``(value,)``, written as ``encode(value)`` would (json with
+    ``default``); ``known`` maps a first-``known_len``-bytes prefix to ``f(bytes, known_len) -> value``, called
+    directly for a record without headers. An Exception from a callable returns None (Python formats the batch).
     """
 
 def json_records(buffer: Buffer, start: int, end: int,
@@ -139,15 +149,21 @@ def json_records(buffer: Buffer, start: int, end: int,
 def dump_run(buffer: Buffer, pos: int, end: int, mode: int, deep: bool, print_data: bool, print_horizon: bool,
              max_codec: int, labels: tuple[bytes, bytes], codec_names: tuple[bytes, bytes, bytes, bytes, bytes],
              file_json: bytes, last: int, java_gaps: bool, max_out: int,
-             decompress: Callable[[int, Any, int, int], Any], decline: type[BaseException], /
-             ) -> tuple[bytearray, int, int, int, int, list[int], bool]:
+             decompress: Callable[[int, Any, int, int], Any], decline: type[BaseException],
+             decoders: Decoders | None = None, /) -> tuple[bytearray, int, int, int, int, list[int], bool]:
     """``dump``'s text (``mode`` 0) or JSON (``mode`` 1) of a run of clean v2 batches from ``pos``, formatted as
     dump_batch / json_records would, into one bytearray of about ``max_out`` bytes (pooled: reused only once Python
     dropped it). Returns (text, next_pos, batches, records, last, gaps, full). It stops before the first batch it
     does not take (short, not magic 2, bad length or CRC, codec id above ``max_codec``, a control batch or records it
     would decline in a deep dump, or ``decompress`` raising ``decline``: Python then handles that batch with its
     exact text or error), at ``end``, or with ``full`` True once the text reaches ``max_out`` (call again at
-    next_pos). Any other exception from ``decompress`` propagates."""
+    next_pos). Any other exception from ``decompress`` propagates. ``decoders``: dump_batch's (text, ``mode`` 0,
+    only); a batch whose callable raises an Exception stops the run (Python formats it)."""
+
+def json_text(value: Any, encode: Callable[[Any], str], default: Callable[[Any], Any], /) -> bytes | None:
+    """The JSON text the dump's decoders write for ``value`` (accel/json_value.c): ``encode(value)``'s (json with
+    ``default``, ``ensure_ascii=False``, compact separators) as UTF-8, or None where it declines (a str with lone
+    surrogates, a dict key that is not a str, a subclass of a builtin, deep nesting). For the tests."""
 
 # ------------------------------------------------------------------------------------------------ export (export_records.c)
 def export_ndjson(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,

@@ -17,8 +17,9 @@
  * A batch that declines half way is rolled back (text, last offset, gaps).
  *
  * dump_run(buf, pos, end, mode, deep, print_data, print_horizon, max_codec, (label0, label1),
- *          (codec0, .., codec4), file_json, last, java_gaps, max_out, decompress, decline)
- *   -> (text, next_pos, batches, records, last, gaps, full); text is a bytearray (see run_buffer)
+ *          (codec0, .., codec4), file_json, last, java_gaps, max_out, decompress, decline[, decoders])
+ *   -> (text, next_pos, batches, records, last, gaps, full); text is a bytearray (see run_buffer); decoders (text
+ *   mode only): format_text.c's parse_decoders
  * labels are the timestamp-type names, codecN the codec names as printed (text: upper or lower case per version;
  * JSON: lower case); file_json is the file's JSON string (mode 1 only). `full` says it stopped at max_out (call
  * again at next_pos) rather than before a batch it does not take.
@@ -61,13 +62,25 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
     int mode, deep, print_data, print_horizon, max_codec, java_gaps;
     const char *labels[2], *codecs[5], *file_json;
     Py_ssize_t label_lens[2], codec_lens[5], fj_len;
-    PyObject *decompress, *decline;
-    if (!PyArg_ParseTuple(args, "y*LLipppi(y#y#)(y#y#y#y#y#)y#LpLOO", &view, &pos, &end, &mode, &deep, &print_data,
+    PyObject *decompress, *decline, *decoders = NULL;
+    recdec decs;
+    knowncache caches[2];
+    const recdec *dec;
+    if (!PyArg_ParseTuple(args, "y*LLipppi(y#y#)(y#y#y#y#y#)y#LpLOO|O", &view, &pos, &end, &mode, &deep, &print_data,
                           &print_horizon, &max_codec, &labels[0], &label_lens[0], &labels[1], &label_lens[1],
                           &codecs[0], &codec_lens[0], &codecs[1], &codec_lens[1], &codecs[2], &codec_lens[2],
                           &codecs[3], &codec_lens[3], &codecs[4], &codec_lens[4], &file_json, &fj_len, &last,
-                          &java_gaps, &max_out, &decompress, &decline))
+                          &java_gaps, &max_out, &decompress, &decline, &decoders))
         return NULL;
+    if (parse_decoders(decoders, &decs, &dec, caches) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (dec && mode != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "decoders are for the text dump (mode 0) only");
+        return NULL;
+    }
     const uint8_t *b = (const uint8_t *)view.buf;
     if (end > view.len) end = view.len;
     if (pos < 0) pos = end; /* defensive: never read before the buffer */
@@ -148,7 +161,7 @@ static PyObject *dump_run(PyObject *self, PyObject *args) {
             if (deep)
                 r = put_records(&o, rb, rstart, rend, h.records_count, h.base_offset, h.base_ts, h.max_ts,
                                 (attributes & 0x08) != 0, h.base_sequence, label, label_len, print_data, &last,
-                                java_gaps, gaps);
+                                java_gaps, gaps, dec);
         } else {
             put_json_head(&o, file_json, fj_len, pos, h.base_offset, last_offset, size, codecs[codec],
                           codec_lens[codec], label, label_len, (int64_t)h.crc, h.records_count, h.base_sequence,

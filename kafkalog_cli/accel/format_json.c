@@ -247,7 +247,7 @@ static int put_json_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ss
                             int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
                             const char *file_json, Py_ssize_t fj_len, int64_t position, const char *ts_name,
                             Py_ssize_t ts_len, int print_data, long long *last, int java_gaps, PyObject *gaps) {
-    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps};
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps, NULL};
     jsonfmt j = {file_json, ts_name, fj_len, ts_len, position};
     return dump_records(o, b, start, end, count, &c, json_record, &j);
 }

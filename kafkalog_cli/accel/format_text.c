@@ -21,6 +21,7 @@ typedef struct {
     int32_t base_seq;
     long long *last;
     PyObject *gaps;
+    const recdec *dec; /* the text dump's key/value decoders (json_value.c), or NULL: the bytes as UTF-8 text */
 } dumpctx;
 
 REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last_rec, const dumpctx *c,
@@ -32,9 +33,9 @@ REC_INLINE int dump_rec_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, 
         d->ts = c->max_ts;
     else if (__builtin_add_overflow(c->base_ts, r->ts_delta, &d->ts))
         return 0;
-    if (c->print_data) {
-        if (r->klen >= 0 && !utf8_valid(b + r->kpos, r->klen)) return 0;
-        if (r->vlen >= 0 && !utf8_valid(b + r->vpos, r->vlen)) return 0;
+    if (c->print_data) { /* a part a decoder prints need not be text */
+        if (r->klen >= 0 && !(c->dec && c->dec->key != Py_None) && !utf8_valid(b + r->kpos, r->klen)) return 0;
+        if (r->vlen >= 0 && !(c->dec && c->dec->value != Py_None) && !utf8_valid(b + r->vpos, r->vlen)) return 0;
     }
     d->seq = c->base_seq >= 0 ? increment_sequence(c->base_seq, r->off_delta) : -1;
     return 1;
@@ -80,7 +81,7 @@ typedef struct {
 } textfmt;
 
 /* One record line (DumpLogSegments' compact 3.0+ form); a dump_emit_fn. Declines on a header key that is not strict
- * UTF-8. */
+ * UTF-8. With c->dec, a key or value with a decoder is what its callable makes of it (json_value.c's dec_emit). */
 REC_INLINE int text_record(outbuf *o, const uint8_t *b, const dumprec *d, const dumpctx *c, const void *fmt) {
     const textfmt *t = (const textfmt *)fmt;
     int32_t klen = d->r.klen, vlen = d->r.vlen, nh = d->r.nh;
@@ -90,7 +91,9 @@ REC_INLINE int text_record(outbuf *o, const uint8_t *b, const dumprec *d, const 
     if (dump_track_gap(d->offset, c->last, c->java_gaps, c->gaps) < 0) return -1;
     int64_t offset = d->offset, ts = d->ts;
     int32_t seq = d->seq;
-    size_t need = 200 + (size_t)t->label_len + (c->print_data ? (size_t)(klen > 0 ? klen : 0) + (size_t)(vlen > 0 ? vlen : 0) : 0);
+    const recdec *dec = c->print_data ? c->dec : NULL;
+    PyObject *kfn = dec && dec->key != Py_None ? dec->key : NULL, *vfn = dec && dec->value != Py_None ? dec->value : NULL;
+    size_t need = 200 + (size_t)t->label_len + (c->print_data ? (size_t)(klen > 0 && !kfn ? klen : 0) + (size_t)(vlen > 0 && !vfn ? vlen : 0) : 0);
     for (int32_t h = 0; h < nh; h++) need += (size_t)d->hdrs[h].klen + 1;
     if (ob_reserve(o, need) < 0) {
         PyErr_NoMemory();
@@ -115,13 +118,43 @@ REC_INLINE int text_record(outbuf *o, const uint8_t *b, const dumprec *d, const 
     }
     PUTLIT(o, "]");
     if (c->print_data) {
-        if (klen >= 0) {
-            PUTLIT(o, " key: ");
-            ob_put(o, (const char *)b + kpos, (size_t)klen);
-        }
-        if (vlen >= 0) {
-            PUTLIT(o, " payload: ");
-            ob_put(o, (const char *)b + vpos, (size_t)vlen);
+        if (kfn || vfn) { /* the decoded parts: their callables, the rest as above (reserved again after each call) */
+            PyObject *headers = NULL;
+            int rc = 1;
+            if (klen >= 0) {
+                PUTLIT(o, " key: ");
+                if (kfn)
+                    rc = dec_emit(o, kfn, dec->kknown, dec, b, kpos, klen, d->hdrs, nh, &headers);
+                else
+                    ob_put(o, (const char *)b + kpos, (size_t)klen);
+            }
+            if (rc == 1 && vlen >= 0) {
+                if (ob_reserve(o, 16 + (size_t)(vfn ? 0 : vlen)) < 0) {
+                    PyErr_NoMemory();
+                    rc = -1;
+                } else {
+                    PUTLIT(o, " payload: ");
+                    if (vfn)
+                        rc = dec_emit(o, vfn, dec->vknown, dec, b, vpos, vlen, d->hdrs, nh, &headers);
+                    else
+                        ob_put(o, (const char *)b + vpos, (size_t)vlen);
+                }
+            }
+            Py_XDECREF(headers);
+            if (rc != 1) return rc;
+            if (ob_reserve(o, 1) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        } else {
+            if (klen >= 0) {
+                PUTLIT(o, " key: ");
+                ob_put(o, (const char *)b + kpos, (size_t)klen);
+            }
+            if (vlen >= 0) {
+                PUTLIT(o, " payload: ");
+                ob_put(o, (const char *)b + vpos, (size_t)vlen);
+            }
         }
     }
     PUTLIT(o, "\n");
@@ -132,8 +165,8 @@ REC_INLINE int text_record(outbuf *o, const uint8_t *b, const dumprec *d, const 
 static int put_records(outbuf *o, const uint8_t *b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count,
                        int64_t base_offset, int64_t base_ts, int64_t max_ts, int log_append, int32_t base_seq,
                        const char *label, Py_ssize_t label_len, int print_data, long long *last, int java_gaps,
-                       PyObject *gaps) {
-    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps};
+                       PyObject *gaps, const recdec *dec) {
+    dumpctx c = {base_offset, base_ts, max_ts, log_append, print_data, java_gaps, base_seq, last, gaps, dec};
     textfmt t = {label, label_len};
     return dump_records(o, b, start, end, count, &c, text_record, &t);
 }
@@ -200,11 +233,49 @@ static void put_batch_line(outbuf *o, int64_t position, int64_t size, int64_t ba
     PUTLIT(o, "\n");
 }
 
+/* The `decoders` argument of dump_batch / dump_run: None (NULL out) or (key, value, encode, default, known_len), key
+ * and value each None or (callable, known dict or None) (json_value.c's recdec). 0, or -1 with a TypeError. */
+static int parse_side(PyObject *side, PyObject **fn, PyObject **known) {
+    *fn = Py_None;
+    *known = NULL;
+    if (side == Py_None) return 0;
+    if (!PyTuple_Check(side) || PyTuple_GET_SIZE(side) != 2 || !PyCallable_Check(PyTuple_GET_ITEM(side, 0)) ||
+        (PyTuple_GET_ITEM(side, 1) != Py_None && !PyDict_CheckExact(PyTuple_GET_ITEM(side, 1)))) {
+        PyErr_SetString(PyExc_TypeError, "decoders: key and value must be None or (callable, dict or None)");
+        return -1;
+    }
+    *fn = PyTuple_GET_ITEM(side, 0);
+    if (PyTuple_GET_ITEM(side, 1) != Py_None) *known = PyTuple_GET_ITEM(side, 1);
+    return 0;
+}
+
+static int parse_decoders(PyObject *arg, recdec *out, const recdec **res, knowncache caches[2]) {
+    *res = NULL;
+    memset(caches, 0, 2 * sizeof(knowncache));
+    out->kcache = &caches[0];
+    out->vcache = &caches[1];
+    if (arg == NULL || arg == Py_None) return 0;
+    if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != 5 || !PyCallable_Check(PyTuple_GET_ITEM(arg, 2))) {
+        PyErr_SetString(PyExc_TypeError, "decoders must be None or (key, value, encode, default, known_len)");
+        return -1;
+    }
+    if (parse_side(PyTuple_GET_ITEM(arg, 0), &out->key, &out->kknown) < 0 ||
+        parse_side(PyTuple_GET_ITEM(arg, 1), &out->value, &out->vknown) < 0)
+        return -1;
+    out->encode = PyTuple_GET_ITEM(arg, 2);
+    out->fallback = PyTuple_GET_ITEM(arg, 3);
+    out->known_len = PyLong_AsSsize_t(PyTuple_GET_ITEM(arg, 4));
+    if (out->known_len == -1 && PyErr_Occurred()) return -1;
+    if (out->known_len < 0) out->known_len = 0;
+    if (out->key != Py_None || out->value != Py_None) *res = out;
+    return 0;
+}
+
 /*
  * dump_batch(buf, start, end, hdr, label, codec_name, print_horizon, deep, print_data, last, java_gaps)
  *   hdr = (position, size, base_offset, last_offset_delta, count, base_seq, producer_id, producer_epoch,
  *          partition_leader_epoch, attributes, base_ts, max_ts, magic, crc, valid)
- * [, as_bytes] -> (text, last, gaps) | None; text is str, or the UTF-8 bytes with as_bytes (written to stdout as
+ * [, as_bytes[, decoders]] -> (text, last, gaps) | None (decoders: parse_decoders); text is str, or the UTF-8 bytes with as_bytes (written to stdout as
  * they are). The batch line is DumpLogSegments' 2.2+ form (with deleteHorizonMs when
  * print_horizon); with `deep` the record lines follow (compact 3.0+ form).
  */
@@ -216,11 +287,19 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
     const char *label, *codec;
     Py_ssize_t label_len, codec_len;
     int print_horizon, deep, print_data, java_gaps, as_bytes = 0;
-    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp|p", &view, &start, &end, &position, &size, &base_offset,
+    PyObject *decoders = NULL;
+    recdec decs;
+    knowncache caches[2];
+    const recdec *dec;
+    if (!PyArg_ParseTuple(args, "y*nn(LLLiiiLiiiLLiLp)y#y#pppLp|pO", &view, &start, &end, &position, &size, &base_offset,
                           &last_offset_delta, &count, &base_seq, &producer_id, &producer_epoch, &ple, &attributes,
                           &base_ts, &max_ts, &magic, &crc, &valid, &label, &label_len, &codec, &codec_len,
-                          &print_horizon, &deep, &print_data, &last, &java_gaps, &as_bytes))
+                          &print_horizon, &deep, &print_data, &last, &java_gaps, &as_bytes, &decoders))
         return NULL;
+    if (parse_decoders(decoders, &decs, &dec, caches) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     const uint8_t *b = (const uint8_t *)view.buf;
     static outbuf keep = {NULL, 0, 0};
     outbuf o = keep;
@@ -242,7 +321,7 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
                    print_horizon);
     if (deep) {
         int r = put_records(&o, b, start, end, count, base_offset, base_ts, max_ts, (attributes & 0x08) != 0, base_seq,
-                            label, label_len, print_data, &last, java_gaps, gaps);
+                            label, label_len, print_data, &last, java_gaps, gaps, dec);
         if (r < 0) goto error;
         if (r == 0) goto fallback;
     }

@@ -194,7 +194,8 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
 
         try:
             renderer = RecordRenderer(None if fmt == "json" else (record_format or DEFAULT_FORMAT), sink.out_bytes,
-                                      DlsRenderer(profile, opts, lambda _line: None, err))
+                                      DlsRenderer(profile, opts, lambda _line: None, err),
+                                      opts.parser if key_decoder or value_decoder else None)
         except FormatError as exc:
             fail(str(exc), "e.g. -f '%o %T %k %s\\n' (offset, timestamp, key, value)", code=EXIT_USAGE)
     elif fmt == "json":

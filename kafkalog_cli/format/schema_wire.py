@@ -26,6 +26,7 @@ from kafkalog_cli.format.varint import read_varint
 
 MAGIC_ID = 0  # Confluent magic byte: a 4-byte id follows (Apicurio: an 8-byte global id)
 MAGIC_GUID = 1  # Confluent 8.x header form: a 16-byte GUID follows
+CONFLUENT_PREFIX_LEN = 5  # the magic byte and the 4-byte id before a Confluent-framed payload
 KEY_SCHEMA_ID_HEADER = b"__key_schema_id"
 VALUE_SCHEMA_ID_HEADER = b"__value_schema_id"
 APICURIO_KEY_HEADER = b"apicurio.key.globalId"

@@ -437,12 +437,69 @@ class SchemaRegistryParser:
         self.key_fallback, self.value_fallback = key_fallback, value_fallback
         self.tombstone_key = tombstone_key
 
+    def text(self, data: bytes, headers: Any, *, is_key: bool) -> str:
+        """What ``parse`` prints for one decoded side (the record view's ``%k``/``%s``, render/records.py)."""
+        return self._text(data, headers, is_key)
+
     def _text(self, data: bytes, headers: Any, is_key: bool) -> str:
         text = self.decoder.text(data, headers, is_key=is_key)
         if text is not None:
             return text
         d = self.decoder.decode(data, headers, is_key=is_key)
         return f"<undecoded: {d.reason}> base64:{raw_text(bytes(data))}"
+
+    def fast_decoders(self, plain: Callable[[bytes], str]) -> tuple[Any, Any, Callable[[Any], str],
+                                                                   Callable[[Any], Any], int] | None:
+        """The ``decoders`` of the compiled text dump (``_accel.dump_run`` / ``dump_batch``; accel/json_value.c), or
+        None where it does not print what ``parse`` gives (2.0-2.3's tombstones): (key, value, encode, default,
+        known_len). A side is None (its fallback is ``plain``, the decoder the C code prints as UTF-8 text:
+        render/parsers.string_decoder) or (fn, known): ``fn(bytes[, headers])`` returns ``(value,)`` (written as
+        ``to_json(value)``) or the text ``parse`` prints; ``known`` maps a Confluent 5-byte prefix that decoded as
+        Avro before to its compiled reader (also held by ``Decoder._compiled``), which C then calls itself.
+        Why: ``parse`` per record in the Python record tier cost twice the fastavro decode (issue 30.6)."""
+        if not self.tombstone_key:
+            return None
+
+        def side(enabled: bool, fallback: Callable[[bytes], str], is_key: bool) -> Any:
+            if enabled:
+                known: dict[bytes, Callable[[bytes, int], Any]] = {}
+                return self._fast_fn(is_key, known), known
+            if fallback is plain:
+                return None
+            return (lambda data, headers=None: fallback(data)), None
+
+        return (side(self.key, self.key_fallback, True), side(self.value, self.value_fallback, False), _ENCODE,
+                _default, sw.CONFLUENT_PREFIX_LEN)
+
+    def _fast_fn(self, is_key: bool, known: dict[bytes, Callable[[bytes, int], Any]]) -> Callable[..., Any]:
+        """One side's callable for ``fast_decoders``: what ``_text`` prints, with an ok decode as ``(value,)``; a
+        prefix-framed Avro decode enters its prefix and compiled reader in ``known`` (the same reader
+        ``Decoder.text`` calls for it)."""
+        dec = self.decoder
+        confluent = dec.wire == "confluent"
+        n = sw.CONFLUENT_PREFIX_LEN
+        # the headers find_ref reads for this side before the prefix (a tracing header or the like does not count)
+        id_headers = ((sw.KEY_SCHEMA_ID_HEADER, sw.APICURIO_KEY_HEADER) if is_key
+                      else (sw.VALUE_SCHEMA_ID_HEADER, sw.APICURIO_VALUE_HEADER))
+
+        def fn(data: bytes, headers: Any = None) -> Any:
+            if headers is None or not any(v is not None and k in id_headers for k, v in headers):
+                f = known.get(data[:n])
+                if f is not None:
+                    try:
+                        return (f(data, n),)
+                    except Exception:  # noqa: BLE001 - decode() below names the reason
+                        pass
+            d = dec.decode(data, headers, is_key=is_key)
+            if not d.ok:
+                return f"<undecoded: {d.reason}> base64:{raw_text(bytes(data))}"
+            if confluent and d.source == "prefix" and d.schema_type == "AVRO":
+                comp = dec._compiled.get(("id", d.schema_id))
+                if comp is not None and comp.fn is not None:
+                    known[bytes(data[:n])] = comp.fn
+            return (d.value,)
+
+        return fn
 
     def parse(self, record: Any, batch: Any) -> tuple[str | None, str | None]:
         if record.value is None and not self.tombstone_key:

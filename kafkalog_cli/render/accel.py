@@ -9,6 +9,10 @@ takes the pure-Python reference path, which also produces the exact error text.
 
 ``make_run`` returns a callable that does the same for a whole run of clean batches in one C call
 (``_accel.dump_run``); ``Dumper`` hands the batch it stops at to the per-batch path.
+
+``decoders`` (both): a record parser's ``fast_decoders()`` (``internal_topics/schema_decode.SchemaRegistryParser``):
+the C text formatter calls them for each key and value and writes what they return (accel/json_value.c), so a
+``--value-decoder schema-registry`` dump stays in C; None prints the bytes as UTF-8 text.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ def available() -> bool:
 
 
 def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_horizon: bool,
-                   as_bytes: bool = False) -> FastFormatter | None:
+                   as_bytes: bool = False, decoders: tuple | None = None) -> FastFormatter | None:
     """A batch formatter; ``records`` says whether it may format record lines (the compact 3.0+ form). With
     ``as_bytes`` the text comes back as UTF-8 bytes, for a writer that sends them to stdout as they are."""
     if not available():
@@ -54,7 +58,7 @@ def make_formatter(*, records: bool, print_data: bool, codec_upper: bool, print_
             data, start, end = b"", 0, 0
         return dump_batch(
             data, start, end, header_tuple(batch, valid), _LABELS[batch.timestamp_type], codec_names[batch.codec], print_horizon, deep,
-            print_data, last, java_gaps, as_bytes,
+            print_data, last, java_gaps, as_bytes, decoders,
         )
 
     return format_batch
@@ -92,7 +96,7 @@ FastRun = Callable[..., "tuple[bytes | bytearray, int, int, int, int, list[tuple
 
 
 def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_horizon: bool = False,
-             file_json: Callable[[], bytes] | None = None) -> FastRun | None:
+             file_json: Callable[[], bytes] | None = None, decoders: tuple | None = None) -> FastRun | None:
     """The formatter of whole runs of clean v2 batches (``_accel.dump_run``), or None where the accelerator is off.
 
     The callable takes ``(buf, pos, end, deep, max_codec, last, java_gaps, limit)`` (``limit``: the decompressed
@@ -129,6 +133,6 @@ def make_run(*, json: bool, print_data: bool, codec_upper: bool = False, print_h
         fj = file_json() if file_json is not None else b""
         dec = decompressors.get(limit) or decompressor(limit)
         return dump_run(buf, pos, end, mode, deep, print_data, print_horizon, max_codec, labels, codec_names, fj, last,
-                        java_gaps, RUN_MAX_OUT, dec, KafkalogError)
+                        java_gaps, RUN_MAX_OUT, dec, KafkalogError, decoders)
 
     return run

@@ -39,6 +39,7 @@ class DlsRenderer:
         self.out_bytes = out_bytes
         self._partial = False  # stdout ends in a partial batch line (on_PartialBatch)
         self._legacy_base: tuple[tuple[int, int], int] = ((-1, -1), -1)  # (entry, first inner offset), 2.8's lines
+        self._decoders: tuple | None | bool = False  # _fast_decoders: False until asked
 
     # ---------------------------------------------------------------------------------------------- helpers
     def codec(self, cid: int) -> str:
@@ -266,7 +267,7 @@ class DlsRenderer:
             return None
         p = self.p
         return accel.make_run(json=False, print_data=bool(self.o.print_data_log), codec_upper=bool(p.codec_upper),
-                              print_horizon=bool(p.delete_horizon))
+                              print_horizon=bool(p.delete_horizon), decoders=self._fast_decoders())
 
     def fast_formatter(self):  # noqa: ANN201
         """The compiled batch formatter where it reproduces this renderer's lines exactly, else None."""
@@ -280,17 +281,30 @@ class DlsRenderer:
         if o.print_data_log:
             parser = o.parser
             records = records and (
-                isinstance(parser, DecoderParser)
-                and parser.key_decoder is string_decoder
-                and parser.value_decoder is string_decoder
-                and bool(parser.tombstone_key)
+                (isinstance(parser, DecoderParser)
+                 and parser.key_decoder is string_decoder
+                 and parser.value_decoder is string_decoder
+                 and bool(parser.tombstone_key))
+                or self._fast_decoders() is not None
             )
         if o.deep and not records:
             return None
         return accel.make_formatter(
             records=records, print_data=o.print_data_log, codec_upper=bool(p.codec_upper),
-            print_horizon=bool(p.delete_horizon), as_bytes=self.out_bytes is not None,
+            print_horizon=bool(p.delete_horizon), as_bytes=self.out_bytes is not None, decoders=self._fast_decoders(),
         )
+
+    def _fast_decoders(self):  # noqa: ANN202
+        """The record parser's callables for the compiled formatter (``SchemaRegistryParser.fast_decoders``), made
+        once; None for any other parser (the plain UTF-8 text, or the Python tier)."""
+        if self._decoders is False:
+            from kafkalog_cli.internal_topics.schema_decode import SchemaRegistryParser
+            from kafkalog_cli.render.parsers import string_decoder
+
+            parser = self.o.parser if self.o.print_data_log else None
+            self._decoders = (parser.fast_decoders(string_decoder) if isinstance(parser, SchemaRegistryParser)
+                              else None)
+        return self._decoders
 
     def _key_payload(self, ev: d.RecordEvent, prefix: str) -> tuple[str, str]:
         if not self.o.print_data_log:

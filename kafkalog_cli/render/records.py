@@ -9,15 +9,19 @@ Format string tokens (kcat's, plus three of kafkalog's own; docs/dump.md, "Recor
 ``%o``   offset
 ``%T``   timestamp, milliseconds since the epoch
 ``%I``   timestamp as UTC ISO-8601 (``2024-06-15T10:00:00.000Z``; kafkalog's own)
-``%k``   key (UTF-8; invalid bytes as ``\\xNN``; nothing for a null key)
+``%k``   key (UTF-8; invalid bytes as ``\\xNN``; nothing for a null key; with ``--key-decoder schema-registry``
+         the decoded JSON, or ``<undecoded: REASON> base64:RAW``, as the text dump prints it)
 ``%K``   key length (-1 for null)
-``%s``   value, as ``%k``
+``%s``   value, as ``%k`` (``--value-decoder schema-registry``: decoded)
 ``%S``   value length (-1 for null)
 ``%h``   headers, ``name=value`` separated by ``,``
 ``%P``   producer id (kafkalog's own)
 ``%E``   producer epoch (kafkalog's own)
 ``%%``   a ``%``; ``\\n``, ``\\t``, ``\\r``, ``\\\\``: newline, tab, carriage return, backslash
 =======  ======================================================================
+
+With a schema-registry decoder the ``-J`` object's ``key``/``payload`` are that decoded text and ``decoded`` holds
+the structured decode ``dump --format json`` gives (schema id, subject, version, the value or the error).
 
 Control records (transaction markers) are not records a consumer sees and are not printed. Everything that is not a
 record (errors, unreadable bytes) goes to stderr as in the text dump.
@@ -83,10 +87,13 @@ class RecordRenderer:
     other event that reaches stderr in a text dump (``FileError``, read findings, the summary) goes through
     ``errors``, a text renderer whose stdout is discarded."""
 
-    def __init__(self, fmt: str | None, out_bytes: Callable[[bytes], None], errors: Any) -> None:
+    def __init__(self, fmt: str | None, out_bytes: Callable[[bytes], None], errors: Any, decoder: Any = None) -> None:
+        """``decoder``: the dump's ``SchemaRegistryParser`` (``--key-decoder``/``--value-decoder schema-registry``),
+        whose text replaces the bytes of the side it decodes."""
         self.parts = compile_format(fmt) if fmt is not None else None
         self.out_bytes = out_bytes
         self.errors = errors
+        self.decoder = decoder
         self.topic = ""
         self.partition = -1
 
@@ -113,6 +120,16 @@ class RecordRenderer:
     def field(self, tok: str, entry: Entry, rec: Record) -> str:
         return _FIELD_TEXT[tok](self, entry, rec)
 
+    def key_text(self, rec: Record) -> str:
+        if rec.key is not None and self.decoder is not None and self.decoder.key:
+            return self.decoder.text(rec.key, rec.headers, is_key=True)
+        return _text(rec.key)
+
+    def value_text(self, rec: Record) -> str:
+        if rec.value is not None and self.decoder is not None and self.decoder.value:
+            return self.decoder.text(rec.value, rec.headers, is_key=False)
+        return _text(rec.value)
+
     def envelope(self, entry: Entry, rec: Record) -> dict[str, Any]:
         """kcat -J's object: topic, partition, offset, tstype, ts, headers (a flat name, value list), key, payload;
         ``broker`` (the broker a consumer fetched from) does not exist in a file and is left out."""
@@ -127,8 +144,10 @@ class RecordRenderer:
             for k, v in rec.headers:
                 flat += [_text(k), None if v is None else _text(v)]
             obj["headers"] = flat
-        obj["key"] = None if rec.key is None else _text(rec.key)
-        obj["payload"] = None if rec.value is None else _text(rec.value)
+        obj["key"] = None if rec.key is None else self.key_text(rec)
+        obj["payload"] = None if rec.value is None else self.value_text(rec)
+        if self.decoder is not None:
+            obj["decoded"] = self.decoder.json(rec)
         return obj
 
 
@@ -139,9 +158,9 @@ _FIELD_TEXT: dict[str, Callable[[RecordRenderer, Entry, Record], str]] = {
     "o": lambda r, e, rec: str(rec.offset),
     "T": lambda r, e, rec: str(rec.timestamp),
     "I": lambda r, e, rec: iso_utc(rec.timestamp),
-    "k": lambda r, e, rec: _text(rec.key),
+    "k": lambda r, e, rec: r.key_text(rec),
     "K": lambda r, e, rec: str(rec.key_size),
-    "s": lambda r, e, rec: _text(rec.value),
+    "s": lambda r, e, rec: r.value_text(rec),
     "S": lambda r, e, rec: str(rec.value_size),
     "h": lambda r, e, rec: _headers(rec),
     "P": lambda r, e, rec: str(e.producer_id),
