@@ -34,6 +34,7 @@
 #include "accel/scan_records.c"
 #include "accel/format_json.c"
 #include "accel/dump_run.c"
+#include "accel/metadata_replay.c"
 
 static PyMethodDef methods[] = {
     {"dump_batch", dump_batch, METH_VARARGS, "Format one v2 batch's line and record lines, or return None to fall back."},
@@ -57,6 +58,7 @@ static PyMethodDef methods[] = {
     {"json_records", json_records, METH_VARARGS, "dump --format json: a v2 batch's record objects, or None to fall back."},
     {"layout_constants", layout_constants, METH_NOARGS, "The layout offsets and sizes this build was compiled with (layouts.h)."},
     {"dump_run", dump_run, METH_VARARGS, "dump (text or JSON) of a run of clean v2 batches; stops at what it cannot take."},
+    {"metadata_apply", metadata_apply, METH_VARARGS, "metadata replay: apply a plain batch's Topic/Partition/PartitionChange records to the image."},
     {NULL, NULL, 0, NULL},
 };
 
