@@ -325,7 +325,7 @@ def _fast_batch(fast: CompiledReplay, buf: Any, batch: Batch, path: str, finding
     log_append = batch.timestamp_type == LOG_APPEND_TIME
     while left:
         got = fast.apply(buf, pos, end, batch.base_offset, batch.base_timestamp, batch.max_timestamp, log_append,
-                         left, skip, start, stop.offset, stop.time_ms)
+                         left + skip, skip, start, stop.offset, stop.time_ms)  # from pos: the skipped one too
         if got is None:
             break
         pos, n, first, last = got
