@@ -3,7 +3,10 @@ PartitionRecord per partition, then PartitionChangeRecords: leader elections and
 and deleted. Each size is replayed in a fresh process (the engine's ``ops.metadata.load``, no snapshot), which
 prints its wall time and peak RSS: memory must be flat in N (the image holds P partitions; the records stream).
 
-    python bench/metadata_bench.py [--records 1000000] [--partitions 100000] [--small 200000] [--repeat 2]
+    python bench/metadata_bench.py [--records 1000000] [--partitions 100000] [--small 200000] [--repeat 2] [--compare]
+
+The replay takes the compiled path (``_accel.metadata_apply``) where the accelerator is built; ``--compare`` also
+replays each size once with ``KAFKALOG_NO_ACCEL=1`` (the pure-Python reference), the baseline of the same run.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--small", type=int, default=200_000, help="a second, shorter log over the same partitions")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--compare", action="store_true", help="also replay each size once with KAFKALOG_NO_ACCEL=1")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -115,11 +119,14 @@ def main() -> None:
             size = generate(d, n, a.partitions)
             print(f"generated {n} records over {a.partitions} partitions: {size / 2**20:.1f} MiB in "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
-            for _ in range(a.repeat):
+            runs = [("compiled", {}) for _ in range(a.repeat)]
+            if a.compare:
+                runs.append(("python (KAFKALOG_NO_ACCEL=1)", {"KAFKALOG_NO_ACCEL": "1"}))
+            for label, env in runs:
                 out = subprocess.run([sys.executable, __file__, "--child", d], capture_output=True, text=True,
-                                     check=True).stdout.split()
+                                     check=True, env={**os.environ, **env}).stdout.split()
                 dt, rss, recs, parts, probs, cpu = out
-                print(f"  replay {recs} records, {parts} partitions in the image: {float(dt):.2f} s wall, "
+                print(f"  {label}: replay {recs} records, {parts} partitions in the image: {float(dt):.2f} s wall, "
                       f"{float(cpu):.2f} s CPU ({int(recs) / float(dt) / 1e6:.2f} M records/s wall), peak RSS {rss} "
                       f"MiB, problems {probs}, load average {os.getloadavg()[0]:.1f}", flush=True)
             shutil.rmtree(os.path.dirname(d))

@@ -28,7 +28,7 @@ from kafkalog_cli.internal_topics.cluster_metadata import encode_frame  # noqa: 
 from kafkalog_cli.internal_topics.metadata_image import Replayer  # noqa: E402
 from kafkalog_cli.ops import metadata as md  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not metadata_fast.accel_enabled(), reason="accelerator not built (or turned off)")
+needs_accel = pytest.mark.skipif(not metadata_fast.accel_enabled(), reason="accelerator not built (or turned off)")
 
 ROOT = Path(__file__).resolve().parent.parent
 T1 = "AAAAAAAAAAEAAAAAAAAAAQ"
@@ -72,6 +72,7 @@ def _applied(d: str) -> tuple[int, int]:
     return applied, python
 
 
+@needs_accel
 def test_bench_log_both_ways_and_on_the_compiled_path(tmp_path, monkeypatch):
     d = str(tmp_path / "__cluster_metadata-0")
     metadata_bench.generate(d, 30_000, 3_000)
@@ -84,6 +85,7 @@ def test_bench_log_both_ways_and_on_the_compiled_path(tmp_path, monkeypatch):
     _both(monkeypatch, d, md.Point(time_ms=1_700_000_000_000 + 12_345))
 
 
+@needs_accel
 @pytest.mark.parametrize("seed,per_batch", [(1, 1), (2, 3), (3, 17), (4, 64), (5, 500)])
 def test_generated_histories_both_ways(tmp_path, monkeypatch, seed, per_batch):
     c = gen.Cluster(seed)
@@ -154,6 +156,7 @@ def _write(d: str, batches: list[list[bytes]], *, log_append: bool = False) -> N
             off += len(vals)
 
 
+@needs_accel
 def test_records_it_leaves_to_python_give_the_same_image_and_problems(tmp_path, monkeypatch):
     unknown_tag = bytearray(_change(T1, 0, leader=2))
     # PartitionChangeRecord v2 with one tagged field (leader, tag 1): append a second tag the schema does not have
@@ -186,6 +189,7 @@ def test_records_it_leaves_to_python_give_the_same_image_and_problems(tmp_path, 
         _both(monkeypatch, d, md.Point(offset=off))
 
 
+@needs_accel
 def test_log_append_time_and_transactions(tmp_path, monkeypatch):
     begin = encode_frame(sm.BeginTransactionRecord, {"name": "t"}, 0)
     end = encode_frame(sm.EndTransactionRecord, {}, 0)
@@ -201,6 +205,7 @@ def test_log_append_time_and_transactions(tmp_path, monkeypatch):
         _both(monkeypatch, d, md.Point(offset=off))
 
 
+@needs_accel
 def test_mutated_records_both_ways(tmp_path, monkeypatch):
     """Bytes flipped inside the values (the batch CRC recomputed): whatever the records then say, the compiled path
     takes exactly what Python would make of them or leaves them to Python."""
@@ -227,6 +232,7 @@ def _kraft_dirs() -> list[Path]:
     return out + sorted(REALDATA.glob("**/__cluster_metadata-0"))
 
 
+@needs_accel
 @pytest.mark.realdata
 def test_real_kraft_partitions_both_ways(monkeypatch):
     dirs = _kraft_dirs()
@@ -245,3 +251,25 @@ def test_real_kraft_partitions_both_ways(monkeypatch):
             ref, n_ref = md.load_snapshot(snap)
             monkeypatch.delenv("KAFKALOG_NO_ACCEL")
             assert (fast.state(), fast.quorum(), fast.offset, n_fast) == (ref.state(), ref.quorum(), ref.offset, n_ref)
+
+
+def test_without_the_extension_the_python_replay_runs(tmp_path):
+    """Where the extension is not built (its import fails), the replay is the Python one and gives the image."""
+    import json
+    import subprocess
+
+    c = gen.Cluster(21)
+    for _ in range(200):
+        c.step()
+    d = str(tmp_path / "__cluster_metadata-0")
+    gen.write_log(d, gen.encode(c.records), per_batch=7)
+    code = ("import json, sys; sys.modules['kafkalog_cli._accel'] = None\n"
+            "from kafkalog_cli.internal_topics import metadata_fast as mf\n"
+            "from kafkalog_cli.ops import metadata as md\n"
+            f"l = md.load({d!r}); print(json.dumps([mf.accel_enabled(), l.records, l.image.state()]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={k: v for k, v in os.environ.items() if k != "KAFKALOG_NO_ACCEL"}).stdout
+    enabled, records, state = json.loads(out)
+    want = md.load(d)
+    assert enabled is False and records == want.records
+    assert state == json.loads(json.dumps(want.image.state()))
