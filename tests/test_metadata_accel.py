@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 import metadata_bench  # noqa: E402
 import metadata_gen as gen  # noqa: E402
 from realdata_path import REALDATA  # noqa: E402
+from test_metadata_replay import _snapshot_file  # noqa: E402
 
 from kafkalog_cli.format.batch import LOG_APPEND_TIME  # noqa: E402
 from kafkalog_cli.format.encoder import RecordSpec, encode_batch  # noqa: E402
@@ -104,27 +105,9 @@ def test_generated_histories_both_ways(tmp_path, monkeypatch, seed, per_batch):
     while len(model.records) < len(values) // 2:
         model.step()
     cut = len(model.records)
-    _snapshot_file(d, cut, model.snapshot_records())
+    _snapshot_file(d, cut, model.snapshot_records(), 1_700_000_000_000 + cut - 1)
     assert _both(monkeypatch, d)["snapshot_records"] > 0
     _both(monkeypatch, d, md.Point(offset=cut + 3))
-
-
-def _snapshot_file(d: str, end: int, records: list[dict]) -> str:
-    """A ``.checkpoint`` of the cluster model's records below ``end`` (header, records, footer)."""
-    from kafkalog_cli.format import control
-
-    path = os.path.join(d, f"{end:020d}-{0:010d}.checkpoint")
-    ts = 1_700_000_000_000 + end - 1
-    hdr = control.encode_kraft_control(control.SNAPSHOT_HEADER, {"version": 0, "lastContainedLogTimestamp": ts})
-    ftr = control.encode_kraft_control(control.SNAPSHOT_FOOTER, {"version": 0})
-    vals = gen.encode(records)
-    with open(path, "wb") as f:
-        f.write(encode_batch([RecordSpec(control.encode_control_key(control.SNAPSHOT_HEADER), hdr)], control=True,
-                             base_offset=end, base_timestamp=ts))
-        f.write(encode_batch([RecordSpec(None, v) for v in vals], base_offset=end, base_timestamp=ts))
-        f.write(encode_batch([RecordSpec(control.encode_control_key(control.SNAPSHOT_FOOTER), ftr)], control=True,
-                             base_offset=end + len(vals), base_timestamp=ts))
-    return path
 
 
 def _topic(name: str, tid: str) -> bytes:
