@@ -300,7 +300,8 @@ def read_items(path: str, findings: list[Finding], start: int = 0, stop: Point =
                     return
                 if batch.is_control:
                     items: Iterable[_Item] = ((r.offset, r.timestamp, r.value, r.key) for r in batch.iter_records(buf))
-                elif fast is not None and batch.codec == 0 and batch.records_count > 0:
+                elif (fast is not None and batch.codec == 0 and batch.records_count > 0
+                      and batch.position + batch.size <= len(buf)):
                     if (yield from _fast_batch(fast, buf, batch, path, findings, start, stop)):
                         return
                     continue
