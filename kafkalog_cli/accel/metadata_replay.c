@@ -6,8 +6,9 @@
  * record. This walks the plain records of one uncompressed, CRC-checked batch, decodes TopicRecord, PartitionRecord
  * and PartitionChangeRecord by a field program compiled in Python from the schema tables
  * (internal_topics/metadata_fast.compile_program), and applies them to the image's own dicts and objects exactly as
- * metadata_image.Replayer._topic / _partition / _partition_change do (same values, same dict order, new Partition
- * objects sharing the unchanged lists with the old one). Every record is checked completely before anything is
+ * metadata_image.Replayer._topic / _partition / _partition_change do (same values, same dict order, unchanged lists
+ * shared; a PartitionChangeRecord sets the changed fields of the Partition in place where the reference makes a new
+ * object: nothing outside the image holds one during a load). Every record is checked completely before anything is
  * changed; at the first record it does not take (another type, a version or tag without a program, a decoding it
  * would not reproduce, a record Kafka's delta refuses, an offset below `start` or past the point) it stops and
  * Python applies that record with the reference code. */

@@ -12,8 +12,10 @@ which words the problem exactly (``tests/test_metadata_fast.py`` checks both agr
 ``CompiledReplay`` goes one step further for the three records a long log is made of (TopicRecord, PartitionRecord,
 PartitionChangeRecord): the compiled accelerator (``_accel.metadata_apply``, ``accel/metadata_replay.c``) walks a
 plain batch's records, decodes them by a program compiled here from the same schema tables (``compile_program``) and
-applies them to the image as ``metadata_image.Replayer`` does, stopping at the first record it does not take, which
-the Python path then applies. It is None where the accelerator is not built or ``KAFKALOG_NO_ACCEL=1``; the replay is
+applies them to the image as ``metadata_image.Replayer`` does (a PartitionChangeRecord changes the ``Partition`` in
+place, where the reference makes a new one: so it runs only where nothing outside the image holds a Partition, i.e.
+without ``Replayer.on_partition``), stopping at the first record it does not take, which the Python path then
+applies. It is None where the accelerator is not built or ``KAFKALOG_NO_ACCEL=1``; the replay is
 the same either way (``tests/test_metadata_accel.py`` compares the images).
 """
 
