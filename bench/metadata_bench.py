@@ -3,7 +3,10 @@ PartitionRecord per partition, then PartitionChangeRecords: leader elections and
 and deleted. Each size is replayed in a fresh process (the engine's ``ops.metadata.load``, no snapshot), which
 prints its wall time and peak RSS: memory must be flat in N (the image holds P partitions; the records stream).
 
-    python bench/metadata_bench.py [--records 1000000] [--partitions 100000] [--small 200000] [--repeat 2]
+    python bench/metadata_bench.py [--records 1000000] [--partitions 100000] [--small 200000] [--repeat 2] [--compare]
+
+The replay takes the compiled path (``_accel.metadata_apply``) where the accelerator is built; ``--compare`` also
+replays each size once with ``KAFKALOG_NO_ACCEL=1`` (the pure-Python reference), the baseline of the same run.
 """
 
 from __future__ import annotations
@@ -85,15 +88,29 @@ def generate(directory: str, records: int, partitions: int, per_batch: int = 100
     return size
 
 
+def _peak_rss_mib() -> int:
+    """This process's peak RSS: VmHWM of /proc/self/status (the high-water mark of this program's memory). Not
+    ru_maxrss: Linux carries a forked parent's peak across exec into the child's ru_maxrss (the bench parent holds
+    the generated records, ~150 MiB at 1 M), which is what the bench reported before."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def child(directory: str) -> None:
     from kafkalog_cli.ops import metadata as md
 
+    base = _peak_rss_mib()  # the interpreter and the imports, before the replay
     t0, c0 = time.perf_counter(), time.process_time()
     loaded = md.load(directory)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     parts = sum(len(t.partitions) for t in loaded.image.topics.values())
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    print(f"{dt:.3f} {rss} {loaded.records} {parts} {len(loaded.problems)} {cpu:.3f}")
+    print(f"{dt:.3f} {_peak_rss_mib()} {loaded.records} {parts} {len(loaded.problems)} {cpu:.3f} {base}")
 
 
 def main() -> None:
@@ -102,6 +119,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--small", type=int, default=200_000, help="a second, shorter log over the same partitions")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--compare", action="store_true", help="also replay each size once with KAFKALOG_NO_ACCEL=1")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -115,13 +133,17 @@ def main() -> None:
             size = generate(d, n, a.partitions)
             print(f"generated {n} records over {a.partitions} partitions: {size / 2**20:.1f} MiB in "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
-            for _ in range(a.repeat):
+            runs = [("compiled", {}) for _ in range(a.repeat)]
+            if a.compare:
+                runs.append(("python (KAFKALOG_NO_ACCEL=1)", {"KAFKALOG_NO_ACCEL": "1"}))
+            for label, env in runs:
                 out = subprocess.run([sys.executable, __file__, "--child", d], capture_output=True, text=True,
-                                     check=True).stdout.split()
-                dt, rss, recs, parts, probs, cpu = out
-                print(f"  replay {recs} records, {parts} partitions in the image: {float(dt):.2f} s wall, "
+                                     check=True, env={**os.environ, **env}).stdout.split()
+                dt, rss, recs, parts, probs, cpu, base = out
+                print(f"  {label}: replay {recs} records, {parts} partitions in the image: {float(dt):.2f} s wall, "
                       f"{float(cpu):.2f} s CPU ({int(recs) / float(dt) / 1e6:.2f} M records/s wall), peak RSS {rss} "
-                      f"MiB, problems {probs}, load average {os.getloadavg()[0]:.1f}", flush=True)
+                      f"MiB ({base} MiB before the replay), problems {probs}, load average {os.getloadavg()[0]:.1f}",
+                      flush=True)
             shutil.rmtree(os.path.dirname(d))
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:

@@ -184,6 +184,22 @@ def export_columns(buffer: Buffer, start: int, end: int, count: int, base_offset
     the batch) where ``export_ndjson`` declines and on a header key that is not strict UTF-8 or column bytes past
     int32 offsets."""
 
+# ------------------------------------------------------------------------------------------------ metadata replay (metadata_replay.c)
+def metadata_apply(buffer: Buffer, pos: int, end: int, base_offset: int, base_ts: int, max_ts: int, log_append: bool,
+                   count: int, skip: bool, start: int, stop_offset: int, stop_time: int, ctx: tuple[Any, ...], /
+                   ) -> tuple[int, int, int, int, int] | None:
+    """``kafkalog metadata``'s replay of the hot records of one CRC-checked, uncompressed, non-control v2 batch whose
+    last ``count`` records are ``buffer[pos:end]`` (``skip``: pass over the first, Python applied it). It applies
+    TopicRecord / PartitionRecord / PartitionChangeRecord values (frame version 1) to the image as
+    ``metadata_image.Replayer`` does, decoding them by the programs of ``metadata_fast.compile_program``; ``ctx`` is
+    ``metadata_fast.CompiledReplay``'s (image dicts, Topic, Partition, MIGRATING, programs, slot descriptors).
+    Returns (pos, applied, first_offset, last_offset, last_time) where it stopped (-1s when none applied), or None
+    when the records are not all plain frames ending at ``end`` (``ops.metadata._simple_values`` declines those
+    too). It declines by stopping before the first record it does not take: another record type or version, an
+    unknown tag, anything the fast reader declines, a record Kafka's delta refuses (unknown topic or partition,
+    directories that do not match the replicas), an offset below ``start``, above ``stop_offset`` or a time above
+    ``stop_time``; Python applies that record. TypeError for a ``ctx`` whose classes are not slotted."""
+
 # ------------------------------------------------------------------------------------------------ layouts (layouts.h)
 def layout_constants() -> dict[str, int]:
     """The byte offsets and sizes this build was compiled with (``accel/layouts.h``), by their ``#define`` names;

@@ -14,12 +14,13 @@ the log or a log that starts after offset 0 with no snapshot to cover the record
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format import control
@@ -33,7 +34,7 @@ from kafkalog_cli.internal_topics.cluster_metadata import (
     read_frame,
     read_frame_28,
 )
-from kafkalog_cli.internal_topics.metadata_fast import FastReader
+from kafkalog_cli.internal_topics.metadata_fast import CompiledReplay, FastReader, compiled_replay
 from kafkalog_cli.internal_topics.metadata_image import Image, Partition, Replayer, ReplayProblem, Topic, clone
 from kafkalog_cli.storage.layout import segment_logs
 from kafkalog_cli.storage.segment import MappedFile, entries
@@ -42,12 +43,18 @@ METADATA_PARTITION = "__cluster_metadata-0"
 _RELEASE_EVERY = 8 << 20
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
-# MetadataVersion feature levels (server-common/.../server/common/MetadataVersion.java:147-227 at 1eb7644)
+# MetadataVersion feature levels (server-common/src/main/java/org/apache/kafka/server/common/MetadataVersion.java).
+# 1-25: apache/kafka at 1eb7644, lines 147-227 (the newest apache/kafka copy stored here). 26-31: the same file in
+# the newest stored copy of Kafka's trunk, the fork traceyyoshima/kafka at 12f864b2 (IBP_4_1_IV0(26) ..
+# IBP_4_4_IV0(31), LATEST_PRODUCTION = IBP_4_3_IV0). 32-33: IBP_4_4_IV1 / IBP_4_4_IV2, which later Kafka code uses
+# (AclControlManagerTest's CIDR ACLs at IBP_4_4_IV1; controller unregistration at IBP_4_4_IV2, level 33); levels
+# are consecutive and never reused ("MVs are not reused", MetadataVersion.java). A newer level is "unknown".
 METADATA_VERSIONS: dict[int, str] = {
     1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3", 8: "3.4-IV0",
     9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0",
     16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0",
-    23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3",
+    23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1",
+    30: "4.3-IV0", 31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
 }
 
 
@@ -242,9 +249,25 @@ def _simple_values(buf: bytes | memoryview, batch: Batch) -> list[tuple[int, int
     return out if pos == end else None
 
 
+class Applied(NamedTuple):
+    """Records the compiled replay (``metadata_fast.CompiledReplay``) applied to the image itself: how many, and the
+    offsets of the first and last."""
+
+    records: int
+    first: int
+    last: int
+
+
 def read_records(path: str, findings: list[Finding], start: int = 0, stop: Point = END) -> Iterator[Raw]:
     """Every record of one segment or snapshot file with offset >= ``start`` and within ``stop``, in order. Damage
     ends the file (a raft replica truncates there) with a Finding; an undecodable record is a Finding and skipped."""
+    return cast(Iterator[Raw], read_items(path, findings, start, stop, None))
+
+
+def read_items(path: str, findings: list[Finding], start: int = 0, stop: Point = END,
+               fast: CompiledReplay | None = None) -> Iterator[Raw | Applied]:
+    """``read_records``, where ``fast`` (the compiled replay of the image being built) applies what it takes of each
+    plain batch itself (an ``Applied`` in the stream, in order with the ``Raw`` records it left to the caller)."""
     try:
         mf = MappedFile(path)
     except KafkalogError as exc:
@@ -275,42 +298,95 @@ def read_records(path: str, findings: list[Finding], start: int = 0, stop: Point
                     return
                 if stop.offset is not None and batch.base_offset > stop.offset:
                     return
-                simple = None if batch.is_control else _simple_values(buf, batch)
-                items: Iterable[tuple[int, int, bytes | None, bytes | None]] = (
-                    simple if simple is not None
-                    else ((r.offset, r.timestamp, r.value, r.key) for r in batch.iter_records(buf)))
-                for off, ts, value, key in items:
-                    if off < start:
-                        continue
-                    if (stop.offset is not None and off > stop.offset) or (
-                            stop.time_ms is not None and ts > stop.time_ms):
+                if batch.is_control:
+                    items: Iterable[_Item] = ((r.offset, r.timestamp, r.value, r.key) for r in batch.iter_records(buf))
+                elif (fast is not None and batch.codec == 0 and batch.records_count > 0
+                      and batch.position + batch.size <= len(buf)):
+                    if (yield from _fast_batch(fast, buf, batch, path, findings, start, stop)):
                         return
-                    if batch.is_control:
-                        try:
-                            _v, ctype = control.parse_control_key(key)
-                            if ctype not in control.SCHEMAS:
-                                continue  # transaction markers never appear here; unknown types are skipped
-                            name = control.SCHEMAS[ctype][0]
-                            data = control.decode_kraft_control(ctype, value)
-                        except KafkalogError as exc:
-                            findings.append(Finding(path, batch.position, f"control record at offset {off}: "
-                                                    f"{exc.message}"))
-                            continue
-                        yield Raw(off, ts, name, name, data)
-                        continue
-                    try:
-                        rtype, data = _decode_value(None if value is None else bytes(value))
-                    except MetadataParseError as exc:
-                        findings.append(Finding(path, batch.position, f"record at offset {off}: {exc}",
-                                                hint="a broker's metadata loader fails on this record"))
-                        continue
-                    yield Raw(off, ts, None, rtype, data)
+                    continue
+                else:
+                    simple = _simple_values(buf, batch)
+                    items = simple if simple is not None else (
+                        (r.offset, r.timestamp, r.value, r.key) for r in batch.iter_records(buf))
+                if (yield from _batch_records(items, batch, path, findings, start, stop)):
+                    return
         except KafkalogError as exc:
             findings.append(Finding(path, exc.position, exc.message, exc.expected, exc.found,
                                     hint="a torn or damaged tail: the replica truncates here"))
         mf_findings = mf.findings()
         for f in mf_findings:
             findings.append(Finding(path, getattr(f, "start", None), str(f)))
+
+
+_Item = tuple[int, int, "bytes | None", "bytes | None"]
+
+
+def _fast_batch(fast: CompiledReplay, buf: Any, batch: Batch, path: str, findings: list[Finding], start: int,
+                stop: Point) -> Generator[Raw | Applied, None, bool]:
+    """One plain batch through the compiled replay: it applies records until one it does not take, which goes to
+    the caller as a ``Raw`` (Python applies it), then it goes on after it. True: the point is reached."""
+    pos, end = batch.position + HEADER_SIZE, batch.position + batch.size
+    left, done, skip = batch.records_count, 0, False
+    simple: list[_Item] | None = None
+    log_append = batch.timestamp_type == LOG_APPEND_TIME
+    while left:
+        got = fast.apply(buf, pos, end, batch.base_offset, batch.base_timestamp, batch.max_timestamp, log_append,
+                         left + skip, skip, start, stop.offset, stop.time_ms)  # from pos: the skipped one too
+        if got is None:
+            break
+        pos, n, first, last = got
+        if n:
+            yield Applied(n, first, last)
+            done += n
+            left -= n
+        if not left:
+            return False
+        if simple is None:
+            simple = _simple_values(buf, batch)  # not None: the records' frames are the ones metadata_apply took
+            if simple is None:
+                break
+        if (yield from _batch_records(simple[done:done + 1], batch, path, findings, start, stop)):
+            return True
+        done += 1
+        left -= 1
+        skip = True
+    if simple is None:
+        simple = _simple_values(buf, batch)
+    rest: Iterable[_Item] = simple[done:] if simple is not None else itertools.islice(
+        ((r.offset, r.timestamp, r.value, r.key) for r in batch.iter_records(buf)), done, None)
+    return (yield from _batch_records(rest, batch, path, findings, start, stop))
+
+
+def _batch_records(items: Iterable[_Item], batch: Batch, path: str, findings: list[Finding], start: int,
+                   stop: Point) -> Generator[Raw, None, bool]:
+    """The records of one batch as ``Raw`` values (decoded, control records included); True when the point is
+    reached (the caller stops reading)."""
+    for off, ts, value, key in items:
+        if off < start:
+            continue
+        if (stop.offset is not None and off > stop.offset) or (stop.time_ms is not None and ts > stop.time_ms):
+            return True
+        if batch.is_control:
+            try:
+                _v, ctype = control.parse_control_key(key)
+                if ctype not in control.SCHEMAS:
+                    continue  # transaction markers never appear here; unknown types are skipped
+                name = control.SCHEMAS[ctype][0]
+                data = control.decode_kraft_control(ctype, value)
+            except KafkalogError as exc:
+                findings.append(Finding(path, batch.position, f"control record at offset {off}: {exc.message}"))
+                continue
+            yield Raw(off, ts, name, name, data)
+            continue
+        try:
+            rtype, data = _decode_value(None if value is None else bytes(value))
+        except MetadataParseError as exc:
+            findings.append(Finding(path, batch.position, f"record at offset {off}: {exc}",
+                                    hint="a broker's metadata loader fails on this record"))
+            continue
+        yield Raw(off, ts, None, rtype, data)
+    return False
 
 
 def snapshot_header_time(snap: Snapshot) -> int | None:
@@ -329,13 +405,22 @@ def _apply(rep: Replayer, raw: Raw) -> None:
         rep.apply(raw.rtype, raw.data, raw.offset, raw.time_ms)
 
 
+def _compiled(rep: Replayer) -> CompiledReplay | None:
+    """The compiled replay of ``rep``'s image (None without the accelerator): the records it takes never reach
+    ``Replayer.apply``, so it is used only where nothing watches each record (no ``--history`` callback)."""
+    return compiled_replay(rep, list(BY_KEY.values()), enum_name)
+
+
 def load_snapshot(snap: Snapshot, findings: list[Finding] | None = None) -> tuple[Image, int]:
     """The image a snapshot holds (applied to an empty image, as ``MetadataDelta.finishSnapshot`` makes it) and the
     number of metadata records in it."""
     rep = Replayer()
     n = 0
     found: list[Finding] = findings if findings is not None else []
-    for raw in read_records(snap.path, found):
+    for raw in read_items(snap.path, found, fast=_compiled(rep)):
+        if isinstance(raw, Applied):
+            n += raw.records
+            continue
         _apply(rep, raw)
         n += raw.control is None
     rep.image.offset = snap.end_offset - 1
@@ -399,18 +484,23 @@ def _load(directory: str, point: Point, use_snapshots: bool,
     segs = log_segments(directory)
     first_offset: int | None = None
     last = start - 1
+    fast = _compiled(rep) if on_partition is None and on_record is None else None
     for _base, path in segs:
-        for raw in read_records(path, findings, start, point):
+        for raw in read_items(path, findings, start, point, fast):
             if first_offset is None:
-                first_offset = raw.offset
-                if raw.offset > start:
+                first_offset = raw.first if isinstance(raw, Applied) else raw.offset
+                if first_offset > start:
                     loaded.findings.append(Finding(
-                        path, None, f"the log has no records {start}..{raw.offset - 1}",
+                        path, None, f"the log has no records {start}..{first_offset - 1}",
                         expected=f"the log to continue at offset {start}"
                                  + (f" (the end of snapshot {os.path.basename(snap.path)})" if snap else ""),
-                        found=f"the first record at offset {raw.offset}",
+                        found=f"the first record at offset {first_offset}",
                         hint="the image is partial: records the broker applied are gone (a newer snapshot on "
                              "another controller holds them)"))
+            if isinstance(raw, Applied):
+                loaded.records += raw.records
+                last = raw.last
+                continue
             if on_record is not None:
                 on_record(raw)
             if raw.control is None:
