@@ -96,9 +96,6 @@ class CopyCheck:
     recovery_cut_offsets: tuple[int, int] | None = None  # (log end on disk, log end after recovery) when it moves
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 @dataclass
 class PartitionCheck:
@@ -139,7 +136,6 @@ class PartitionCheck:
         d.pop("count")
         d["name"] = self.name
         d["leader_epochs"] = [list(e) for e in self.leader_epochs]
-        d["copies"] = [c.as_dict() for c in self.copies]
         return d
 
 

@@ -17,7 +17,7 @@ without an epoch: the consumer then skips the position validation (SubscriptionS
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from kafkalog_cli.format import control
 from kafkalog_cli.internal_topics import consumer_offsets as cof
@@ -40,9 +40,6 @@ class Commit:
     commit_timestamp: int | None
     source: str  # the __consumer_offsets partition directory and the record's offset
     transactional: bool = False
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def latest_commits(copies: list[PartitionCopy]) -> tuple[list[Commit], list[str]]:
