@@ -42,14 +42,19 @@ class Commit:
     transactional: bool = False
 
 
-def latest_commits(copies: list[PartitionCopy]) -> tuple[list[Commit], list[str]]:
+def latest_commits(copies: list[PartitionCopy], ends: dict[str, int] | None = None) -> tuple[list[Commit], list[str]]:
     """(every live committed offset, sorted by group, topic, partition; warnings) from the ``__consumer_offsets``
-    copies among ``copies``."""
+    copies among ``copies`` (give one copy per partition: the one the coordinator will load, else the largest is
+    read). ``ends``: copy path -> the offset its log ends at once the broker has loaded it (records at or past it are
+    cut by recovery and never replayed by the coordinator)."""
     live: dict[tuple[str, str, int], Commit] = {}
+    ends = ends or {}
     warnings: list[str] = []
     # (copy path, producer id) -> commits waiting for their transaction's marker (None: a tombstone)
     waiting: dict[tuple[str, int], list[tuple[tuple[str, str, int], Commit | None]]] = {}
     for c, batch, ctype, d in _coordinator_records(copies, OFFSETS_TOPIC, cof.KEYS, cof.VALUES, warnings):
+        if c.path in ends and batch.last_offset >= ends[c.path]:
+            continue
         if d is None:  # a transaction marker: COMMIT applies the producer's pending commits, ABORT drops them
             held = waiting.pop((c.path, batch.producer_id), [])
             if ctype == control.COMMIT:
