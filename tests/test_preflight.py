@@ -550,3 +550,25 @@ def test_leader_epochs_are_the_loaders_not_the_batches(kafka_real, tmp_path):
     assert p["leader_epochs"] == [[3, 10]]
     c = outcome(doc, "e1")
     assert (c["case"], c["action"], c["position"]) == ("resume", "resume", 8)
+
+
+def test_commits_are_read_from_the_copy_that_leads(kafka_real, tmp_path):
+    """__consumer_offsets-0 diverged too: broker 1 (epoch 1) holds g=5, then g=9 and h=3; broker 2, elected at epoch
+    2, holds g=5, then g=7. The coordinator loads the leader's copy (compare-replicas: broker 2), broker 1's is
+    truncated away: g resumes at 7, h has no commit. Reading the largest copy (broker 1's) would answer g=9, h=3."""
+    b1, b2 = tmp_path / "b1", tmp_path / "b2"
+    for b, ld in ((1, b1), (2, b2)):
+        meta(ld, b)
+        into_logdir(kafka_real, ld, {"topic": "orders", "ops": [appends(10)]}, tmp_path)
+        high_watermarks(ld, {"orders-0": 10})
+    shared = serialise_commits(kafka_real, [("g", "orders", 0, 5, 0)])
+    for ld, epoch, commits in ((b1, 1, [("g", "orders", 0, 9, 0), ("h", "orders", 0, 3, 0)]),
+                               (b2, 2, [("g", "orders", 0, 7, 0)])):
+        ops = [{"op": "append", "records": [r]} for r in shared]
+        ops += [{"op": "append", "records": [r], "leaderEpoch": epoch} for r in serialise_commits(kafka_real, commits)]
+        into_logdir(kafka_real, ld, {"topic": "__consumer_offsets", "partition": 0, "ops": ops}, tmp_path)
+    _code, doc = preflight_json(str(b1), str(b2))
+    [p] = [p for p in doc["partitions"] if p["name"] == "__consumer_offsets-0"]
+    assert p["leader_broker"] == "2"
+    assert [(c["group"], c["committed_offset"]) for c in doc["consumers"]] == [("g", 7)]
+    assert outcome(doc, "g")["position"] == 7

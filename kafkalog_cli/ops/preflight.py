@@ -52,7 +52,7 @@ from kafkalog_cli.broker.leader_epoch_cache import assign, end_offset_for, trunc
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.internal_topics.logdir import PartitionCopy, discover
 from kafkalog_cli.ops import replicas as rp
-from kafkalog_cli.ops.preflight_groups import Commit, latest_commits
+from kafkalog_cli.ops.preflight_groups import OFFSETS_TOPIC, Commit, latest_commits
 
 if TYPE_CHECKING:
     from kafkalog_cli.ops.metadata import Loaded
@@ -96,9 +96,6 @@ class CopyCheck:
     recovery_cut_offsets: tuple[int, int] | None = None  # (log end on disk, log end after recovery) when it moves
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 @dataclass
 class PartitionCheck:
@@ -139,7 +136,6 @@ class PartitionCheck:
         d.pop("count")
         d["name"] = self.name
         d["leader_epochs"] = [list(e) for e in self.leader_epochs]
-        d["copies"] = [c.as_dict() for c in self.copies]
         return d
 
 
@@ -596,7 +592,12 @@ def run(paths: list[str], *, auto_offset_reset: str = LATEST, isolation: str = R
             if p.maybe_stuck_at is not None:
                 p.notes.append(f"open transaction at offset {p.maybe_stuck_at}: its coordinator's "
                                "__transaction_state partition is not in the dirs given (unknown whether it completes)")
-        commits, warnings = latest_commits(copies)
+        # the coordinator loads __consumer_offsets from the copy that leads, as the broker's load leaves it
+        offsets = [c for c in copies if c.topic != OFFSETS_TOPIC or any(
+            p.leader == c.path for p in report.partitions if (p.topic, p.partition) == (c.topic, c.partition))]
+        ends = {p.leader: p.log_end_offset for p in report.partitions
+                if p.topic == OFFSETS_TOPIC and p.leader is not None and p.log_end_offset is not None}
+        commits, warnings = latest_commits(offsets, ends)
         report.notes += warnings
         parts = {(p.topic, p.partition): p for p in report.partitions}
         for cm in commits:

@@ -17,7 +17,7 @@ without an epoch: the consumer then skips the position validation (SubscriptionS
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from kafkalog_cli.format import control
 from kafkalog_cli.internal_topics import consumer_offsets as cof
@@ -41,18 +41,20 @@ class Commit:
     source: str  # the __consumer_offsets partition directory and the record's offset
     transactional: bool = False
 
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
-
-def latest_commits(copies: list[PartitionCopy]) -> tuple[list[Commit], list[str]]:
+def latest_commits(copies: list[PartitionCopy], ends: dict[str, int] | None = None) -> tuple[list[Commit], list[str]]:
     """(every live committed offset, sorted by group, topic, partition; warnings) from the ``__consumer_offsets``
-    copies among ``copies``."""
+    copies among ``copies`` (give one copy per partition: the one the coordinator will load, else the largest is
+    read). ``ends``: copy path -> the offset its log ends at once the broker has loaded it (records at or past it are
+    cut by recovery and never replayed by the coordinator)."""
     live: dict[tuple[str, str, int], Commit] = {}
+    ends = ends or {}
     warnings: list[str] = []
     # (copy path, producer id) -> commits waiting for their transaction's marker (None: a tombstone)
     waiting: dict[tuple[str, int], list[tuple[tuple[str, str, int], Commit | None]]] = {}
     for c, batch, ctype, d in _coordinator_records(copies, OFFSETS_TOPIC, cof.KEYS, cof.VALUES, warnings):
+        if c.path in ends and batch.last_offset >= ends[c.path]:
+            continue
         if d is None:  # a transaction marker: COMMIT applies the producer's pending commits, ABORT drops them
             held = waiting.pop((c.path, batch.producer_id), [])
             if ctype == control.COMMIT:
