@@ -14,6 +14,7 @@ across segment boundaries, leader epochs). Nothing here prints; problems are ``P
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterable
 
 from kafkalog_cli.errors import cannot_list
@@ -143,9 +144,18 @@ def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: in
     if jobs > 1 and len(logs) > 1:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_verify_segment_task, (p, deep, max_batch_size, max_problems, indexes,
-                                                          group_index)): p for p in logs}
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint) as pool:
+            futures = {}
+            for i, p in enumerate(logs):
+                args = (p, deep, max_batch_size, max_problems, indexes, group_index)
+                if i == 0:  # the first submit forks every worker, with SIGINT blocked until _ignore_sigint
+                    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                    try:
+                        futures[pool.submit(_verify_segment_task, args)] = p
+                    finally:  # a Ctrl-C meanwhile is pending here, raised now
+                        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                else:
+                    futures[pool.submit(_verify_segment_task, args)] = p
             done: dict[str, SegmentReport] = {}
             for fut in as_completed(futures):
                 rep = fut.result()
@@ -162,6 +172,15 @@ def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: in
     for path, kind in companions:
         result.files.append(companion_checks.verify_companion(path, kind))
     return result
+
+
+def _ignore_sigint() -> None:
+    """A worker of ``verify --jobs``: Ctrl-C reaches the whole process group, and a worker that died of its own
+    KeyboardInterrupt broke the pool (``BrokenProcessPool``: exit 2, "terminated abruptly") before the parent's
+    interrupt gave exit 130. The parent stops the run; the pool's shutdown ends the workers. The fork left SIGINT
+    blocked (the parent blocks it around the fork): ignored first, so one pending is dropped, then unblocked."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def cross_segment_problems(reports: list[SegmentReport]) -> list[Problem]:

@@ -264,13 +264,16 @@ class _Pool:
         proc = self.ctx.Process(target=_worker, args=(child, self.records, self.settings), daemon=True)
         import signal
 
-        # a Ctrl-C while the worker's interpreter starts (before _worker ignores SIGINT) printed its traceback:
-        # the child inherits SIGINT blocked; this process gets a pending one when it unblocks (issue 27)
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        # a Ctrl-C while the worker's interpreter starts (before _worker ignores SIGINT) printed its traceback
+        # (issue 27). A blocked mask does not reach the child (the spawn's exec starts it with an empty mask: tested),
+        # but an ignored disposition survives execve and Python keeps SIGINT ignored when it starts that way
+        # (signalmodule.c installs its KeyboardInterrupt handler only over SIG_DFL). So SIGINT is ignored for the
+        # few milliseconds of the fork and exec; a Ctrl-C in exactly that window is dropped, the next one is not.
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             proc.start()
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            signal.signal(signal.SIGINT, handler)
         child.close()
         self.workers[parent] = (proc, None)
         return parent
