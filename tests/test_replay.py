@@ -211,15 +211,26 @@ def test_group_offsets_keep_a_tombstoned_commit(tmp_path: Path) -> None:
     tombstone (the position to restore) and says so; other readers still see it deleted."""
     log = tmp_path / "logs"
     consumer_offsets(str(log), [("g", "orders", 0, 5), ("g", "orders", 0, 7), ("g", "orders", 0, None),
-                                ("h", "orders", 1, 3)])
+                                ("h", "orders", 1, 3), ("h", "orders", 1, None), ("h", "orders", 1, 1)])
     groups, deleted, _notes = rp.load_groups([str(log)])
-    assert groups == {"g": {("orders", 0): 7}, "h": {("orders", 1): 3}}
-    assert deleted == {"g": [("orders", 0)]}
+    assert groups == {"g": {("orders", 0): 7}, "h": {("orders", 1): 1}}
+    assert deleted == {("g", "orders", 0): (7, False), ("h", "orders", 1): (3, True)}
+    # the plan: g's tombstoned commit is kept and listed; h's commit after a tombstone is used, and noted
+    p = Part(str(log / "orders-0"))
+    p.batch([(b"a", b"1")])
+    p.write()
+    q = Part(str(log / "orders-1"))
+    q.batch([(b"a", b"1")])
+    q.write()
+    sources, _ = rp.open_sources([p.path, q.path])
+    plan = rp.plan(sources, rp.ReplayOptions(bootstrap="x:1", topic="t"), 4)
+    assert plan.deleted_commits == {"g": [("orders", 0)]}
+    assert any("'h' committed orders-1@1 after a tombstone of its commit orders-1@3" in n for n in plan.notes)
     from kafkalog_cli.internal_topics.logdir import discover
     from kafkalog_cli.internal_topics.transactions import committed_offsets
 
     copies, _ = discover([str(log)])
-    assert committed_offsets(copies)[0] == {("orders", 1): {"h": 3}}
+    assert committed_offsets(copies)[0] == {("orders", 1): {"h": 1}}
 
 
 def test_reset_rule(tmp_path: Path) -> None:
