@@ -73,6 +73,14 @@ def rich_partition(path: str) -> Part:
     return p
 
 
+def one_record(path: Path) -> Part:
+    """A partition directory holding one record (offset 0)."""
+    p = Part(str(path))
+    p.batch([(b"a", b"1")])
+    p.write()
+    return p
+
+
 def check_consumed(consumed: list, expected: dict[int, list], topic: str, dest: dict[int, int]) -> None:
     """The destination holds exactly the expected source records, once each, in source order, with key, value,
     headers and timestamp kept: ``expected``: source partition -> model records; ``dest``: source -> destination."""
@@ -182,12 +190,7 @@ def test_parquet_input_reads_the_same_records(tmp_path: Path) -> None:
 
 
 def test_refusals_exit_2(tmp_path: Path) -> None:
-    p = Part(str(tmp_path / "orders-3"))
-    p.batch([(b"a", b"1")])
-    p.write()
-    q = Part(str(tmp_path / "payments-0"))
-    q.batch([(b"a", b"1")])
-    q.write()
+    p, q = one_record(tmp_path / "orders-3"), one_record(tmp_path / "payments-0")
     base = ["--bootstrap-server", "x:1", "--topic", "t", "--state-dir", str(tmp_path / "st")]
     code, _o, err = run(p.path, *base, "--partitions", "2")
     assert code == 2 and "no partition 3" in err and "hint:" in err
@@ -216,12 +219,7 @@ def test_group_offsets_keep_a_tombstoned_commit(tmp_path: Path) -> None:
     assert groups == {"g": {("orders", 0): 7}, "h": {("orders", 1): 1}}
     assert deleted == {("g", "orders", 0): (7, False), ("h", "orders", 1): (3, True)}
     # the plan: g's tombstoned commit is kept and listed; h's commit after a tombstone is used, and noted
-    p = Part(str(log / "orders-0"))
-    p.batch([(b"a", b"1")])
-    p.write()
-    q = Part(str(log / "orders-1"))
-    q.batch([(b"a", b"1")])
-    q.write()
+    p, q = one_record(log / "orders-0"), one_record(log / "orders-1")
     sources, _ = rp.open_sources([p.path, q.path])
     plan = rp.plan(sources, rp.ReplayOptions(bootstrap="x:1", topic="t"), 4)
     assert plan.deleted_commits == {"g": [("orders", 0)]}
@@ -516,9 +514,7 @@ def test_one_replay_per_state_dir(mock: MockCluster, tmp_path: Path) -> None:
     holds the state dir's lock (a kernel lock: a killed replay never leaves it behind)."""
     from kafkalog_cli.storage.lock import lock_directory
 
-    p = Part(str(tmp_path / "orders-0"))
-    p.batch([(b"a", b"1")])
-    p.write()
+    p = one_record(tmp_path / "orders-0")
     st = tmp_path / "st"
     st.mkdir()
     held, _state = lock_directory(str(st))
