@@ -556,3 +556,26 @@ def test_kafkalog_export_output_replays_as_the_directories(tmp_path: Path, fmt: 
     direct = produced([p.path, q.path])
     assert len(direct) == len(p.committed_view()) + 2
     assert produced([str(tmp_path / "out")]) == direct
+
+
+def test_no_offset_header_and_an_ndjson_file_of_several_partitions(mock: MockCluster, tmp_path: Path) -> None:
+    """One NDJSON file holding two partitions, interleaved (kafkalog export --out NAME.ndjson): each source
+    partition goes to its own partition, in its offset order; --no-offset-header adds nothing to the headers."""
+    lines = []
+    for i in range(6):
+        for sp in (0, 2):
+            lines.append(json.dumps({"topic": "orders", "partition": sp, "offset": 10 + i, "tstype": "create",
+                                     "ts": 1_700_000_000_000 + i, "key": f"k{sp}-{i}", "payload": f"v{i}",
+                                     "headers": ["h", "x"]}))
+    (tmp_path / "all.ndjson").write_text("\n".join(lines) + "\n")
+    topic = _topic(mock, "rt-nohdr")
+    code, out, err = run(str(tmp_path / "all.ndjson"), "--bootstrap-server", mock.bootstrap, "--topic", topic,
+                         "--no-offset-header", "--state-dir", str(tmp_path / "st"), "--execute", "--format", "json")
+    assert code == 0, err
+    got = mock.consume(topic)
+    assert sorted((c[0], c[1], c[2]) for c in got) == sorted(
+        (sp, i, f"k{sp}-{i}".encode()) for sp in (0, 2) for i in range(6))
+    assert all(c[4] == [("h", b"x")] and c[5] == (1, 1_700_000_000_000 + c[1]) for c in got)
+    rows = list(csv.reader(Path(json.loads(out)["offset_map"]).read_text().splitlines()))[1:]
+    assert sorted((r[1], r[2], r[4], r[5]) for r in rows) == sorted(
+        (str(sp), str(10 + i), str(sp), str(i)) for sp in (0, 2) for i in range(6))
