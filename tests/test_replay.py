@@ -73,6 +73,14 @@ def rich_partition(path: str) -> Part:
     return p
 
 
+def one_record(path: Path) -> Part:
+    """A partition directory holding one record (offset 0)."""
+    p = Part(str(path))
+    p.batch([(b"a", b"1")])
+    p.write()
+    return p
+
+
 def check_consumed(consumed: list, expected: dict[int, list], topic: str, dest: dict[int, int]) -> None:
     """The destination holds exactly the expected source records, once each, in source order, with key, value,
     headers and timestamp kept: ``expected``: source partition -> model records; ``dest``: source -> destination."""
@@ -182,12 +190,7 @@ def test_parquet_input_reads_the_same_records(tmp_path: Path) -> None:
 
 
 def test_refusals_exit_2(tmp_path: Path) -> None:
-    p = Part(str(tmp_path / "orders-3"))
-    p.batch([(b"a", b"1")])
-    p.write()
-    q = Part(str(tmp_path / "payments-0"))
-    q.batch([(b"a", b"1")])
-    q.write()
+    p, q = one_record(tmp_path / "orders-3"), one_record(tmp_path / "payments-0")
     base = ["--bootstrap-server", "x:1", "--topic", "t", "--state-dir", str(tmp_path / "st")]
     code, _o, err = run(p.path, *base, "--partitions", "2")
     assert code == 2 and "no partition 3" in err and "hint:" in err
@@ -211,15 +214,21 @@ def test_group_offsets_keep_a_tombstoned_commit(tmp_path: Path) -> None:
     tombstone (the position to restore) and says so; other readers still see it deleted."""
     log = tmp_path / "logs"
     consumer_offsets(str(log), [("g", "orders", 0, 5), ("g", "orders", 0, 7), ("g", "orders", 0, None),
-                                ("h", "orders", 1, 3)])
+                                ("h", "orders", 1, 3), ("h", "orders", 1, None), ("h", "orders", 1, 1)])
     groups, deleted, _notes = rp.load_groups([str(log)])
-    assert groups == {"g": {("orders", 0): 7}, "h": {("orders", 1): 3}}
-    assert deleted == {"g": [("orders", 0)]}
+    assert groups == {"g": {("orders", 0): 7}, "h": {("orders", 1): 1}}
+    assert deleted == {("g", "orders", 0): (7, False), ("h", "orders", 1): (3, True)}
+    # the plan: g's tombstoned commit is kept and listed; h's commit after a tombstone is used, and noted
+    p, q = one_record(log / "orders-0"), one_record(log / "orders-1")
+    sources, _ = rp.open_sources([p.path, q.path])
+    plan = rp.plan(sources, rp.ReplayOptions(bootstrap="x:1", topic="t"), 4)
+    assert plan.deleted_commits == {"g": [("orders", 0)]}
+    assert any("'h' committed orders-1@1 after a tombstone of its commit orders-1@3" in n for n in plan.notes)
     from kafkalog_cli.internal_topics.logdir import discover
     from kafkalog_cli.internal_topics.transactions import committed_offsets
 
     copies, _ = discover([str(log)])
-    assert committed_offsets(copies)[0] == {("orders", 1): {"h": 3}}
+    assert committed_offsets(copies)[0] == {("orders", 1): {"h": 1}}
 
 
 def test_reset_rule(tmp_path: Path) -> None:
@@ -505,9 +514,7 @@ def test_one_replay_per_state_dir(mock: MockCluster, tmp_path: Path) -> None:
     holds the state dir's lock (a kernel lock: a killed replay never leaves it behind)."""
     from kafkalog_cli.storage.lock import lock_directory
 
-    p = Part(str(tmp_path / "orders-0"))
-    p.batch([(b"a", b"1")])
-    p.write()
+    p = one_record(tmp_path / "orders-0")
     st = tmp_path / "st"
     st.mkdir()
     held, _state = lock_directory(str(st))
@@ -549,3 +556,26 @@ def test_kafkalog_export_output_replays_as_the_directories(tmp_path: Path, fmt: 
     direct = produced([p.path, q.path])
     assert len(direct) == len(p.committed_view()) + 2
     assert produced([str(tmp_path / "out")]) == direct
+
+
+def test_no_offset_header_and_an_ndjson_file_of_several_partitions(mock: MockCluster, tmp_path: Path) -> None:
+    """One NDJSON file holding two partitions, interleaved (kafkalog export --out NAME.ndjson): each source
+    partition goes to its own partition, in its offset order; --no-offset-header adds nothing to the headers."""
+    lines = []
+    for i in range(6):
+        for sp in (0, 2):
+            lines.append(json.dumps({"topic": "orders", "partition": sp, "offset": 10 + i, "tstype": "create",
+                                     "ts": 1_700_000_000_000 + i, "key": f"k{sp}-{i}", "payload": f"v{i}",
+                                     "headers": ["h", "x"]}))
+    (tmp_path / "all.ndjson").write_text("\n".join(lines) + "\n")
+    topic = _topic(mock, "rt-nohdr")
+    code, out, err = run(str(tmp_path / "all.ndjson"), "--bootstrap-server", mock.bootstrap, "--topic", topic,
+                         "--no-offset-header", "--state-dir", str(tmp_path / "st"), "--execute", "--format", "json")
+    assert code == 0, err
+    got = mock.consume(topic)
+    assert sorted((c[0], c[1], c[2]) for c in got) == sorted(
+        (sp, i, f"k{sp}-{i}".encode()) for sp in (0, 2) for i in range(6))
+    assert all(c[4] == [("h", b"x")] and c[5] == (1, 1_700_000_000_000 + c[1]) for c in got)
+    rows = list(csv.reader(Path(json.loads(out)["offset_map"]).read_text().splitlines()))[1:]
+    assert sorted((r[1], r[2], r[4], r[5]) for r in rows) == sorted(
+        (str(sp), str(10 + i), str(sp), str(i)) for sp in (0, 2) for i in range(6))

@@ -434,12 +434,15 @@ def committed_offsets(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, int]
     return out, warnings
 
 
-def group_offsets(copies: list[PartitionCopy], *, deleted: set[tuple[str, str, int]] | None = None
+def group_offsets(copies: list[PartitionCopy], *, deleted: dict[tuple[str, str, int], list] | None = None
                   ) -> tuple[dict[tuple[str, int], dict[str, int]], dict[str, str], list[str]]:
     """:func:`committed_offsets` plus each group's kind (``GROUP_KIND_BY_TYPE``; "classic:<protocolType>" is not
     kept: the protocol type is the member protocol, not the group kind) as the group coordinator last wrote it.
-    With ``deleted`` (replay's reset CSV), a tombstone keeps the commit before it and adds its (group, topic,
-    partition) to the set: a deleted topic's offsets are tombstoned, and they are the positions a rescue restores."""
+    With ``deleted`` (replay's reset CSV), a tombstone keeps the commit before it and records (group, topic,
+    partition) -> [the offset before the last tombstone, whether a commit came after it]: the group coordinator
+    tombstones a deleted topic's offsets (OffsetMetadataManager.onPartitionsDeleted, group-coordinator/src/main/
+    java/org/apache/kafka/coordinator/group/OffsetMetadataManager.java:910-935 at 1eb7644), and they are the
+    positions a rescue restores; a commit after it may be the recreated topic's."""
     from kafkalog_cli.internal_topics import consumer_offsets as cof
 
     latest: dict[tuple[str, str, int], int] = {}
@@ -507,16 +510,16 @@ def share_group_progress(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, i
     return out, warnings
 
 
-def _apply(latest: dict, k: tuple[str, str, int], v: int | None, deleted: set | None = None) -> None:
+def _apply(latest: dict, k: tuple[str, str, int], v: int | None, deleted: dict | None = None) -> None:
     if v is None and deleted is not None:
         if k in latest:
-            deleted.add(k)
+            deleted[k] = [latest[k], False]
     elif v is None:
         latest.pop(k, None)
     else:
         latest[k] = v
-        if deleted is not None:
-            deleted.discard(k)
+        if deleted is not None and k in deleted:
+            deleted[k][1] = True
 
 
 # ------------------------------------------------------------------------------------------ entry point

@@ -251,11 +251,13 @@ def _consumer_offsets_paths(sources: list[Source], groups_from: tuple[str, ...])
     return out
 
 
-def load_groups(paths: list[str]) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, list[tuple[str, int]]],
-                                           list[str]]:
+def load_groups(paths: list[str]) -> tuple[dict[str, dict[tuple[str, int], int]],
+                                           dict[tuple[str, str, int], tuple[int, bool]], list[str]]:
     """group -> source (topic, partition) -> committed offset, from the ``__consumer_offsets`` partitions under
-    ``paths``; the commits a tombstone deleted are kept (a deleted topic's offsets are tombstoned by the group
-    coordinator when the topic is deleted: they are the positions to restore) and listed apart; notes."""
+    ``paths``. The commits a tombstone deleted are kept (the group coordinator tombstones a deleted topic's
+    offsets: they are the positions to restore); the second value says, per (group, topic, partition) that had a
+    tombstone, the offset before it and whether a commit came after it (that one is used: after a deletion and a
+    re-creation it is the new topic's, which the plan notes)."""
     if not paths:
         return {}, {}, []
     from kafkalog_cli.internal_topics.logdir import discover
@@ -265,16 +267,13 @@ def load_groups(paths: list[str]) -> tuple[dict[str, dict[tuple[str, int], int]]
     copies = [c for c in copies if c.topic == "__consumer_offsets"]
     if not copies:
         return {}, {}, [f"{', '.join(paths)}: no __consumer_offsets partitions: no reset CSV"]
-    deleted: set[tuple[str, str, int]] = set()
+    deleted: dict[tuple[str, str, int], list] = {}
     by_tp, _kinds, warnings = group_offsets(copies, deleted=deleted)
     groups: dict[str, dict[tuple[str, int], int]] = {}
     for (t, p), per_group in by_tp.items():
         for g, off in per_group.items():
             groups.setdefault(g, {})[(t, p)] = off
-    gone: dict[str, list[tuple[str, int]]] = {}
-    for g, t, p in sorted(deleted):
-        gone.setdefault(g, []).append((t, p))
-    return groups, gone, notes + warnings
+    return groups, {k: (v[0], v[1]) for k, v in deleted.items()}, notes + warnings
 
 
 def plan(sources: list[Source], opts: ReplayOptions, partitions: int) -> Plan:
@@ -309,9 +308,17 @@ def plan(sources: list[Source], opts: ReplayOptions, partitions: int) -> Plan:
     replayed = set(parts)
     groups = {g: {tp: c for tp, c in per.items() if tp in replayed} for g, per in groups.items()}
     groups = {g: per for g, per in groups.items() if per}
-    deleted = {g: [tp for tp in tps if tp in replayed] for g, tps in deleted.items() if g in groups}
-    return Plan(opts, sources, dict(sorted(parts.items())), partitions, findings, notes, groups,
-                {g: v for g, v in deleted.items() if v})
+    gone: dict[str, list[tuple[str, int]]] = {}
+    for (g, t, p), (before, recommitted) in sorted(deleted.items()):
+        if (t, p) not in replayed or g not in groups:
+            continue
+        if not recommitted:
+            gone.setdefault(g, []).append((t, p))
+        elif (t, p) in groups[g]:
+            notes.append(f"group {g!r} committed {t}-{p}@{groups[g][(t, p)]} after a tombstone of its commit "
+                         f"{t}-{p}@{before}: the later one is used; if {t!r} was deleted and recreated, it is the new "
+                         f"topic's position and {before} the old topic's")
+    return Plan(opts, sources, dict(sorted(parts.items())), partitions, findings, notes, groups, gone)
 
 
 # ------------------------------------------------------------------------------------------ the state

@@ -83,7 +83,7 @@ def _ndjson_files(d: str) -> list[str]:
 
 def _has_parquet(d: str) -> bool:
     for _root, _dirs, files in os.walk(d):
-        if any(n.endswith(".parquet") for n in files):
+        if any(n.endswith((".parquet", ".pq")) for n in files):
             return True
     return False
 
@@ -110,7 +110,7 @@ def resolve(args: list[str]) -> tuple[list[Source], list[str]]:
                 tp = parse_topic_partition_name(os.path.basename(os.path.dirname(path)))
                 out.append(Source(path, "segment", tp.topic if tp else None, tp.partition if tp else None,
                                   _reader=_read_partition))
-            elif path.endswith(".parquet") or _is_parquet_file(path):
+            elif path.endswith((".parquet", ".pq")) or _is_parquet_file(path):
                 out.append(Source(path, "parquet", _reader=_read_parquet))
             else:
                 out.append(Source(path, "ndjson", _reader=_read_ndjson))
