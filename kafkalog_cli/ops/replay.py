@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
+from kafkalog_cli.format.partitioners import java_default
 from kafkalog_cli.ops import replay_offsets as ro
 from kafkalog_cli.ops.replay_source import Source, SourceRecord
 from kafkalog_cli.storage.verify_model import Problem
@@ -67,43 +68,11 @@ class ReplayRefused(KafkalogError):
 
 
 # ------------------------------------------------------------------------------------------ murmur2
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (clients/src/main/java/org/apache/kafka/common/utils/Utils.java:492-536 at
-    1eb7644): the signed 32-bit hash the Java producer's default partitioner takes of the serialized key.
-    TODO(integrator): the ``findkey`` branch adds format/partitioners.py with the same function; point this at it."""
-    m = 0x5BD1E995
-    mask = 0xFFFFFFFF
-    length = len(data)
-    h = (0x9747B28C ^ length) & mask
-    n4 = length // 4
-    for i in range(n4):
-        j = 4 * i
-        k = data[j] | (data[j + 1] << 8) | (data[j + 2] << 16) | (data[j + 3] << 24)
-        k = (k * m) & mask
-        k ^= k >> 24
-        k = (k * m) & mask
-        h = (h * m) & mask
-        h ^= k
-    rest = length % 4
-    tail = length & ~3
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def murmur2_partition(key: bytes, partitions: int) -> int:
-    """``Utils.toPositive(Utils.murmur2(key)) % numPartitions`` (BuiltInPartitioner.partitionForKey,
-    clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java:330; toPositive is
-    ``n & 0x7fffffff``, Utils.java:1187-1189)."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    """``Utils.toPositive(Utils.murmur2(key)) % numPartitions``: Java's producer (format/partitioners.py)."""
+    p = java_default(key, partitions)
+    assert p is not None
+    return p
 
 
 # ------------------------------------------------------------------------------------------ options, plan
