@@ -107,3 +107,18 @@ def test_a_level_no_release_is_known_for_keeps_the_default(tmp_path, monkeypatch
     _metadata_log(tmp_path, [21, 40])
     r = CliRunner().invoke(cli, ["recover", "--format", "json", str(part)])
     assert f'"kafka_version": "{DEFAULT_VERSION}"' in r.stdout and "note" not in r.stderr
+
+
+def test_a_level_after_4_0_names_its_release(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """Level 29 (4.2-IV1: the real clusters of shared/realdata) is 4.2, from the one MetadataVersion table
+    (internal_topics/version_hint.METADATA_VERSIONS, which `kafkalog metadata` names levels by too)."""
+    from kafkalog_cli.internal_topics.version_hint import RELEASE_OF_LEVEL
+    from kafkalog_cli.versions import KNOWN_VERSIONS
+
+    assert set(RELEASE_OF_LEVEL.values()) <= set(KNOWN_VERSIONS)  # every release assumed is a profile
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    part = make_partition(tmp_path)
+    _metadata_log(tmp_path, [21, 29])
+    r = CliRunner().invoke(cli, ["recover", "--format", "json", str(part)])
+    assert '"kafka_version": "4.2"' in r.stdout
+    assert "assuming Kafka 4.2 (from the metadata.version feature level 29 in" in r.stderr

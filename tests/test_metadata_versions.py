@@ -1,4 +1,4 @@
-"""The metadata.version feature level names (``ops/metadata.METADATA_VERSIONS``, MetadataVersion.java's enum): one
+"""The metadata.version feature level names (``internal_topics/version_hint.METADATA_VERSIONS``, MetadataVersion.java's enum): one
 name per level, consecutive from 3.0-IV1 (level 1), up to the newest levels of Kafka's trunk (4.1 .. 4.4)."""
 
 from __future__ import annotations

@@ -19,12 +19,21 @@ from kafkalog_cli.storage.segment import MappedFile, entries
 
 METADATA_DIR = "__cluster_metadata-0"
 FEATURE = b"metadata.version"
-#: metadata.version feature level -> release (MetadataVersion.java at 1eb7644, IBP_3_0_IV1(1) .. IBP_4_0_IV3(25))
-RELEASE_OF_LEVEL: dict[int, str] = {
-    1: "3.0", 2: "3.1", 3: "3.2", 4: "3.3", 5: "3.3", 6: "3.3", 7: "3.3", 8: "3.4", 9: "3.5", 10: "3.5", 11: "3.5",
-    12: "3.6", 13: "3.6", 14: "3.6", 15: "3.7", 16: "3.7", 17: "3.7", 18: "3.7", 19: "3.7", 20: "3.8", 21: "3.9",
-    22: "4.0", 23: "4.0", 24: "4.0", 25: "4.0",
+# MetadataVersion feature levels, named as Kafka names them (`kafkalog metadata` prints them; server-common/src/main/java/org/apache/kafka/server/common/MetadataVersion.java).
+# 1-25: apache/kafka at 1eb7644, lines 147-227 (the newest apache/kafka copy stored here). 26-31: the same file in
+# the newest stored copy of Kafka's trunk, the fork traceyyoshima/kafka at 12f864b2 (IBP_4_1_IV0(26) ..
+# IBP_4_4_IV0(31), LATEST_PRODUCTION = IBP_4_3_IV0). 32-33: IBP_4_4_IV1 / IBP_4_4_IV2, which later Kafka code uses
+# (AclControlManagerTest's CIDR ACLs at IBP_4_4_IV1; controller unregistration at IBP_4_4_IV2, level 33); levels
+# are consecutive and never reused ("MVs are not reused", MetadataVersion.java). A newer level is "unknown".
+METADATA_VERSIONS: dict[int, str] = {
+    1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3", 8: "3.4-IV0",
+    9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0",
+    16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0",
+    23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1",
+    30: "4.3-IV0", 31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
 }
+# the release that introduced each level: the name's prefix ("4.2-IV1" -> 4.2); recover and salvage assume it
+RELEASE_OF_LEVEL: dict[int, str] = {level: name.split("-")[0] for level, name in METADATA_VERSIONS.items()}
 
 
 @dataclass(frozen=True)
