@@ -304,11 +304,8 @@ class Selection:
         return self.lo_offset is None and self.start_ms is None and self.end_ms is None and self.limit is None
 
     def holds(self, rec: Record) -> bool:
-        if self.lo_offset is not None and rec.offset < self.lo_offset:
-            return False
-        if self.start_ms is not None and rec.timestamp < self.start_ms:
-            return False
-        return not (self.end_ms is not None and rec.timestamp > self.end_ms)
+        """The window's record rule (``dump_window.Window.holds``) over these bounds."""
+        return Window(offset=self.lo_offset, start_ms=self.start_ms, end_ms=self.end_ms).holds(rec)
 
 
 @dataclass
