@@ -377,3 +377,28 @@ def test_stdout_and_keep_control_rules(tmp_path):
     assert r.exit_code == 2 and "read_uncommitted" in r.output
     r = run(str(src), "--format", "parquet", "--out", "-")
     assert r.exit_code == 2
+
+
+def test_kraft_control_records_are_named(tmp_path):
+    src = FIXTURES / "kraft/__cluster_metadata-0"
+    r = run(str(src), "--isolation", "read_uncommitted", "--keep-control", "--out", str(tmp_path / "k.ndjson"))
+    assert r.exit_code == 0, r.output
+    types = {g["control"]["type"] for g in ndjson(tmp_path / "k.ndjson") if g["control"]}
+    assert {"LEADER_CHANGE", "KRAFT_VERSION"} <= types  # the sample also holds a control type no release defines
+    assert types <= {"LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS", "UNKNOWN_9"}
+    r = run(str(src), "--out", str(tmp_path / "d.ndjson"))
+    assert all(g["control"] is None for g in ndjson(tmp_path / "d.ndjson"))
+
+
+def test_progress_gets_every_byte_walked(tmp_path):
+    from kafkalog_cli.ops import export as ex
+    from kafkalog_cli.render.export_ndjson import NdjsonSink
+
+    pdir = tmp_path / "t-0"
+    random_partition(str(pdir), 9, batches=300, roll_every=100)
+    got: list[int] = []
+    sink = NdjsonSink(lambda part: (open(os.devnull, "wb"), "-"), lambda f: f.close())
+    opts = ex.ExportOptions()
+    ex.Exporter(opts, sink, progress=got.append).run(ex.plan([str(pdir)], opts))
+    assert sum(got) == sum(p.stat().st_size for p in pdir.glob("*.log"))
+    assert len(got) >= len(list(pdir.glob("*.log")))

@@ -276,15 +276,21 @@ def marker_type(entry: Entry, buf: Any) -> int | None:
     return None
 
 
+CONTROL_NAMES = {control.ABORT: "ABORT", control.COMMIT: "COMMIT", control.LEADER_CHANGE: "LEADER_CHANGE",
+                 control.SNAPSHOT_HEADER: "SNAPSHOT_HEADER", control.SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
+                 control.KRAFT_VERSION: "KRAFT_VERSION", control.KRAFT_VOTERS: "KRAFT_VOTERS"}
+
+
 def control_of(entry: Entry, buf: Any) -> tuple[str, int] | None:
-    """("COMMIT"|"ABORT", coordinator epoch) of a transaction marker batch, None for any other batch."""
+    """(type, coordinator epoch) of a control batch: "COMMIT"/"ABORT" with the marker's coordinator epoch, or a
+    KRaft control record's type name (``__cluster_metadata``) with -1; None for a data batch or an empty one."""
     if entry.is_legacy or not entry.is_control:
         return None
     for rec in entry.iter_records(buf):
         _v, ctype = control.parse_control_key(rec.key)
         if ctype in (control.ABORT, control.COMMIT):
-            return ("ABORT" if ctype == control.ABORT else "COMMIT"), control.parse_end_txn_marker(rec.value)[1]
-        return None
+            return CONTROL_NAMES[ctype], control.parse_end_txn_marker(rec.value)[1]
+        return CONTROL_NAMES.get(ctype, f"UNKNOWN_{ctype}"), -1
     return None
 
 
@@ -436,6 +442,7 @@ class ExportSummary:
 
 
 # ------------------------------------------------------------------------------------------------ the walk
+PROGRESS_STEP = 4 << 20  # the progress callback gets the bytes walked in steps of this size
 _SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
 
 
@@ -501,6 +508,7 @@ class Exporter:
         self.progress = progress
         self.summary = ExportSummary(isolation=opts.isolation)
         self._stopped = False
+        self._reported = 0  # bytes of the current file the progress callback has had
 
     def run(self, p: Plan) -> ExportSummary:
         self.summary.notes += p.notes
@@ -572,7 +580,8 @@ class Exporter:
                                     hint="the disk could not deliver these bytes; copy what it can (ddrescue) and "
                                          "export the copy"))
                 if self.progress is not None:
-                    self.progress(mf.size - src.position)
+                    self.progress(mf.size - src.position - self._reported)
+                self._reported = 0
         self.sink.end(part, stats)
         return stats
 
@@ -586,7 +595,15 @@ class Exporter:
         sink = self.sink
         committed_only = opts.isolation == "read_committed"
         keep_control = sink.keeps_markers or (opts.keep_control and not committed_only)
+        progress = self.progress
+        pending = 0
         for entry in _entries(src.path, buf, src.position, opts, problem):
+            if progress is not None:
+                pending += entry.size
+                if pending >= PROGRESS_STEP:
+                    progress(pending)
+                    self._reported += pending
+                    pending = 0
             if state is not None:
                 if state.done:
                     break
