@@ -402,3 +402,28 @@ def test_progress_gets_every_byte_walked(tmp_path):
     ex.Exporter(opts, sink, progress=got.append).run(ex.plan([str(pdir)], opts))
     assert sum(got) == sum(p.stat().st_size for p in pdir.glob("*.log"))
     assert len(got) >= len(list(pdir.glob("*.log")))
+
+
+def test_pages_given_back_behind_the_walk_change_nothing(tmp_path, monkeypatch):
+    from kafkalog_cli.ops import export as ex
+
+    pdir = tmp_path / "t-0"
+    random_partition(str(pdir), 13, batches=200, roll_every=1000)
+    run(str(pdir), "--isolation", "read_uncommitted", "--out", str(tmp_path / "a.ndjson"))
+    calls: list[tuple[int, int]] = []
+    orig = ex.MappedFile.release_pages
+
+    def spy(self, start, length):
+        calls.append((start, length))
+        return orig(self, start, length)
+
+    monkeypatch.setattr(ex, "RELEASE_STEP", 4096)
+    monkeypatch.setattr(ex, "_SCAN_WINDOW", 8192)
+    monkeypatch.setattr(ex.MappedFile, "release_pages", spy)
+    for fmt, name in (("ndjson", "b.ndjson"), ("parquet", "b.parquet"), ("kafka", "k")):
+        r = run(str(pdir), "--isolation", "read_uncommitted", "--format", fmt, "--out", str(tmp_path / name))
+        assert r.exit_code == 0, r.output
+    assert calls and all(s % 4096 == 0 for s, _n in calls)
+    assert (tmp_path / "a.ndjson").read_bytes() == (tmp_path / "b.ndjson").read_bytes()
+    assert (tmp_path / "k" / "t-0" / "00000000000000000000.log").read_bytes() == (
+        pdir / "00000000000000000000.log").read_bytes()

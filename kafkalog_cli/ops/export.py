@@ -34,6 +34,7 @@ Nothing is printed here; the sinks write files; memory holds one batch at a time
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -443,18 +444,35 @@ class ExportSummary:
 
 # ------------------------------------------------------------------------------------------------ the walk
 PROGRESS_STEP = 4 << 20  # the progress callback gets the bytes walked in steps of this size
+RELEASE_STEP = 32 << 20  # the segment's mapped pages behind the walk are given back every this many bytes
+
+
+class _Release:
+    """Gives the mapped pages of a segment behind the walk back to the kernel (``MappedFile.release_pages``), so the
+    process's memory does not grow with the segment (the bytes stay in the page cache)."""
+
+    def __init__(self, mf: MappedFile, start: int) -> None:
+        self.mf = mf
+        self.done = start - start % mmap.PAGESIZE
+
+    def upto(self, pos: int) -> None:
+        if pos - self.done >= RELEASE_STEP:
+            end = pos - pos % mmap.PAGESIZE
+            self.mf.release_pages(self.done, end - self.done)
+            self.done = end
 _SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
 
 
 def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
-             on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False) -> Iterator[Entry]:
+             on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False,
+             release: _Release | None = None) -> Iterator[Entry]:
     """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
 
     Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
     in C, a window at a time); every entry it does not vouch for (a failed check, a legacy entry, the end of the
     file) is one step of the Python walk (``segment_check.intact_walk``), which reports and resyncs.
     ``transactional_only``: the compiled walk's non-transactional batches are passed over unparsed (the
-    transaction pass reads nothing else)."""
+    transaction pass reads nothing else). ``release`` gives the pages behind the walk back as it goes."""
     mod = accel.module()
     n = len(buf)
     pos = start
@@ -462,6 +480,8 @@ def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
     unpack = accel.SCAN_FORMAT.iter_unpack
     last: int | None = None  # the last offset of the previous intact entry (a region's "last good offset")
     while pos < n:
+        if release is not None:
+            release.upto(pos)
         if mod is not None:
             data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + _SCAN_WINDOW))
             bad = None
@@ -532,7 +552,9 @@ class Exporter:
         for f in files:
             try:
                 with MappedFile(f) as mf:
-                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None, transactional_only=True):
+                    release = _Release(mf, starts.get(f, 0))
+                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None, transactional_only=True,
+                                          release=release):
                         if not entry.is_legacy and entry.is_transactional:
                             view.observe(entry, mf.buf)
             except KafkalogError:
@@ -597,7 +619,7 @@ class Exporter:
         keep_control = sink.keeps_markers or (opts.keep_control and not committed_only)
         progress = self.progress
         pending = 0
-        for entry in _entries(src.path, buf, src.position, opts, problem):
+        for entry in _entries(src.path, buf, src.position, opts, problem, release=_Release(mf, src.position)):
             if progress is not None:
                 pending += entry.size
                 if pending >= PROGRESS_STEP:
