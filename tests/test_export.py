@@ -377,3 +377,53 @@ def test_stdout_and_keep_control_rules(tmp_path):
     assert r.exit_code == 2 and "read_uncommitted" in r.output
     r = run(str(src), "--format", "parquet", "--out", "-")
     assert r.exit_code == 2
+
+
+def test_kraft_control_records_are_named(tmp_path):
+    src = FIXTURES / "kraft/__cluster_metadata-0"
+    r = run(str(src), "--isolation", "read_uncommitted", "--keep-control", "--out", str(tmp_path / "k.ndjson"))
+    assert r.exit_code == 0, r.output
+    types = {g["control"]["type"] for g in ndjson(tmp_path / "k.ndjson") if g["control"]}
+    assert {"LEADER_CHANGE", "KRAFT_VERSION"} <= types  # the sample also holds a control type no release defines
+    assert types <= {"LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS", "UNKNOWN_9"}
+    r = run(str(src), "--out", str(tmp_path / "d.ndjson"))
+    assert all(g["control"] is None for g in ndjson(tmp_path / "d.ndjson"))
+
+
+def test_progress_gets_every_byte_walked(tmp_path):
+    from kafkalog_cli.ops import export as ex
+    from kafkalog_cli.render.export_ndjson import NdjsonSink
+
+    pdir = tmp_path / "t-0"
+    random_partition(str(pdir), 9, batches=300, roll_every=100)
+    got: list[int] = []
+    sink = NdjsonSink(lambda part: (open(os.devnull, "wb"), "-"), lambda f: f.close())
+    opts = ex.ExportOptions()
+    ex.Exporter(opts, sink, progress=got.append).run(ex.plan([str(pdir)], opts))
+    assert sum(got) == sum(p.stat().st_size for p in pdir.glob("*.log"))
+    assert len(got) >= len(list(pdir.glob("*.log")))
+
+
+def test_pages_given_back_behind_the_walk_change_nothing(tmp_path, monkeypatch):
+    from kafkalog_cli.ops import export as ex
+
+    pdir = tmp_path / "t-0"
+    random_partition(str(pdir), 13, batches=200, roll_every=1000)
+    run(str(pdir), "--isolation", "read_uncommitted", "--out", str(tmp_path / "a.ndjson"))
+    calls: list[tuple[int, int]] = []
+    orig = ex.MappedFile.release_pages
+
+    def spy(self, start, length):
+        calls.append((start, length))
+        return orig(self, start, length)
+
+    monkeypatch.setattr(ex, "RELEASE_STEP", 4096)
+    monkeypatch.setattr(ex, "_SCAN_WINDOW", 8192)
+    monkeypatch.setattr(ex.MappedFile, "release_pages", spy)
+    for fmt, name in (("ndjson", "b.ndjson"), ("parquet", "b.parquet"), ("kafka", "k")):
+        r = run(str(pdir), "--isolation", "read_uncommitted", "--format", fmt, "--out", str(tmp_path / name))
+        assert r.exit_code == 0, r.output
+    assert calls and all(s % 4096 == 0 for s, _n in calls)
+    assert (tmp_path / "a.ndjson").read_bytes() == (tmp_path / "b.ndjson").read_bytes()
+    assert (tmp_path / "k" / "t-0" / "00000000000000000000.log").read_bytes() == (
+        pdir / "00000000000000000000.log").read_bytes()

@@ -118,3 +118,30 @@ def test_a_v1_log_is_converted_to_v2_that_kafka_loads(kafka_real, tmp_path):
     assert ours and [(o, ts, k, v) for o, _t, ts, k, v, _m in ours] == [(o, ts, k, v)
                                                                        for o, _t, ts, k, v, _m in theirs]
     assert "magic: 2" in dump(kafka_real, out) and "magic: 1" in dump(kafka_real, src)
+
+
+def test_a_corrupt_batch_is_left_out_and_kafka_loads_the_rest(kafka_real, tmp_path):
+    import shutil
+
+    src = write_partition(kafka_real, tmp_path / "data", MIXED)
+    theirs = dump(kafka_real, src)
+    batches = [line for line in theirs.splitlines() if line.startswith("baseOffset:")]
+    third = re.search(r"baseOffset: (\d+) lastOffset: (\d+) .*position: (\d+)", batches[2])
+    assert third is not None
+    first, last, pos = (int(g) for g in third.groups())
+    bad = tmp_path / "bad" / src.name
+    shutil.copytree(src, bad)
+    seg = bad / "00000000000000000000.log"
+    raw = bytearray(seg.read_bytes())
+    raw[pos + 65] ^= 0xFF  # inside the third batch's records: its CRC fails
+    seg.write_bytes(bytes(raw))
+    r = kafkalog("export", str(bad), "--format", "kafka", "--out", str(tmp_path / "exp"))
+    assert r.exit_code == 1 and "crc-mismatch" in r.output, r.output
+    out = tmp_path / "exp" / src.name
+    res = kafka_real.json("Load", "--in", str(out), "--work", str(tmp_path / "load"), "--now-ms", str(NOW),
+                          "--clean-shutdown", "true", "--close")
+    assert not res.get("error"), res["error"]
+    assert {f["name"]: f["sha256"] for f in res["filesBefore"]} == {f["name"]: f["sha256"]
+                                                                    for f in res["filesAfterClose"]}
+    want = [rec for rec in records(theirs) if not first <= int(rec[0]) <= last]
+    assert records(dump(kafka_real, out)) == want

@@ -46,6 +46,17 @@ REC_INLINE int ex_select(const dumpctx *c, const v2rec *r, int64_t lo, int64_t t
     return 1;
 }
 
+/* the next record of a batch's walk into d, and whether to write it: 1 take, 0 skip (not selected, or `limit`
+ * records taken already), -1 decline (a record rec_next rejects, an overflow) */
+REC_INLINE int ex_next(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int last_rec, const dumpctx *c, int64_t lo,
+                       int64_t t_lo, int64_t t_hi, int64_t limit, Py_ssize_t taken, dumprec *d, int64_t *offset,
+                       int64_t *ts) {
+    if (rec_next_call(b, pos, end, last_rec, &d->r, d->hdrs, MAX_HEADERS_INLINE) != REC_OK) return -1;
+    int sel = ex_select(c, &d->r, lo, t_lo, t_hi, offset, ts);
+    if (sel <= 0) return sel;
+    return limit >= 0 && taken >= limit ? 0 : 1;
+}
+
 /*
  * export_ndjson(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq,
  *               (p1, p2, p3, p4, p5), lo_offset, start_ms, end_ms, limit)
@@ -76,11 +87,10 @@ static PyObject *export_ndjson(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < count; i++) {
             dumprec d;
             v2rec *r = &d.r;
-            if (rec_next_call(b, &pos, end, i == count - 1, r, d.hdrs, MAX_HEADERS_INLINE) != REC_OK) goto fallback;
             int64_t offset, ts;
-            int sel = ex_select(&c, r, lo, t_lo, t_hi, &offset, &ts);
+            int sel = ex_next(b, &pos, end, i == count - 1, &c, lo, t_lo, t_hi, limit, taken, &d, &offset, &ts);
             if (sel < 0) goto fallback;
-            if (!sel || (limit >= 0 && taken >= limit)) continue;
+            if (!sel) continue;
             size_t need = fixed + (r->klen > 0 ? json_need(r->klen) : 8) + (r->vlen > 0 ? json_need(r->vlen) : 8);
             for (int32_t h = 0; h < r->nh; h++)
                 need += json_need(d.hdrs[h].klen) + (d.hdrs[h].vlen > 0 ? json_need(d.hdrs[h].vlen) : 8) + 24;
@@ -232,11 +242,10 @@ static PyObject *export_columns(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < count; i++) {
             dumprec d;
             v2rec *r = &d.r;
-            if (rec_next_call(b, &pos, end, i == count - 1, r, d.hdrs, MAX_HEADERS_INLINE) != REC_OK) goto done;
             int64_t offset, ts;
-            int sel = ex_select(&c, r, lo, t_lo, t_hi, &offset, &ts);
+            int sel = ex_next(b, &pos, end, i == count - 1, &c, lo, t_lo, t_hi, limit, taken, &d, &offset, &ts);
             if (sel < 0) goto done;
-            if (!sel || (limit >= 0 && taken >= limit)) continue;
+            if (!sel) continue;
             taken++;
             int32_t kl = r->klen > 0 ? r->klen : 0, vl = r->vlen > 0 ? r->vlen : 0;
             kbytes += kl;

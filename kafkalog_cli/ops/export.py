@@ -34,6 +34,7 @@ Nothing is printed here; the sinks write files; memory holds one batch at a time
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -276,15 +277,21 @@ def marker_type(entry: Entry, buf: Any) -> int | None:
     return None
 
 
+CONTROL_NAMES = {control.ABORT: "ABORT", control.COMMIT: "COMMIT", control.LEADER_CHANGE: "LEADER_CHANGE",
+                 control.SNAPSHOT_HEADER: "SNAPSHOT_HEADER", control.SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
+                 control.KRAFT_VERSION: "KRAFT_VERSION", control.KRAFT_VOTERS: "KRAFT_VOTERS"}
+
+
 def control_of(entry: Entry, buf: Any) -> tuple[str, int] | None:
-    """("COMMIT"|"ABORT", coordinator epoch) of a transaction marker batch, None for any other batch."""
+    """(type, coordinator epoch) of a control batch: "COMMIT"/"ABORT" with the marker's coordinator epoch, or a
+    KRaft control record's type name (``__cluster_metadata``) with -1; None for a data batch or an empty one."""
     if entry.is_legacy or not entry.is_control:
         return None
     for rec in entry.iter_records(buf):
         _v, ctype = control.parse_control_key(rec.key)
         if ctype in (control.ABORT, control.COMMIT):
-            return ("ABORT" if ctype == control.ABORT else "COMMIT"), control.parse_end_txn_marker(rec.value)[1]
-        return None
+            return CONTROL_NAMES[ctype], control.parse_end_txn_marker(rec.value)[1]
+        return CONTROL_NAMES.get(ctype, f"UNKNOWN_{ctype}"), -1
     return None
 
 
@@ -304,11 +311,8 @@ class Selection:
         return self.lo_offset is None and self.start_ms is None and self.end_ms is None and self.limit is None
 
     def holds(self, rec: Record) -> bool:
-        if self.lo_offset is not None and rec.offset < self.lo_offset:
-            return False
-        if self.start_ms is not None and rec.timestamp < self.start_ms:
-            return False
-        return not (self.end_ms is not None and rec.timestamp > self.end_ms)
+        """The window's record rule (``dump_window.Window.holds``) over these bounds."""
+        return Window(offset=self.lo_offset, start_ms=self.start_ms, end_ms=self.end_ms).holds(rec)
 
 
 @dataclass
@@ -439,18 +443,36 @@ class ExportSummary:
 
 
 # ------------------------------------------------------------------------------------------------ the walk
+PROGRESS_STEP = 4 << 20  # the progress callback gets the bytes walked in steps of this size
+RELEASE_STEP = 32 << 20  # the segment's mapped pages behind the walk are given back every this many bytes
+
+
+class _Release:
+    """Gives the mapped pages of a segment behind the walk back to the kernel (``MappedFile.release_pages``), so the
+    process's memory does not grow with the segment (the bytes stay in the page cache)."""
+
+    def __init__(self, mf: MappedFile, start: int) -> None:
+        self.mf = mf
+        self.done = start - start % mmap.PAGESIZE
+
+    def upto(self, pos: int) -> None:
+        if pos - self.done >= RELEASE_STEP:
+            end = pos - pos % mmap.PAGESIZE
+            self.mf.release_pages(self.done, end - self.done)
+            self.done = end
 _SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
 
 
 def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
-             on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False) -> Iterator[Entry]:
+             on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False,
+             release: _Release | None = None) -> Iterator[Entry]:
     """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
 
     Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
     in C, a window at a time); every entry it does not vouch for (a failed check, a legacy entry, the end of the
     file) is one step of the Python walk (``segment_check.intact_walk``), which reports and resyncs.
     ``transactional_only``: the compiled walk's non-transactional batches are passed over unparsed (the
-    transaction pass reads nothing else)."""
+    transaction pass reads nothing else). ``release`` gives the pages behind the walk back as it goes."""
     mod = accel.module()
     n = len(buf)
     pos = start
@@ -458,6 +480,8 @@ def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
     unpack = accel.SCAN_FORMAT.iter_unpack
     last: int | None = None  # the last offset of the previous intact entry (a region's "last good offset")
     while pos < n:
+        if release is not None:
+            release.upto(pos)
         if mod is not None:
             data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + _SCAN_WINDOW))
             bad = None
@@ -504,6 +528,7 @@ class Exporter:
         self.progress = progress
         self.summary = ExportSummary(isolation=opts.isolation)
         self._stopped = False
+        self._reported = 0  # bytes of the current file the progress callback has had
 
     def run(self, p: Plan) -> ExportSummary:
         self.summary.notes += p.notes
@@ -527,7 +552,9 @@ class Exporter:
         for f in files:
             try:
                 with MappedFile(f) as mf:
-                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None, transactional_only=True):
+                    release = _Release(mf, starts.get(f, 0))
+                    for entry in _entries(f, mf.buf, starts.get(f, 0), self.opts, None, transactional_only=True,
+                                          release=release):
                         if not entry.is_legacy and entry.is_transactional:
                             view.observe(entry, mf.buf)
             except KafkalogError:
@@ -575,7 +602,8 @@ class Exporter:
                                     hint="the disk could not deliver these bytes; copy what it can (ddrescue) and "
                                          "export the copy"))
                 if self.progress is not None:
-                    self.progress(mf.size - src.position)
+                    self.progress(mf.size - src.position - self._reported)
+                self._reported = 0
         self.sink.end(part, stats)
         return stats
 
@@ -589,7 +617,15 @@ class Exporter:
         sink = self.sink
         committed_only = opts.isolation == "read_committed"
         keep_control = sink.keeps_markers or (opts.keep_control and not committed_only)
-        for entry in _entries(src.path, buf, src.position, opts, problem):
+        progress = self.progress
+        pending = 0
+        for entry in _entries(src.path, buf, src.position, opts, problem, release=_Release(mf, src.position)):
+            if progress is not None:
+                pending += entry.size
+                if pending >= PROGRESS_STEP:
+                    progress(pending)
+                    self._reported += pending
+                    pending = 0
             if state is not None:
                 if state.done:
                     break

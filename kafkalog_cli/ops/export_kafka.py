@@ -23,6 +23,12 @@ What is written, per partition ``<topic>-<partition>`` (the broker's files after
 
 Transaction markers are always written (without its marker a committed transaction would be open forever and
 block read_committed consumers at its first offset).
+
+Kafka (trunk 1eb7644): the retained-records rebuild is ``MemoryRecords.buildRetainedRecordsInto``
+(MemoryRecords.java:292); the roll's snapshot ``UnifiedLog.roll`` (UnifiedLog.scala:1715, 1726), the close's
+snapshot at the log end (UnifiedLog.scala:660); an unclean load snapshots the last two segment bases and the log
+end (``UnifiedLog.rebuildProducerState``, storage UnifiedLog.java:65-73), which is why every later segment's base
+has its snapshot here: Kafka's Load then finds nothing to add (tests/test_export_oracle.py).
 """
 
 from __future__ import annotations

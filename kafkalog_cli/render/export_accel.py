@@ -21,8 +21,9 @@ def _module() -> Any:
     return mod if mod is not None and hasattr(mod, "export_ndjson") else None
 
 
-def _records(item: BatchItem) -> tuple[Any, int, int] | None:
-    """(buffer, start, end) of a v2 batch's records (decompressed when compressed), None to decline."""
+def _batch_args(item: BatchItem) -> tuple[Any, ...] | None:
+    """The arguments both walks start with: (records buffer, start, end, count, base offset, base timestamp, max
+    timestamp, log append time, base sequence), the records decompressed when compressed; None to decline."""
     e = item.entry
     if e.is_legacy or e.records_count < 0 or e.streams_payload:
         return None
@@ -31,7 +32,8 @@ def _records(item: BatchItem) -> tuple[Any, int, int] | None:
     except KafkalogError as exc:
         raise exc.located(item.file) from None
     end = e.position + e.size if data is item.buf else len(data)
-    return data, start, end
+    return (data, start, end, e.records_count, e.base_offset, e.base_timestamp, e.max_timestamp,
+            e.timestamp_type == 1, e.base_sequence)
 
 
 def _bounds(item: BatchItem) -> tuple[int, int, int, int]:
@@ -48,14 +50,10 @@ def ndjson_fast() -> Callable[[BatchItem, int], tuple[bytes, int] | None] | None
         return None
 
     def fast(item: BatchItem, broker: int) -> tuple[bytes, int] | None:
-        got = _records(item)
-        if got is None:
+        args = _batch_args(item)
+        if args is None:
             return None
-        data, start, end = got
-        e = item.entry
-        assert not e.is_legacy
-        return mod.export_ndjson(data, start, end, e.records_count, e.base_offset, e.base_timestamp, e.max_timestamp,
-                                 e.timestamp_type == 1, e.base_sequence, line_pieces(item, broker), *_bounds(item))
+        return mod.export_ndjson(*args, line_pieces(item, broker), *_bounds(item))
 
     return fast
 
@@ -66,14 +64,10 @@ def parquet_fast() -> Callable[[BatchItem, Any], int | None] | None:
         return None
 
     def fast(item: BatchItem, cols: Any) -> int | None:
-        got = _records(item)
-        if got is None:
+        args = _batch_args(item)
+        if args is None:
             return None
-        data, start, end = got
-        e = item.entry
-        assert not e.is_legacy
-        n = mod.export_columns(data, start, end, e.records_count, e.base_offset, e.base_timestamp, e.max_timestamp,
-                               e.timestamp_type == 1, e.base_sequence, *_bounds(item), cols.outs)
+        n = mod.export_columns(*args, *_bounds(item), cols.outs)
         return None if n < 0 else n
 
     return fast
