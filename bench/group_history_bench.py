@@ -4,9 +4,10 @@
 The partition is generated under /tmp and deleted: GROUPS groups x PARTS topic-partitions each committing in turn
 (OffsetCommitValue v3, five commits per batch as a coordinator writes one batch per OffsetCommit request, a
 generation record now and then, a reset every 50,000 commits). Each command runs once, in a fresh process, with
-its output to /dev/null; the script prints wall times, the ratio and each process's peak RSS (``wait4``).
+its output to /dev/null; the script prints wall and CPU times, the CPU ratio (on a machine shared with other work
+the wall time measures the neighbours) and each process's peak RSS (``wait4``) and peak anonymous RSS (sampled).
 
-    python bench/group_history_bench.py [--mib 1024] [--small 64] [--keep DIR]
+    python bench/group_history_bench.py [--mib 1024] [--small 64] [--keep DIR] [--only group,all,dump]
 """
 
 from __future__ import annotations
@@ -92,9 +93,10 @@ def _anon_kib(pid: int) -> int:
     return 0
 
 
-def run(argv: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, peak RSS (MiB, the mapped file's pages included) and peak anonymous RSS (MiB, sampled every
-    0.2 s) of one command, stdout to /dev/null."""
+def run(argv: list[str]) -> tuple[float, float, float, float]:
+    """Wall seconds, CPU seconds (user + system: the figure that stays put on a shared machine), peak RSS (MiB, the
+    mapped file's pages included) and peak anonymous RSS (MiB, sampled every 0.2 s) of one command, stdout to
+    /dev/null."""
     t = time.perf_counter()
     anon = 0
     with open(os.devnull, "wb") as null, tempfile.TemporaryFile() as err:
@@ -111,7 +113,7 @@ def run(argv: list[str]) -> tuple[float, float, float]:
         text = err.read().decode(errors="replace")
     if p.returncode not in (0, 1):
         raise SystemExit(f"{argv[:3]}: exit {p.returncode}: {text[-400:]}")
-    return wall, usage.ru_maxrss / 1024, anon / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, anon / 1024
 
 
 def main() -> None:
@@ -119,6 +121,7 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--small", type=int, default=64, help="a small partition first, for the memory comparison")
     ap.add_argument("--keep", default=None, help="generate into this directory and keep it")
+    ap.add_argument("--only", default="group,all,dump", help="which runs: group, all, dump (comma-separated)")
     a = ap.parse_args()
     kafkalog = [sys.executable, "-m", "kafkalog_cli"]
     for mib in ([a.small] if a.small else []) + [a.mib]:
@@ -129,16 +132,19 @@ def main() -> None:
             print(f"{mib} MiB: {size / 2**20:.0f} MiB, {records} records, generated in {time.perf_counter() - t:.1f} s",
                   flush=True)
             log = os.path.join(pdir, "00000000000000000000.log")
-            one_s, one_rss, one_anon = run(kafkalog + ["group-history", GROUP, pdir])
-            print(f"  group-history GROUP         {one_s:7.2f} s  peak RSS {one_rss:6.0f} MiB, anonymous "
-                  f"{one_anon:5.0f} MiB", flush=True)
-            all_s, all_rss, all_anon = run(kafkalog + ["group-history", "--all-groups", pdir])
-            print(f"  group-history --all-groups  {all_s:7.2f} s  peak RSS {all_rss:6.0f} MiB, anonymous "
-                  f"{all_anon:5.0f} MiB", flush=True)
-            dump_s, dump_rss, dump_anon = run(kafkalog + ["dump", "--offsets-decoder", log])
-            print(f"  dump --offsets-decoder      {dump_s:7.2f} s  peak RSS {dump_rss:6.0f} MiB, anonymous "
-                  f"{dump_anon:5.0f} MiB")
-            print(f"  ratio to the dump: GROUP {one_s / dump_s:.2f}, --all-groups {all_s / dump_s:.2f}", flush=True)
+            cpu_of: dict[str, float] = {}
+            for key, label, argv in (("group", "group-history GROUP", ["group-history", GROUP, pdir]),
+                                     ("all", "group-history --all-groups", ["group-history", "--all-groups", pdir]),
+                                     ("dump", "dump --offsets-decoder", ["dump", "--offsets-decoder", log])):
+                if key not in a.only.split(","):
+                    continue
+                wall, cpu, rss, anon = run(kafkalog + argv)
+                cpu_of[key] = cpu
+                print(f"  {label:28s} wall {wall:8.2f} s  CPU {cpu:8.2f} s  peak RSS {rss:5.0f} MiB (anonymous "
+                      f"{anon:4.0f} MiB)", flush=True)
+            if "dump" in cpu_of:
+                print("  CPU ratio to the dump: " + ", ".join(f"{k} {v / cpu_of['dump']:.2f}" for k, v in cpu_of.items()
+                                                              if k != "dump"), flush=True)
             print(f"  load average {os.getloadavg()[0]:.1f}")
         finally:
             if not a.keep:

@@ -117,3 +117,24 @@ def test_a_batch_failing_its_crc_is_not_read(tmp_path) -> None:  # noqa: ANN001
     (reset,) = [t for t in h.groups["orders-app"].partitions[("orders", 0)].timeline
                 if isinstance(t, gh.Change) and t.kind == "reset"]
     assert reset.after is not None and reset.after.offset == 4  # 10 -> 4: the damaged commit of 0 is not read
+
+
+def test_a_deleted_partition_directory_is_a_copy_too(tmp_path) -> None:  # noqa: ANN001
+    """A ``-delete`` directory (LocalLog's name for a partition scheduled for deletion) still holds history; so does a
+    partition directory holding only a ``.log.deleted`` leftover."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "groups" / "__consumer_offsets-5"
+    gone = tmp_path / "b1" / "__consumer_offsets-5.0123456789abcdef0123456789abcdef-delete"
+    shutil.copytree(src, gone)
+    h = gh.history([str(tmp_path / "b1")], "orders-app")
+    assert h.partitions_read == [5] and h.groups["orders-app"].partitions[("orders", 0)].commits == 7
+    left = tmp_path / "b2" / "__consumer_offsets-5"
+    left.mkdir(parents=True)
+    shutil.copy(src / "00000000000000000000.log", left / "00000000000000000000.log.deleted")
+    h = gh.history([str(tmp_path / "b2")], "orders-app")
+    assert h.groups["orders-app"].partitions[("orders", 0)].commits == 7
+    both = gh.history([str(tmp_path / "b1"), str(tmp_path / "b2")], "orders-app")
+    p0 = both.groups["orders-app"].partitions[("orders", 0)]
+    assert p0.commits == 7 and p0.current is not None and p0.current.at.copies == 2 and not both.conflicts
