@@ -27,6 +27,12 @@ KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail", "index-del
          "snapshot-garbage", "snapshot-torn", "leftover-deleted", "leftover-cleaned", "leftover-swap",
          "leftover-swap-indexes", "txnindex-delete", "txnindex-garbage")
 
+#: damage that leaves the producer-state replay reading a segment through a garbage offset index (issue 26): an
+#: index whose entries pass Kafka's sanity check (whole entries, last relative offset >= 0) but point anywhere (mid
+#: batch, a later batch, past the end), plus an older snapshot only, so that the replay reads the segment
+REPLAY_KINDS = ("index-sane-garbage", "index-sane-garbage", "index-sane-garbage", "snapshot-latest-delete",
+                "snapshot-delete", "torn-tail", "junk-tail")
+
 
 def _logs(pdir: Path) -> list[Path]:
     return sorted(pdir.glob("*.log"))
@@ -95,6 +101,8 @@ def _damage_index(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
         path.unlink(missing_ok=True)
         return f"{path.name}: deleted"
     data = path.read_bytes() if path.exists() else b""
+    if what == "sane-garbage":
+        return _sane_garbage_index(rng, path, log)
     if what == "garbage":
         n = rng.choice([8, 12, 24, 40, 96])
         path.write_bytes(bytes(rng.randrange(256) for _ in range(n)))
@@ -112,6 +120,25 @@ def _damage_index(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
     return f"{path.name}: odd length {path.stat().st_size}"
 
 
+def _sane_garbage_index(rng: random.Random, path: Path, log: Path) -> str:
+    """An offset index that passes OffsetIndex.sanityCheck (length a multiple of 8, last entry's relative offset >= 0)
+    with entries that point anywhere: a batch start, the middle of a batch, past the end of the file; offsets in
+    order or not."""
+    data = log.read_bytes()
+    starts = _batch_starts(data) or [0]
+    n = rng.randint(1, 5)
+    entries = []
+    for _ in range(n):
+        rel = rng.randint(0, max(1, len(starts) * 3))
+        pos = rng.choice([rng.choice(starts), rng.randint(0, max(1, len(data) + 200)),
+                          rng.choice(starts) + rng.randint(1, 60), len(data) + rng.randint(0, 500)])
+        entries.append((rel, pos))
+    if rng.random() < 0.7:
+        entries.sort()
+    path.write_bytes(b"".join(r.to_bytes(4, "big") + p.to_bytes(4, "big") for r, p in entries))
+    return f"{path.name}: {n} sane garbage entries {entries}"
+
+
 def _damage_txnindex(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
     path = pdir / f"{log.stem}.txnindex"
     if kind == "txnindex-delete":
@@ -126,8 +153,8 @@ def _damage_snapshot(rng: random.Random, kind: str, pdir: Path) -> str | None:
     snaps = sorted(pdir.glob("*.snapshot"))
     if not snaps:
         return None
-    snap = rng.choice(snaps)
-    if kind == "snapshot-delete":
+    snap = snaps[-1] if kind == "snapshot-latest-delete" else rng.choice(snaps)
+    if kind in ("snapshot-delete", "snapshot-latest-delete"):
         snap.unlink()
         return f"{snap.name}: deleted"
     data = snap.read_bytes()
@@ -221,6 +248,22 @@ def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
         _write_rp(pdir, rp)
         done.append(f"recovery point {choice} the damage: {rp}")
     return done
+
+
+def mutate_replay(seed: int, pdir: Path) -> list[str]:
+    """``mutate`` with REPLAY_KINDS, always with one sane garbage offset index and, most often, the latest snapshot
+    deleted (so that the producer-state replay starts in a segment, through that index)."""
+    rng = random.Random(seed * 104729 + 3)
+    logs = _logs(pdir)
+    done: list[str] = []
+    if logs:
+        log = rng.choice(logs)
+        done.append(_sane_garbage_index(rng, pdir / f"{log.stem}.index", log))
+    if rng.random() < 0.8:
+        line = _damage_snapshot(rng, "snapshot-latest-delete", pdir)
+        if line:
+            done.append(line)
+    return done + mutate(seed, pdir, REPLAY_KINDS)
 
 
 def copy_data_dir(src_pdir: Path, dst_root: Path) -> Path:
