@@ -27,6 +27,11 @@ KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail", "index-del
          "snapshot-garbage", "snapshot-torn", "leftover-deleted", "leftover-cleaned", "leftover-swap",
          "leftover-swap-indexes", "txnindex-delete", "txnindex-garbage")
 
+#: what a crash leaves (no disk damage): torn and zero tails of the active segment, preallocated indexes, the
+#: leftovers of an interrupted clean or swap (the inputs of compact / truncate-to-epoch on crash-shutdown partitions)
+CRASH_KINDS = ("torn-tail", "zero-tail", "index-prealloc", "leftover-deleted", "leftover-cleaned", "leftover-swap",
+               "leftover-swap-indexes", "snapshot-delete")
+
 #: damage that leaves the producer-state replay reading a segment through a garbage offset index (issue 26): an
 #: index whose entries pass Kafka's sanity check (whole entries, last relative offset >= 0) but point anywhere (mid
 #: batch, a later batch, past the end), plus an older snapshot only, so that the replay reads the segment
@@ -264,6 +269,40 @@ def mutate_replay(seed: int, pdir: Path) -> list[str]:
         if line:
             done.append(line)
     return done + mutate(seed, pdir, REPLAY_KINDS)
+
+
+def mutate_crash(seed: int, pdir: Path) -> list[str]:
+    """What a crash leaves, and only that (the inputs of compact / truncate-to-epoch on crash-shutdown partitions):
+    no ``.kafka_cleanshutdown``; one or two of CRASH_KINDS, tails torn or zero-filled on the active segment only
+    (where the broker was appending); the recovery-point checkpoint as written, at 0 or at the active segment."""
+    rng = random.Random(seed * 31337 + 11)
+    done: list[str] = []
+    for _ in range(rng.choice([1, 1, 2])):
+        logs = _logs(pdir)
+        if not logs:
+            break
+        kind = rng.choice(CRASH_KINDS)
+        if kind in ("torn-tail", "zero-tail"):
+            done.append(_damage_log(rng, kind, logs[-1]))
+        elif kind == "index-prealloc":
+            done.append(_damage_index(rng, kind, pdir, rng.choice(logs)))
+        elif kind == "snapshot-delete":
+            line = _damage_snapshot(rng, kind, pdir)
+            if line:
+                done.append(line)
+        else:
+            done.append(_leftover(rng, kind, pdir, logs))
+    marker = pdir.parent / MARKER
+    if marker.exists():
+        marker.unlink()
+        done.append(f"{MARKER} removed")
+    r = rng.random()
+    if r < 0.4:
+        logs = _logs(pdir)
+        rp = 0 if r < 0.2 or not logs else int(logs[-1].stem)
+        _write_rp(pdir, rp)
+        done.append(f"recovery point {rp}")
+    return done
 
 
 def copy_data_dir(src_pdir: Path, dst_root: Path) -> Path:

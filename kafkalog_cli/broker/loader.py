@@ -109,6 +109,8 @@ class TopicConfig:
 
     index_interval_bytes: int = ri.DEFAULT_INTERVAL
     segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES
+    #: the broker's producer.id.expiration.ms (ProducerStateManager.loadFromSnapshot drops producers idle this long)
+    producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
     #: the keys ``from_pairs`` takes; every other topic config is accepted and ignored (the loader does not read it)
     KEYS = ("index.interval.bytes", "segment.index.bytes")
@@ -672,12 +674,14 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
     """Simulate the broker's load of ``partition_dir``; return every file change and what is lost. ``config``
     (when given) overrides ``index_interval_bytes`` / ``segment_index_bytes``. ``recovery_point``: model an unclean
     start with this recovery-point checkpoint instead of the one on disk."""
+    expiration = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS
     if config is not None:
         index_interval_bytes, segment_index_bytes = config.index_interval_bytes, config.segment_index_bytes
+        expiration = config.producer_id_expiration_ms
     holder: list[LoaderPlan] = []
     try:
         return _plan_load(holder, partition_dir, kafka_version, now_ms, index_interval_bytes, segment_index_bytes,
-                          lost_detail, recovery_point)
+                          lost_detail, recovery_point, expiration)
     except pst.InvalidTxnStateError as exc:
         plan = holder[0]
         plan.fatal.append(f"{exc.message}: producer-state replay at load throws it and nothing catches it, the "
@@ -687,7 +691,8 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
 
 
 def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
-               segment_index_bytes: int, lost_detail: bool, recovery_point: int | None = None) -> LoaderPlan:
+               segment_index_bytes: int, lost_detail: bool, recovery_point: int | None = None,
+               expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> LoaderPlan:
     """``LogLoader.load`` (LogLoader.java:128-256) as data: the leftovers (``_leftovers``), ``loadSegmentFiles``,
     ``recoverLog``, then the leader-epoch cache and producer state (``_LoadModel``)."""
     pdir = os.path.abspath(partition_dir)
@@ -711,7 +716,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     if plan.fatal:
         return plan
     model = _LoadModel(plan, files, version, int(time.time() * 1000) if now_ms is None else now_ms,
-                       index_interval_bytes, segment_index_bytes, lost_detail)
+                       index_interval_bytes, segment_index_bytes, lost_detail, expiration_ms)
     if not model.load_segment_files(logs, recover_now) or not model.recover_log():
         return plan
     model.finish_load(epoch_file)
@@ -762,6 +767,7 @@ class _LoadModel:
     interval: int
     sib: int
     lost_detail: bool
+    expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS
     segs: list[Scan] = field(default_factory=list)
     scans: dict[int, Scan] = field(default_factory=dict)
     recovered_bases: set[int] = field(default_factory=set)
@@ -820,6 +826,7 @@ class _LoadModel:
         ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
         plan, store = self.plan, self.store
         psm = ProducerStateManager(store, self.version.java_producer_map, self.now)
+        psm.expiration_ms = self.expiration_ms
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
         if not self.replay(psm, loaded, plan.log_start_checkpoint, s.base, False):
             return rec
@@ -1051,6 +1058,7 @@ class _LoadModel:
         if version.removes_stray_snapshots:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateManager(self.store, version.java_producer_map, self.now)
+        main.expiration_ms = self.expiration_ms
         if not self.replay(main, segs, plan.log_start_offset, leo, clean):
             return
         for base in sorted(set(self.replay_read)):
