@@ -206,6 +206,23 @@ def _leftover(rng: random.Random, kind: str, pdir: Path, logs: list[Path]) -> st
     return "; ".join(done)
 
 
+LOG_KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail")
+
+
+def _apply(rng: random.Random, kind: str, pdir: Path, log: Path, logs: list[Path]) -> list[str]:
+    """One damage of ``kind`` to ``log`` (or the partition); the lines saying what it did."""
+    if kind in LOG_KINDS:
+        return [_damage_log(rng, kind, log)]
+    if kind.startswith(("index-", "timeindex-")):
+        return [_damage_index(rng, kind, pdir, log)]
+    if kind.startswith("txnindex-"):
+        return [_damage_txnindex(rng, kind, pdir, log)]
+    if kind.startswith("snapshot-"):
+        line = _damage_snapshot(rng, kind, pdir)
+        return [line] if line else []
+    return [_leftover(rng, kind, pdir, logs)]
+
+
 def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """Damage ``pdir`` (see the module docstring); returns one line per change."""
     rng = random.Random(seed * 7919 + 17)
@@ -219,19 +236,9 @@ def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
             break
         # the active segment most often: that is where a crash leaves its damage
         log = logs[-1] if rng.random() < 0.6 else rng.choice(logs)
-        if kind in ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail"):
-            done.append(_damage_log(rng, kind, log))
+        if kind in LOG_KINDS:
             damaged = log if damaged is None or log.name < damaged.name else damaged
-        elif kind.startswith(("index-", "timeindex-")):
-            done.append(_damage_index(rng, kind, pdir, log))
-        elif kind.startswith("txnindex-"):
-            done.append(_damage_txnindex(rng, kind, pdir, log))
-        elif kind.startswith("snapshot-"):
-            line = _damage_snapshot(rng, kind, pdir)
-            if line:
-                done.append(line)
-        else:
-            done.append(_leftover(rng, kind, pdir, logs))
+        done += _apply(rng, kind, pdir, log, logs)
     # the clean-shutdown marker: as written, removed (a crash) or added (damage after a clean shutdown)
     marker = pdir.parent / MARKER
     r = rng.random()
@@ -282,16 +289,7 @@ def mutate_crash(seed: int, pdir: Path) -> list[str]:
         if not logs:
             break
         kind = rng.choice(CRASH_KINDS)
-        if kind in ("torn-tail", "zero-tail"):
-            done.append(_damage_log(rng, kind, logs[-1]))
-        elif kind == "index-prealloc":
-            done.append(_damage_index(rng, kind, pdir, rng.choice(logs)))
-        elif kind == "snapshot-delete":
-            line = _damage_snapshot(rng, kind, pdir)
-            if line:
-                done.append(line)
-        else:
-            done.append(_leftover(rng, kind, pdir, logs))
+        done += _apply(rng, kind, pdir, logs[-1] if kind in LOG_KINDS else rng.choice(logs), logs)
     marker = pdir.parent / MARKER
     if marker.exists():
         marker.unlink()

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers, recover_first_option
 from kafkalog_cli.cli.repair_errors import engine_call
 
 
@@ -53,10 +53,7 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 @click.option("--io-buffer-bytes", type=click.IntRange(min=2), default=512 * 1024, show_default=True,
               help="The broker's log.cleaner.io.buffer.size: half of it is one read of the cleaner, and each read is "
                    "one append to the new segment (where its index entries go).")
-@click.option("--recover-first", is_flag=True,
-              help="Apply the broker's start-up recovery first when the partition was left by a crash (no "
-                   ".kafka_cleanshutdown): what 'kafkalog recover --execute' does, then compact, as Kafka's own cleaner "
-                   "runs on the loaded log. Without it the files are compacted as they are.")
+@recover_first_option("compact", "cleaner", "compacted")
 @click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The broker's producer.id.expiration.ms: a producer of the snapshot idle this long at --now-ms is "
                    "expired when the broker loads the log, and its last batch is not kept.")

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers, recover_first_option
 from kafkalog_cli.cli.repair_errors import WRITE_FAILED_HINT, engine_call
 
 
@@ -44,10 +44,7 @@ printed); 2 usage error, unreadable input, unknown epoch, or refused repair
                    "every producer is kept).")
 @click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The broker's producer.id.expiration.ms (used with --now-ms).")
-@click.option("--recover-first", is_flag=True,
-              help="Apply the broker's start-up recovery first when the partition was left by a crash (no "
-                   ".kafka_cleanshutdown): what 'kafkalog recover --execute' does, then truncate, as Kafka's own follower "
-                   "runs on the loaded log. Without it the files are truncated as they are.")
+@recover_first_option("truncate", "follower", "truncated")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="The topic's index.interval.bytes, for the indexes the broker's start-up rebuilds first (a "
                    "partition left by a crash is recovered before it is truncated, as the broker does).")
