@@ -27,6 +27,17 @@ KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail", "index-del
          "snapshot-garbage", "snapshot-torn", "leftover-deleted", "leftover-cleaned", "leftover-swap",
          "leftover-swap-indexes", "txnindex-delete", "txnindex-garbage")
 
+#: what a crash leaves (no disk damage): torn and zero tails of the active segment, preallocated indexes, the
+#: leftovers of an interrupted clean or swap (the inputs of compact / truncate-to-epoch on crash-shutdown partitions)
+CRASH_KINDS = ("torn-tail", "zero-tail", "index-prealloc", "leftover-deleted", "leftover-cleaned", "leftover-swap",
+               "leftover-swap-indexes", "snapshot-delete")
+
+#: damage that leaves the producer-state replay reading a segment through a garbage offset index (issue 26): an
+#: index whose entries pass Kafka's sanity check (whole entries, last relative offset >= 0) but point anywhere (mid
+#: batch, a later batch, past the end), plus an older snapshot only, so that the replay reads the segment
+REPLAY_KINDS = ("index-sane-garbage", "index-sane-garbage", "index-sane-garbage", "snapshot-latest-delete",
+                "snapshot-delete", "torn-tail", "junk-tail")
+
 
 def _logs(pdir: Path) -> list[Path]:
     return sorted(pdir.glob("*.log"))
@@ -95,6 +106,8 @@ def _damage_index(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
         path.unlink(missing_ok=True)
         return f"{path.name}: deleted"
     data = path.read_bytes() if path.exists() else b""
+    if what == "sane-garbage":
+        return _sane_garbage_index(rng, path, log)
     if what == "garbage":
         n = rng.choice([8, 12, 24, 40, 96])
         path.write_bytes(bytes(rng.randrange(256) for _ in range(n)))
@@ -112,6 +125,25 @@ def _damage_index(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
     return f"{path.name}: odd length {path.stat().st_size}"
 
 
+def _sane_garbage_index(rng: random.Random, path: Path, log: Path) -> str:
+    """An offset index that passes OffsetIndex.sanityCheck (length a multiple of 8, last entry's relative offset >= 0)
+    with entries that point anywhere: a batch start, the middle of a batch, past the end of the file; offsets in
+    order or not."""
+    data = log.read_bytes()
+    starts = _batch_starts(data) or [0]
+    n = rng.randint(1, 5)
+    entries = []
+    for _ in range(n):
+        rel = rng.randint(0, max(1, len(starts) * 3))
+        pos = rng.choice([rng.choice(starts), rng.randint(0, max(1, len(data) + 200)),
+                          rng.choice(starts) + rng.randint(1, 60), len(data) + rng.randint(0, 500)])
+        entries.append((rel, pos))
+    if rng.random() < 0.7:
+        entries.sort()
+    path.write_bytes(b"".join(r.to_bytes(4, "big") + p.to_bytes(4, "big") for r, p in entries))
+    return f"{path.name}: {n} sane garbage entries {entries}"
+
+
 def _damage_txnindex(rng: random.Random, kind: str, pdir: Path, log: Path) -> str:
     path = pdir / f"{log.stem}.txnindex"
     if kind == "txnindex-delete":
@@ -126,8 +158,8 @@ def _damage_snapshot(rng: random.Random, kind: str, pdir: Path) -> str | None:
     snaps = sorted(pdir.glob("*.snapshot"))
     if not snaps:
         return None
-    snap = rng.choice(snaps)
-    if kind == "snapshot-delete":
+    snap = snaps[-1] if kind == "snapshot-latest-delete" else rng.choice(snaps)
+    if kind in ("snapshot-delete", "snapshot-latest-delete"):
         snap.unlink()
         return f"{snap.name}: deleted"
     data = snap.read_bytes()
@@ -174,6 +206,23 @@ def _leftover(rng: random.Random, kind: str, pdir: Path, logs: list[Path]) -> st
     return "; ".join(done)
 
 
+LOG_KINDS = ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail")
+
+
+def _apply(rng: random.Random, kind: str, pdir: Path, log: Path, logs: list[Path]) -> list[str]:
+    """One damage of ``kind`` to ``log`` (or the partition); the lines saying what it did."""
+    if kind in LOG_KINDS:
+        return [_damage_log(rng, kind, log)]
+    if kind.startswith(("index-", "timeindex-")):
+        return [_damage_index(rng, kind, pdir, log)]
+    if kind.startswith("txnindex-"):
+        return [_damage_txnindex(rng, kind, pdir, log)]
+    if kind.startswith("snapshot-"):
+        line = _damage_snapshot(rng, kind, pdir)
+        return [line] if line else []
+    return [_leftover(rng, kind, pdir, logs)]
+
+
 def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """Damage ``pdir`` (see the module docstring); returns one line per change."""
     rng = random.Random(seed * 7919 + 17)
@@ -187,19 +236,9 @@ def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
             break
         # the active segment most often: that is where a crash leaves its damage
         log = logs[-1] if rng.random() < 0.6 else rng.choice(logs)
-        if kind in ("torn-tail", "flip", "zero-range", "zero-tail", "junk-tail"):
-            done.append(_damage_log(rng, kind, log))
+        if kind in LOG_KINDS:
             damaged = log if damaged is None or log.name < damaged.name else damaged
-        elif kind.startswith(("index-", "timeindex-")):
-            done.append(_damage_index(rng, kind, pdir, log))
-        elif kind.startswith("txnindex-"):
-            done.append(_damage_txnindex(rng, kind, pdir, log))
-        elif kind.startswith("snapshot-"):
-            line = _damage_snapshot(rng, kind, pdir)
-            if line:
-                done.append(line)
-        else:
-            done.append(_leftover(rng, kind, pdir, logs))
+        done += _apply(rng, kind, pdir, log, logs)
     # the clean-shutdown marker: as written, removed (a crash) or added (damage after a clean shutdown)
     marker = pdir.parent / MARKER
     r = rng.random()
@@ -220,6 +259,47 @@ def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
               "far": max(bases) + 1000, "missing": None}[choice]
         _write_rp(pdir, rp)
         done.append(f"recovery point {choice} the damage: {rp}")
+    return done
+
+
+def mutate_replay(seed: int, pdir: Path) -> list[str]:
+    """``mutate`` with REPLAY_KINDS, always with one sane garbage offset index and, most often, the latest snapshot
+    deleted (so that the producer-state replay starts in a segment, through that index)."""
+    rng = random.Random(seed * 104729 + 3)
+    logs = _logs(pdir)
+    done: list[str] = []
+    if logs:
+        log = rng.choice(logs)
+        done.append(_sane_garbage_index(rng, pdir / f"{log.stem}.index", log))
+    if rng.random() < 0.8:
+        line = _damage_snapshot(rng, "snapshot-latest-delete", pdir)
+        if line:
+            done.append(line)
+    return done + mutate(seed, pdir, REPLAY_KINDS)
+
+
+def mutate_crash(seed: int, pdir: Path) -> list[str]:
+    """What a crash leaves, and only that (the inputs of compact / truncate-to-epoch on crash-shutdown partitions):
+    no ``.kafka_cleanshutdown``; one or two of CRASH_KINDS, tails torn or zero-filled on the active segment only
+    (where the broker was appending); the recovery-point checkpoint as written, at 0 or at the active segment."""
+    rng = random.Random(seed * 31337 + 11)
+    done: list[str] = []
+    for _ in range(rng.choice([1, 1, 2])):
+        logs = _logs(pdir)
+        if not logs:
+            break
+        kind = rng.choice(CRASH_KINDS)
+        done += _apply(rng, kind, pdir, logs[-1] if kind in LOG_KINDS else rng.choice(logs), logs)
+    marker = pdir.parent / MARKER
+    if marker.exists():
+        marker.unlink()
+        done.append(f"{MARKER} removed")
+    r = rng.random()
+    if r < 0.4:
+        logs = _logs(pdir)
+        rp = 0 if r < 0.2 or not logs else int(logs[-1].stem)
+        _write_rp(pdir, rp)
+        done.append(f"recovery point {rp}")
     return done
 
 

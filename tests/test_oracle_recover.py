@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from kafka_real import Oracle, dir_digest, write_partition
-from oracle_mutations import KINDS, copy_data_dir, mutate
+from oracle_mutations import KINDS, _batch_starts, copy_data_dir, mutate, mutate_replay
 from oracle_plans import CODECS, Profile, plan, seeds
 
 from kafkalog_cli.broker import loader as ld
@@ -216,6 +216,13 @@ def compare_recover_case(oracle: Oracle, tmp: Path, p: dict, pdir: Path, muts: l
     return _with_context(bad, seed, muts)
 
 
+def compare_recover_replay(oracle: Oracle, tmp: Path, seed: int) -> list[str]:
+    """``compare_recover`` with ``mutate_replay``'s damage: the producer-state replay reads through a garbage index."""
+    p = plan(seed, PROFILE)
+    pdir = _written(oracle, tmp / "w", p)
+    return compare_recover_case(oracle, tmp, p, pdir, mutate_replay(seed, pdir), seed)
+
+
 def _with_context(bad: list[str], seed: int, muts: list[str]) -> list[str]:
     return [f"seed {seed} [{'; '.join(muts) or 'no damage'}]: {b}" for b in bad]
 
@@ -315,7 +322,8 @@ def test_long_campaign(kafka_real, tmp_path):
     bad: list[str] = []
     base = int(os.environ.get("KAFKALOG_ORACLE_SEED_BASE", 0))
     for i in range(base, base + LONG):
-        for fn, off in ((compare_recover, 100_000), (compare_rebuild_index, 200_000), (compare_seek, 300_000)):
+        for fn, off in ((compare_recover, 100_000), (compare_rebuild_index, 200_000), (compare_seek, 300_000),
+                        (compare_recover_replay, 400_000)):
             if fn is not compare_recover and i % 3:
                 continue
             d = tmp_path / f"{fn.__name__}-{i}"
@@ -541,3 +549,81 @@ def test_regression_index_read_by_the_producer_replay_is_trimmed(kafka_real, tmp
     idx[-1].unlink()
     idx[1].write_bytes(idx[1].read_bytes() + b"\x05\x05\x05")
     _case(kafka_real, tmp_path, p, [f"{idx[0].name} and {idx[-1].name} deleted, {idx[1].name} 3 bytes longer"])
+
+
+# ------------------------------------------------------------------------------------------------ issue 26: the replay
+# start through a garbage offset index (tests/oracle_mutations.py REPLAY_KINDS / mutate_replay)
+def _garbage_index_case(kafka_real, tmp_path: Path, position: int | None, name: str) -> None:
+    """PRODUCER_PLAN after a clean shutdown, its log-end snapshot deleted (so the load replays the active segment from
+    its base snapshot) and the active segment's .index two entries that pass Kafka's sanity check: (0, ``position``;
+    None: past the file's end) and a true one for the last batch (readNextOffset reads from there: the log end stays
+    12). translateOffset(base) looks the base up in the first entry and searches from its position: past the end, or
+    in the middle of the first batch (a size field far past the end), it finds no batch, so Kafka replays nothing of
+    the segment and the snapshot at the log end holds the base snapshot's sequence; kafkalog replayed every batch."""
+    d = tmp_path / name
+    p = dict(PRODUCER_PLAN, shutdown="clean")
+    pdir = _write(kafka_real, d, p)
+    sorted(pdir.glob("*.snapshot"))[-1].unlink()
+    log = sorted(pdir.glob("*.log"))[-1]
+    pos = log.stat().st_size + 100 if position is None else position
+    last = _batch_starts(log.read_bytes())[-1]
+    entries = [(0, pos), (12 - 2 - int(log.stem), last)]  # the last batch holds offsets 10 and 11
+    log.with_suffix(".index").write_bytes(b"".join(r.to_bytes(4, "big") + q.to_bytes(4, "big") for r, q in entries))
+    _case(kafka_real, d, p, [f"log-end snapshot deleted, {log.stem}.index = {entries}"])
+    assert ld.plan_load(str(d / "w" / "t-0"), VERSION, config=_topic_config(p)).log_end_offset == 12
+
+
+def test_regression_replay_starts_where_a_garbage_index_points(kafka_real, tmp_path):
+    _garbage_index_case(kafka_real, tmp_path, None, "past-end")
+    _garbage_index_case(kafka_real, tmp_path, 5, "mid-batch")
+
+
+def test_regression_replay_of_an_unreadable_control_batch_fails_the_load(kafka_real, tmp_path):
+    """A segment that is not recovered (clean marker) whose COMMIT marker's record count is garbage (its CRC fails,
+    readNextOffset reads headers only): the replay's ProducerAppendInfo.append reads the marker's first record and
+    throws InvalidRecordException, so the broker does not start (found by mutate_replay, seed 101); kafkalog stopped
+    its replay there and predicted a normal start."""
+    p = {"config": {"index.interval.bytes": "1"}, "shutdown": "clean",
+         "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "transactional": True},
+                 {"op": "roll"},
+                 {"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "transactional": True},
+                 {"op": "marker", "type": "COMMIT", "producerId": 42}]}
+    pdir = _write(kafka_real, tmp_path, p)
+    sorted(pdir.glob("*.snapshot"))[-1].unlink()
+    log = sorted(pdir.glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    marker = 12 + int.from_bytes(data[8:12], "big")
+    data[marker + 57:marker + 61] = b"\xb6\x52\x0b\x29"  # records count -1236000279
+    log.write_bytes(bytes(data))
+    k = _load(kafka_real, pdir, tmp_path / "load", p)
+    assert k["error"]["class"].endswith("InvalidRecordException"), k.get("error")
+    plan_ = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=_topic_config(p))
+    assert plan_.fatal and "InvalidRecordException" in plan_.fatal[0], plan_.fatal
+
+
+@pytest.mark.parametrize("seed", seeds(40, base=60_000))
+def test_recover_with_a_garbage_index_in_the_replay(kafka_real, tmp_path, seed):
+    """Generated: a sane garbage offset index (entries mid batch, on a later batch, past the end; in order or not),
+    most often the latest snapshot deleted, plus the torn/junk tails and snapshot damage of REPLAY_KINDS: recover's
+    dry run and --execute (every file, producer snapshots included) equal Kafka's Load."""
+    assert _or_skip(compare_recover_replay, kafka_real, tmp_path, seed) == []
+
+
+def test_regression_replay_walks_into_the_junk_tail_of_an_older_segment(kafka_real, tmp_path):
+    """Clean marker, three segments, the snapshots above the first roll deleted: the load replays the middle segment
+    (not recovered, not the active one: readNextOffset does not read it) to its end, and 20 bytes of 0xff after its
+    last batch are a size field of -1: loadProducersFromRecords' batch iterator throws CorruptRecordException and
+    the broker does not start (found by mutate_replay, seed 418); kafkalog's replay stopped there and predicted a
+    normal start."""
+    seg = {"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2}
+    p = {"config": {"index.interval.bytes": "1"}, "shutdown": "clean",
+         "ops": [seg, {"op": "roll"}, seg, {"op": "roll"}, seg]}
+    pdir = _write(kafka_real, tmp_path, p)
+    for snap in sorted(pdir.glob("*.snapshot"))[1:]:
+        snap.unlink()
+    middle = sorted(pdir.glob("*.log"))[1]
+    middle.write_bytes(middle.read_bytes() + b"\xff" * 20)
+    k = _load(kafka_real, pdir, tmp_path / "load", p)
+    assert k["error"]["class"].endswith("CorruptRecordException"), k.get("error")
+    plan_ = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=_topic_config(p))
+    assert plan_.fatal and "smaller than minimum record overhead" in plan_.fatal[0], plan_.fatal

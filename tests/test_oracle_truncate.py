@@ -68,6 +68,9 @@ def compare(oracle: Oracle, tmp: Path, part: Path, config: dict[str, str], kind:
     ours = copy_partition(part, tmp / "kafkalog")
     before = dir_digest(ours)
     args = ["truncate-to-epoch", "--execute", "--no-backup", "--now-ms", str(now), str(ours)]
+    for key, opt in (("index.interval.bytes", "--index-interval-bytes"), ("segment.index.bytes", "--segment-index-bytes")):
+        if key in config:
+            args += [opt, config[key]]
     args += [str(value)] if kind == "epoch" else ["--to-offset", str(value)]
     r = kafkalog(*args)
     if "unknownEpoch" in res:  # Kafka's leader has no end offset for it: nothing is truncated

@@ -109,6 +109,8 @@ class TopicConfig:
 
     index_interval_bytes: int = ri.DEFAULT_INTERVAL
     segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES
+    #: the broker's producer.id.expiration.ms (ProducerStateManager.loadFromSnapshot drops producers idle this long)
+    producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
     #: the keys ``from_pairs`` takes; every other topic config is accepted and ignored (the loader does not read it)
     KEYS = ("index.interval.bytes", "segment.index.bytes")
@@ -322,10 +324,71 @@ class Scan:
     #: a piece of an overflowed segment Kafka split (``split_overflowed``): its bytes are [split_start, split_start +
     #: size) of the ``.log`` at ``path`` (the old segment's), written as a new file
     split_start: int | None = None
+    #: the offset index as the producer-state replay looks offsets up in it when the segment is NOT recovered (whole
+    #: entries; empty: none, or recovery rebuilt it) and the positions of it that are batch starts of the valid prefix
+    disk_index: bytes = b""
+    aligned: frozenset[int] = frozenset((0,))
+    #: where the reader walk of a segment that is NOT recovered meets a size field below 14 (junk after the batches):
+    #: a replay that reads the segment throws CorruptRecordException there
+    walk_error: KafkalogError | None = None
 
     @property
     def replay_infos(self) -> list[pst.BatchInfo]:
         return self.reader_infos if self.reader_infos is not None else self.infos
+
+    def replay_batches(self, start: int, last_offset: int | None) -> list[pst.BatchInfo]:
+        """The producer batches ``rebuildProducerState`` loads from this segment (UnifiedLog.java:116-131):
+        ``segment.read(start, MAX, maxPosition)`` translates ``start`` through the offset index (LogSegment.java:
+        388-391: the position of the largest entry <= start, then FileRecords.searchForOffsetWithSize, the first
+        batch from there whose last offset reaches it; none: nothing is read) and, in the segment of ``last_offset``
+        (the log end), stops the read at the position ``translateOffset(last_offset)`` gives (none: the segment's
+        size). An index whose looked-up entries name batch starts (a sound one, none, a zero-filled one) gives the
+        batches with last offset >= start (and < last_offset); a garbage index that passes the sanity check
+        gives other positions, from which the file is walked as Kafka's reader walks it. Raises KafkalogError where
+        Kafka's read throws (CorruptRecordException of a size field below 14, IllegalArgumentException of a slice of
+        negative size): the broker fails to start."""
+        batches = [b for b in self.replay_infos if b.last_offset >= start]
+        stops = False  # translateOffset(last_offset) finds a batch before the walk's end: the read stops there
+        if last_offset is not None:
+            stops = any(b.last_offset >= last_offset for b in self.replay_infos)
+            batches = [b for b in batches if b.last_offset < last_offset]
+        idx = OffsetIndex(self.base, self.disk_index)
+        p0 = max(idx.lookup(start)[1], 0)
+        q0 = max(idx.lookup(last_offset)[1], 0) if last_offset is not None else 0
+        if not self.disk_index or self.split_start is not None or p0 in self.aligned and q0 in self.aligned:
+            if self.walk_error is not None and not stops:
+                raise self.walk_error  # the batch iterator (or translateOffset's search) walks into it
+            return batches
+        with MappedFile(self.path) as mf:
+            buf = mf.buf
+            found = _search_offset(buf, start, p0, self.path)
+            max_pos = len(buf)
+            if last_offset is not None:
+                at = _search_offset(buf, last_offset, q0, self.path)
+                max_pos = at if at is not None else len(buf)
+            if found is None:
+                return []
+            if max_pos < found:
+                raise KafkalogError(f"the producer-state replay reads from byte {found} up to byte {max_pos} "
+                                    "(translateOffset through a garbage offset index): IllegalArgumentException "
+                                    "(Invalid size) in FileRecords.slice", file=self.path, position=found)
+            if p0 in self.aligned:
+                if self.walk_error is not None and (self.walk_error.position or 0) < max_pos - _HEADER_UP_TO_MAGIC:
+                    raise self.walk_error
+                return [b for b in self.replay_infos if b.position >= found and b.position + b.size <= max_pos]
+            return _reader_producer_batches(buf[:max_pos], found, [], self.path, strict=True)[0]
+
+    def translate(self, offset: int) -> int | None:
+        """LogSegment.translateOffset(offset) (LogSegment.java:388-391) on the segment as the loader left it: the
+        position of the first batch from the offset index's lookup whose last offset reaches ``offset``, None when
+        there is none. The index is the one on disk for a segment that is not recovered, else the rebuilt one.
+        Raises KafkalogError where Kafka's walk throws (CorruptRecordException)."""
+        if self.split_start is not None:
+            return next((b.position for b in self.infos if b.last_offset >= offset), None)
+        idx = OffsetIndex(self.base, self.disk_index if self.disk_index else self.index)
+        p0 = max(idx.lookup(offset)[1], 0)
+        with MappedFile(self.path) as mf:
+            return _search_offset(mf.buf[:self.size], offset, p0, self.path)
 
     @property
     def next_offset(self) -> int:
@@ -376,18 +439,42 @@ def _scan_buffer(buf: bytes | memoryview, path: str, base: int, interval: int, s
         infos.append(info)
     size = len(buf)
     reader_next, reader_error = read_next_offset(buf, base, index, path)
-    reader_infos = _reader_producer_batches(buf, valid, infos, path) if valid < size else None
+    reader_infos, walk_error = _reader_producer_batches(buf, valid, infos, path) if valid < size else (None, None)
+    disk = bytes(index[: len(index) - len(index) % 8])
     return Scan(base, path, size, valid, infos, rb.index, rb.timeindex, stop, problem, rb.last_offset, reader_next,
-                reader_error, reader_infos)
+                reader_error, reader_infos, disk_index=disk, aligned=_aligned(buf, valid, base, disk, path),
+                walk_error=walk_error)
 
 
-def _reader_producer_batches(buf: bytes | memoryview, valid: int, infos: list[pst.BatchInfo],
-                             path: str) -> list[pst.BatchInfo]:
+def _aligned(buf: bytes | memoryview, valid: int, base: int, disk: bytes, path: str) -> frozenset[int]:
+    """0 and the positions named by the offset index ``disk`` that are batch starts of the first ``valid`` bytes
+    (where ``Scan.replay_batches`` may take the batches it already read)."""
+    idx = OffsetIndex(base, disk)
+    named = {idx.entry(i)[1] for i in range(idx.entries)}
+    named.discard(0)
+    if not named:
+        return frozenset((0,))
+    hits = {0}
+    for pos, _size, _magic in walk(buf, 0, valid, file=path):
+        if pos in named:
+            hits.add(pos)
+    return frozenset(hits)
+
+
+def _search_offset(buf: bytes | memoryview, target: int, start: int, path: str) -> int | None:
+    """FileRecords.searchForOffsetWithSize (headers only): the position of the first entry from ``start`` whose last
+    offset reaches ``target``; None when there is none. Raises KafkalogError where Kafka's walk throws."""
+    return next((p for p, _s, last in _reader_batches(buf, start, path) if last >= target), None)
+
+
+def _reader_producer_batches(buf: bytes | memoryview, valid: int, infos: list[pst.BatchInfo], path: str,
+                             strict: bool = False) -> tuple[list[pst.BatchInfo], KafkalogError | None]:
     """The producer batches ``rebuildProducerState`` reads from a segment it does NOT recover: ``segment.read`` and
     ``loadProducersFromRecords`` walk the file with FileLogInputStream (headers only, no CRC check,
     UnifiedLog.java:116-131), so the batches past the first invalid one count as they read. ``infos`` (the valid
     prefix) then every entry the reader walk finds from ``valid`` on; it ends where that walk ends or a header does
-    not parse."""
+    not parse. Also returns the error that ends the walk (a size field below 14: Kafka's batch iterator throws
+    CorruptRecordException where the replay reaches it), raised instead when ``strict``."""
     out = list(infos)
     try:
         for pos, _size, _last in _reader_batches(buf, valid, path):
@@ -400,11 +487,18 @@ def _reader_producer_batches(buf: bytes | memoryview, valid: int, infos: list[ps
                 continue
             info = pst.safe_batch_info(b, buf)
             if isinstance(info, KafkalogError):
+                # ProducerAppendInfo.append reads a control batch's first record: where the replay reaches this batch
+                # the load throws (Scan.replay_batches' caller raises)
+                out.append(pst.BatchInfo(pos, _size + 12, b.base_offset, b.last_offset, b.records_count, -1, -1, -1,
+                                         b.max_timestamp, b.partition_leader_epoch, b.is_transactional, True,
+                                         unreadable=info.describe()))
                 break
             out.append(info)
-    except KafkalogError:
-        pass
-    return out
+    except KafkalogError as exc:
+        if strict:  # loadProducersFromRecords' batch iterator throws: the load fails
+            raise
+        return out, exc
+    return out, None
 
 
 #: FileLogInputStream.HEADER_SIZE_UP_TO_MAGIC (offset, size, partition leader epoch / crc, magic)
@@ -580,12 +674,14 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
     """Simulate the broker's load of ``partition_dir``; return every file change and what is lost. ``config``
     (when given) overrides ``index_interval_bytes`` / ``segment_index_bytes``. ``recovery_point``: model an unclean
     start with this recovery-point checkpoint instead of the one on disk."""
+    expiration = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS
     if config is not None:
         index_interval_bytes, segment_index_bytes = config.index_interval_bytes, config.segment_index_bytes
+        expiration = config.producer_id_expiration_ms
     holder: list[LoaderPlan] = []
     try:
         return _plan_load(holder, partition_dir, kafka_version, now_ms, index_interval_bytes, segment_index_bytes,
-                          lost_detail, recovery_point)
+                          lost_detail, recovery_point, expiration)
     except pst.InvalidTxnStateError as exc:
         plan = holder[0]
         plan.fatal.append(f"{exc.message}: producer-state replay at load throws it and nothing catches it, the "
@@ -595,7 +691,8 @@ def plan_load(partition_dir: str, kafka_version: str = DEFAULT_VERSION, *, now_m
 
 
 def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str, now_ms: int | None, index_interval_bytes: int,
-               segment_index_bytes: int, lost_detail: bool, recovery_point: int | None = None) -> LoaderPlan:
+               segment_index_bytes: int, lost_detail: bool, recovery_point: int | None = None,
+               expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> LoaderPlan:
     """``LogLoader.load`` (LogLoader.java:128-256) as data: the leftovers (``_leftovers``), ``loadSegmentFiles``,
     ``recoverLog``, then the leader-epoch cache and producer state (``_LoadModel``)."""
     pdir = os.path.abspath(partition_dir)
@@ -619,7 +716,7 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     if plan.fatal:
         return plan
     model = _LoadModel(plan, files, version, int(time.time() * 1000) if now_ms is None else now_ms,
-                       index_interval_bytes, segment_index_bytes, lost_detail)
+                       index_interval_bytes, segment_index_bytes, lost_detail, expiration_ms)
     if not model.load_segment_files(logs, recover_now) or not model.recover_log():
         return plan
     model.finish_load(epoch_file)
@@ -670,6 +767,7 @@ class _LoadModel:
     interval: int
     sib: int
     lost_detail: bool
+    expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS
     segs: list[Scan] = field(default_factory=list)
     scans: dict[int, Scan] = field(default_factory=dict)
     recovered_bases: set[int] = field(default_factory=set)
@@ -728,8 +826,10 @@ class _LoadModel:
         ``LogSegment.recover`` (indexes rebuilt, the log cut at the first invalid batch, epochs assigned)."""
         plan, store = self.plan, self.store
         psm = ProducerStateManager(store, self.version.java_producer_map, self.now)
-        rebuild_producer_state(psm, loaded, plan.log_start_checkpoint, s.base, False, self.replay_read)
+        psm.expiration_ms = self.expiration_ms
         rec = SegmentRecovery(s.base, reason, s.size, s.valid_bytes, "intact")
+        if not self.replay(psm, loaded, plan.log_start_checkpoint, s.base, False):
+            return rec
         again = s.base in self.recovered_bases
         self.recovered_bases.add(s.base)
         if s.stop == "overflow" and s.split_start is None:
@@ -782,7 +882,8 @@ class _LoadModel:
             rec.lost = Lost(s.base, s.next_offset, None, 0, 0, s.size - s.valid_bytes, s.valid_bytes == 0)
         elif rec.outcome != "intact" and self.lost_detail:
             rec.lost = lost_after(s.path, s.base, s.valid_bytes, s.valid_bytes == 0, s.next_offset)
-        s.reader_next, s.reader_error, s.reader_infos = None, None, None  # recovery cuts the file, rebuilds its index
+        # recovery cuts the file and rebuilds its index
+        s.reader_next, s.reader_error, s.reader_infos, s.disk_index, s.walk_error = None, None, None, b"", None
         rec.next_offset = s.next_offset
         if rec.outcome != "intact":
             rec.truncate_offset = s.next_offset
@@ -929,6 +1030,17 @@ class _LoadModel:
                                                     f"the broker opens this index ({why}) and trims it to "
                                                     f"{n - n % size} bytes at its clean close", n - n % size))
 
+    def replay(self, psm: ProducerStateManager, segs: list[Scan], log_start: int, last_offset: int,
+               clean: bool) -> bool:
+        """``rebuild_producer_state``; False (and a FATAL line) where Kafka's read of a segment throws."""
+        try:
+            rebuild_producer_state(psm, segs, log_start, last_offset, clean, self.replay_read)
+        except KafkalogError as exc:
+            self.plan.fatal.append(f"{exc.describe()}: the producer-state replay (UnifiedLog.rebuildProducerState, "
+                                   "reading through the segment's offset index) throws: the broker fails to start")
+            return False
+        return True
+
     def finish_load(self, epoch_file: bool) -> None:
         """The rest of ``LogLoader.load`` (LogLoader.java:208-256): the leader-epoch cache truncated to the log's
         range, stray snapshots removed (3.x+), producer state rebuilt to the log end with its snapshots."""
@@ -946,7 +1058,9 @@ class _LoadModel:
         if version.removes_stray_snapshots:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateManager(self.store, version.java_producer_map, self.now)
-        rebuild_producer_state(main, segs, plan.log_start_offset, leo, clean, self.replay_read)
+        main.expiration_ms = self.expiration_ms
+        if not self.replay(main, segs, plan.log_start_offset, leo, clean):
+            return
         for base in sorted(set(self.replay_read)):
             # the replay's segment.read opened these offset indexes (LogSegment.translateOffset): trimmed at close
             held = [x for x in segs if x.base == base]
@@ -959,9 +1073,19 @@ class _LoadModel:
             # (convertToOffsetMetadataOrThrow -> LocalLog.read -> LogSegment.translateOffset): the offset index of the
             # segment holding it is opened, and trimmed at the close
             fuo = max(min(unstable), plan.log_start_offset)
-            holder = [x for x in segs if x.base <= fuo]
-            if holder and holder[-1] is not segs[-1]:
-                self._trim_active_indexes(holder[-1], ("index",), f"the segment of the first unstable offset {fuo}")
+            # LocalLog.read (LocalLog.scala:346-396) reads from the floor segment on while translateOffset finds no
+            # batch there; a walk that throws fails the load
+            for x in [x for x in segs if x.base <= fuo][-1:] + [x for x in segs if x.base > fuo]:
+                if x is not segs[-1]:
+                    self._trim_active_indexes(x, ("index",), f"the segment of the first unstable offset {fuo}")
+                try:
+                    if fuo >= leo or x.translate(fuo) is not None:
+                        break
+                except KafkalogError as exc:
+                    plan.fatal.append(f"{exc.describe()}: the start-up's lookup of the first unstable offset {fuo} "
+                                      "(convertToOffsetMetadataOrThrow, through the segment's offset index) throws: "
+                                      "the broker fails to start")
+                    return
         self.finish_split()
         _snapshot_changes(plan, self.store, self.before_snaps)
         written = {c.name for c in plan.changes if c.kind == "write"}

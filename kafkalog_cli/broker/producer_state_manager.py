@@ -69,6 +69,9 @@ class BatchInfo:
     control_type: int | None = None  # type of the first control record; None for an empty control batch
     coordinator_epoch: int = -1
     control_timestamp: int = -1
+    #: a control batch whose first record does not read (found by the reader walk of a segment that is not
+    #: recovered): where the replay reaches it, ProducerAppendInfo.append throws and the broker does not start
+    unreadable: str | None = None
 
 
 def batch_info(b: Batch, buf: bytes | memoryview) -> BatchInfo:
@@ -335,6 +338,10 @@ class LoadedSegment(Protocol):
         """The batches the producer replay reads (without CRC checks for a segment that is not recovered)."""
         ...
 
+    def replay_batches(self, start: int, last_offset: int | None) -> list[BatchInfo]:
+        """The producer batches ``segment.read(start, ..)`` gives, up to ``last_offset`` in its segment."""
+        ...
+
 
 # ------------------------------------------------------------------------------------------------ snapshots
 class SnapshotStore:
@@ -459,9 +466,11 @@ def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegme
             psm.state.map_end_offset = start
             if s.base in to_snap:
                 psm.take_snapshot()
-            batches = [b for b in s.replay_infos if b.last_offset >= start]
-            if s is floor_seg:
-                batches = [b for b in batches if b.last_offset < last_offset]
+            batches = s.replay_batches(start, last_offset if s is floor_seg else None)
+            bad = next((b for b in batches if b.unreadable is not None), None)
+            if bad is not None:
+                raise KafkalogError(f"{bad.unreadable}: the replay's ProducerAppendInfo.append reads that control "
+                                    "record and throws (InvalidRecordException)", position=bad.position)
             end_keep = psm.state.map_end_offset
             psm.state.replay(batches)
             psm.state.map_end_offset = end_keep  # loadProducersFromRecords does not move the map end offset

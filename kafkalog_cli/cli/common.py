@@ -287,3 +287,12 @@ def color_enabled(choice: str, stream=None) -> bool:  # noqa: ANN001
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def recover_first_option(verb: str, who: str, done: str):  # noqa: ANN201
+    """``--recover-first`` of compact and truncate-to-epoch (ops/load_first.py)."""
+    return click.option("--recover-first", is_flag=True,
+                        help="Apply the broker's start-up recovery first when the partition was left by a crash (no "
+                             f".kafka_cleanshutdown): what 'kafkalog recover --execute' does, then {verb}, as Kafka's "
+                             f"own {who} runs on the loaded log. Without it the files are {done} as they are.")
+

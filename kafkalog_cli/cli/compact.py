@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, ByteProgress, fail, line_writers, recover_first_option
 from kafkalog_cli.cli.repair_errors import engine_call
 
 
@@ -53,6 +53,7 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 @click.option("--io-buffer-bytes", type=click.IntRange(min=2), default=512 * 1024, show_default=True,
               help="The broker's log.cleaner.io.buffer.size: half of it is one read of the cleaner, and each read is "
                    "one append to the new segment (where its index entries go).")
+@recover_first_option("compact", "cleaner", "compacted")
 @click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The broker's producer.id.expiration.ms: a producer of the snapshot idle this long at --now-ms is "
                    "expired when the broker loads the log, and its last batch is not kept.")
@@ -62,8 +63,8 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_compaction_lag_ms: int,
             now_ms: int | None, include_active: bool, segment_bytes: int, segment_index_bytes: int,
-            index_interval_bytes: int, dedupe_buffer_bytes: int, io_buffer_bytes: int, producer_id_expiration_ms: int,
-            backup_dir: str | None, no_backup: bool, fmt: str) -> None:
+            index_interval_bytes: int, dedupe_buffer_bytes: int, io_buffer_bytes: int, recover_first: bool,
+            producer_id_expiration_ms: int, backup_dir: str | None, no_backup: bool, fmt: str) -> None:
     """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
     from kafkalog_cli.ops import compact as cp
@@ -74,7 +75,7 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
                              now_ms=now_ms, include_active=include_active, segment_bytes=segment_bytes,
                              segment_index_bytes=segment_index_bytes, index_interval_bytes=index_interval_bytes,
                              dedupe_buffer_bytes=dedupe_buffer_bytes, io_buffer_bytes=io_buffer_bytes,
-                             producer_id_expiration_ms=producer_id_expiration_ms)
+                             producer_id_expiration_ms=producer_id_expiration_ms, recover_first=recover_first)
     try:
         cp.check_dedupe_buffer(dedupe_buffer_bytes)
     except ValueError as exc:
@@ -103,4 +104,4 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
             out(line)
     sys.stdout.flush()
     # the one dry-run rule of every repair command: 1 when --execute would change something, 0 when nothing to do
-    sys.exit(EXIT_PROBLEMS if not execute and actions else EXIT_CLEAN)
+    sys.exit(EXIT_PROBLEMS if not execute and (actions or plan.load_first) else EXIT_CLEAN)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers
+from kafkalog_cli.cli.common import EXIT_CLEAN, EXIT_PROBLEMS, fail, line_writers, recover_first_option
 from kafkalog_cli.cli.repair_errors import WRITE_FAILED_HINT, engine_call
 
 
@@ -44,14 +44,22 @@ printed); 2 usage error, unreadable input, unknown epoch, or refused repair
                    "every producer is kept).")
 @click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The broker's producer.id.expiration.ms (used with --now-ms).")
+@recover_first_option("truncate", "follower", "truncated")
+@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
+              help="The topic's index.interval.bytes, for the indexes the broker's start-up rebuilds first (a "
+                   "partition left by a crash is recovered before it is truncated, as the broker does).")
+@click.option("--segment-index-bytes", type=click.IntRange(min=4), default=10 * 1024 * 1024, show_default=True,
+              help="The topic's segment.index.bytes (the active segment's index preallocation at that start-up).")
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where removed and replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--no-backup", is_flag=True, help="Delete removed files once the change is committed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | None, execute: bool,
-                      now_ms: int | None, producer_id_expiration_ms: int, backup_dir: str | None, no_backup: bool,
-                      fmt: str) -> None:
+                      now_ms: int | None, producer_id_expiration_ms: int, recover_first: bool,
+                      index_interval_bytes: int,
+                      segment_index_bytes: int, backup_dir: str | None, no_backup: bool, fmt: str) -> None:
     """Truncate a partition to the end offset of leader epoch EPOCH, as a follower would."""
+    from kafkalog_cli.broker.loader import TopicConfig
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError, WriteFailedError
     from kafkalog_cli.ops import truncate as tr
     from kafkalog_cli.render import repairs as rr
@@ -62,7 +70,9 @@ def truncate_to_epoch(partition_dir: str, epoch: int | None, to_offset: int | No
     plan, recovered, written = engine_call(
         lambda: tr.run(partition_dir, epoch, to_offset, execute=execute, backup_dir=backup_dir,
                        keep_backup=not no_backup, now_ms=now_ms,
-                       producer_id_expiration_ms=producer_id_expiration_ms), [
+                       producer_id_expiration_ms=producer_id_expiration_ms,
+                       config=TopicConfig(index_interval_bytes, segment_index_bytes, producer_id_expiration_ms),
+                       recover_first=recover_first), [
             (RepairRefused, "nothing was changed; stop the broker or pick another epoch / --to-offset"),
             (WriteFailedError, WRITE_FAILED_HINT),
             (UnreadableFileError, "give a partition directory such as /var/lib/kafka/orders-0; nothing was changed"),

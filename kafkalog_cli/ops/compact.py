@@ -39,7 +39,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import BinaryIO
 
 from kafkalog_cli.broker import producer_state_manager as pst
@@ -59,6 +59,7 @@ from kafkalog_cli.ops.compact_io import (
     SegmentReader,
     SkimpyOffsetMap,
 )
+from kafkalog_cli.ops.load_first import load_first, load_note
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
 from kafkalog_cli.storage.paths import require_directory
@@ -70,6 +71,7 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 INT_MAX = 2**31 - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # the broker's producer.id.expiration.ms
 DEFAULT_IO_BUFFER_BYTES = 512 * 1024  # the broker's log.cleaner.io.buffer.size (halved per read/write buffer)
+NEVER_EXPIRES = 1 << 62  # producer.id.expiration.ms that expires nobody
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # the topic's max.message.bytes: how far the cleaner's read buffer grows
 CROSS_CHECK_BYTES = 16 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
 
@@ -86,6 +88,7 @@ class CompactOptions:
     dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     io_buffer_bytes: int = DEFAULT_IO_BUFFER_BYTES
+    recover_first: bool = False  # apply the broker's start-up recovery first (ops/load_first.py)
 
 
 class Progress:
@@ -195,6 +198,9 @@ class CompactPlan:
     index_interval_bytes: int = 4096
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
     cleaner: _Cleaner | None = field(default=None, repr=False)
+    #: the files the broker's start-up (LogLoader) changes before its cleaner runs: a crash-shutdown partition's
+    #: recovery, leftovers; ``--execute`` applies them first, as ``recover --execute`` does (``load_first``)
+    load_first: list[str] = field(default_factory=list)
 
     @property
     def changed_groups(self) -> list[OutputGroup]:
@@ -202,7 +208,7 @@ class CompactPlan:
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.changed_groups) or bool(self.stray_deletes)
+        return bool(self.changed_groups) or bool(self.stray_deletes) or bool(self.load_first)
 
     def totals(self) -> dict[str, int]:
         keys = ("records_before", "records_after", "bytes_before", "bytes_after", "batches_before", "batches_after",
@@ -1188,7 +1194,30 @@ def plan_repair(partition_dir: str, opts: CompactOptions, progress: Progress | N
 
 def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, backup_dir: str | None = None,
         keep_backup: bool = True, progress: Progress | None = None) -> tuple[CompactPlan, list[str], str | None]:
-    """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
-    o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, opts, progress), execute=execute,
-                          backup_dir=backup_dir, keep_backup=keep_backup)
-    return o.report, o.recovered, o.backup_dir
+    """The whole command: (plan, lines of recovered interrupted work, backup dir if written). With
+    ``opts.recover_first`` the broker's start-up recovery of a crash-shutdown partition comes first
+    (``load_first``)."""
+    from kafkalog_cli.broker.loader import TopicConfig
+
+    cfg = TopicConfig(opts.index_interval_bytes, opts.segment_index_bytes, opts.producer_id_expiration_ms)
+    names, load_backup = load_first(partition_dir, cfg, opts.now_ms, execute=execute, backup_dir=backup_dir,
+                                    keep_backup=keep_backup) if opts.recover_first else ([], None)
+    if names and execute:
+        # the snapshot that load wrote at the log end is the broker's producer state after its load (expired
+        # producers of the old snapshot already dropped by loadFromSnapshot, the log after it replayed): Kafka's
+        # cleaner runs on that state in the same start, with no second reload to expire producers again
+        opts = replace(opts, producer_id_expiration_ms=NEVER_EXPIRES)
+    try:
+        o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, opts, progress), execute=execute,
+                              backup_dir=backup_dir, keep_backup=keep_backup)
+    except RepairRefused as exc:
+        if names and not execute:
+            raise RepairRefused(f"{exc.message}; the broker's start-up finishes it first, and so does --execute (as "
+                                "'kafkalog recover --execute')", file=exc.file, expected=exc.expected,
+                                found=exc.found) from exc
+        raise
+    plan = o.report
+    if names:
+        plan.load_first = names
+        plan.notes.insert(0, load_note(names, execute))
+    return plan, o.recovered, o.backup_dir or load_backup

@@ -33,6 +33,7 @@ from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from
 from kafkalog_cli.errors import KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import repair_plan
+from kafkalog_cli.ops.load_first import load_first, load_note
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -88,11 +89,13 @@ class TruncatePlan:
     remove_clean_shutdown: bool = False
     stray_deletes: list[str] = field(default_factory=list)  # .deleted leftovers, deleted first as the loader does
     notes: list[str] = field(default_factory=list)
+    #: the files the broker's start-up changes first (a crash-shutdown partition's recovery; ops/load_first.py)
+    load_first: list[str] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
         return (bool(self.lost) or self.checkpoint_after != self.checkpoint_before or bool(self.snapshot_deletes)
-                or bool(self.snapshot_writes) or bool(self.stray_deletes))
+                or bool(self.snapshot_writes) or bool(self.stray_deletes) or bool(self.load_first))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -509,10 +512,23 @@ def plan_repair(partition_dir: str, epoch: int | None, to_offset: int | None, *,
 
 def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True, now_ms: int | None = None,
-        producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        ) -> tuple[TruncatePlan, list[str], str | None]:
-    """The whole command: (plan, lines of recovered interrupted work, backup dir if written)."""
+        producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS, config: ld.TopicConfig | None = None,
+        recover_first: bool = False) -> tuple[TruncatePlan, list[str], str | None]:
+    """The whole command: (plan, lines of recovered interrupted work, backup dir if written). ``recover_first``: the
+    broker's start-up recovery of a crash-shutdown partition comes first (ops/load_first.py: Kafka's follower
+    truncates a loaded log); ``config``: the topic configs that load reads."""
+    def epoch_known(lp: ld.LoaderPlan) -> None:  # an epoch the loaded cache cannot answer: refused before loading
+        if epoch is not None:
+            _end_offset_for(os.path.abspath(partition_dir), lp.epochs_after, epoch, lp.log_end_offset)
+
+    names, load_backup = load_first(partition_dir, config or ld.TopicConfig(), now_ms, execute=execute,
+                                    backup_dir=backup_dir, keep_backup=keep_backup,
+                                    check=epoch_known) if recover_first else ([], None)
     o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
                                                              producer_id_expiration_ms=producer_id_expiration_ms),
                           execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
-    return o.report, o.recovered, o.backup_dir
+    plan = o.report
+    if names:
+        plan.load_first = names
+        plan.notes.insert(0, load_note(names, execute))
+    return plan, o.recovered, o.backup_dir or load_backup
