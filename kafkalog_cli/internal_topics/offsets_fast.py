@@ -3,7 +3,8 @@
 Why: nine records in ten of a busy ``__consumer_offsets`` partition are offset commits, and the generic schema reader
 (``schema.read`` over ``format.flexible``) is most of the time of a replay. This reader is compiled from the same
 schema table (``schemas_group.OffsetCommitValue``: whatever versions and fields it holds) per version: the
-non-flexible versions (0-3) as one ``struct`` per run of fixed-width fields and Kafka's int16-length strings, the
+non-flexible versions (0-3) as the fixed-width fields of ``format.flexible.FIXED_WIDTH`` and Kafka's int16-length
+strings, the
 flexible ones through ``metadata_fast.compile_reader``. It returns the dict the generic reader returns, or None to
 decline (a version the table does not have, a null or a length that does not add up, trailing bytes, bad UTF-8);
 the caller then uses the generic reader, which words the problem exactly (``tests/test_group_history.py`` checks
@@ -22,7 +23,7 @@ from kafkalog_cli.internal_topics import metadata_fast
 from kafkalog_cli.internal_topics import schemas_group as sg
 from kafkalog_cli.internal_topics.schema import Message
 
-_I16 = struct.Struct(">h").unpack_from
+_I16 = FIXED_WIDTH["int16"].unpack_from
 Reader = Callable[[bytes, int], dict[str, Any]]
 
 
@@ -36,8 +37,7 @@ def _in(v: int, rng: tuple[int, int] | None) -> bool:
 
 def _plain_reader(msg: Message, version: int) -> Reader | None:
     """Non-flexible ``msg`` at ``version``: fixed-width numbers and non-nullable strings only, else None."""
-    steps: list[tuple[str, Any, list[str]]] = []  # ("fixed", Struct, names) | ("string", None, [name])
-    fmt, names = "", list[str]()
+    steps: list[tuple[str, Any, str]] = []  # ("fixed", Struct of FIXED_WIDTH, name) | ("string", None, name)
     for f in msg.fields:
         if not _in(version, f.versions):
             continue
@@ -46,30 +46,24 @@ def _plain_reader(msg: Message, version: int) -> Reader | None:
         if f.type == "string":
             if _in(version, f.nullable):
                 return None
-            if names:
-                steps.append(("fixed", struct.Struct(">" + fmt), names))
-                fmt, names = "", list[str]()
-            steps.append(("string", None, [f.name]))
-        elif isinstance(f.type, str) and f.type in FIXED_WIDTH and f.type not in ("uuid", "bool", "float64"):
-            fmt += FIXED_WIDTH[f.type].format.lstrip(">!<=@")
-            names.append(f.name)
+            steps.append(("string", None, f.name))
+        elif isinstance(f.type, str) and f.type in FIXED_WIDTH and f.type != "float64":
+            steps.append(("fixed", FIXED_WIDTH[f.type], f.name))
         else:
             return None
-    if names:
-        steps.append(("fixed", struct.Struct(">" + fmt), names))
 
     def read(buf: bytes, pos: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for kind, st, ns in steps:
+        for kind, st, name in steps:
             if kind == "fixed":
-                out.update(zip(ns, st.unpack_from(buf, pos)))
+                (out[name],) = st.unpack_from(buf, pos)
                 pos += st.size
             else:
                 (n,) = _I16(buf, pos)
                 pos += 2
                 if n < 0 or pos + n > len(buf):
                     raise _Decline
-                out[ns[0]] = buf[pos:pos + n].decode("utf-8")
+                out[name] = buf[pos:pos + n].decode("utf-8")
                 pos += n
         if pos != len(buf):
             raise _Decline
