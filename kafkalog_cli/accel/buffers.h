@@ -50,6 +50,14 @@ static inline void ob_release(outbuf *o, outbuf *keep) {
     keep->len = 0;
 }
 
+/* a formatter's kept buffer, taken for this call (handed back by ob_release): `static outbuf keep` in each */
+static inline outbuf ob_take(outbuf *keep) {
+    outbuf o = *keep;
+    keep->data = NULL;
+    keep->cap = 0;
+    return o;
+}
+
 HOT_INLINE void ob_put(outbuf *o, const char *s, size_t n) {
     memcpy(o->data + o->len, s, n);
     o->len += n;

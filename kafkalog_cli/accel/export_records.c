@@ -74,9 +74,7 @@ static PyObject *export_ndjson(PyObject *self, PyObject *args) {
         return NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
     static outbuf keep = {NULL, 0, 0};
-    outbuf o = keep;
-    keep.data = NULL;
-    keep.cap = 0;
+    outbuf o = ob_take(&keep);
     dumpctx c = {base_offset, base_ts, max_ts, log_append, 1, 0, base_seq, NULL, NULL};
     size_t fixed = 80;
     for (int i = 0; i < 5; i++) fixed += (size_t)pc.n[i];

@@ -273,9 +273,7 @@ static PyObject *json_records(PyObject *self, PyObject *args) {
         return NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
     static outbuf keep = {NULL, 0, 0};
-    outbuf o = keep;
-    keep.data = NULL;
-    keep.cap = 0;
+    outbuf o = ob_take(&keep);
     int64_t last_offset;
     PyObject *gaps = PyList_New(0);
     if (!gaps) goto error;

@@ -302,9 +302,7 @@ static PyObject *dump_batch(PyObject *self, PyObject *args) {
     }
     const uint8_t *b = (const uint8_t *)view.buf;
     static outbuf keep = {NULL, 0, 0};
-    outbuf o = keep;
-    keep.data = NULL;
-    keep.cap = 0;
+    outbuf o = ob_take(&keep);
     PyObject *gaps = PyList_New(0);
     if (!gaps) goto error;
     if (end > view.len) goto fallback;
