@@ -144,6 +144,19 @@ def test_text_output(fleet):
     assert "HIT tombstone" in r.stdout and f"murmur2 -> {F.P}" in r.stdout
 
 
+def test_text_fits_80_columns_and_says_each_rule_once():
+    """Prose wraps at 80 columns (a hit's path has a line of its own: only such a line may be longer), and the
+    retention rule's name is not repeated ("retention.ms: retention.ms: ..." before)."""
+    root = os.path.join(os.path.dirname(__file__), "..", "fixtures", "partition")
+    r = CliRunner().invoke(cli, ["find-key", "k1", root])
+    assert r.exit_code == 1, r.output
+    assert "HIT " in r.stdout and "removed by: retention" in r.stdout
+    for line in r.stdout.splitlines():
+        assert len(line) <= 80 or line.startswith("    at "), line
+    assert "retention.ms: retention.ms" not in r.stdout
+    assert "1 partitions" not in r.stdout
+
+
 def test_value_regex_and_time_range(fleet):
     code, d = doc("customer-42", fleet.root, "--value-regex", "alice@new", "--any-partition")
     assert any(h["match"] == "key" and h["value_size"] == len(F.V2) for h in d["hits"])

@@ -791,7 +791,8 @@ def _removal(hits: list[Hit], views: tuple[Any, Any, Any], loc: Location, opts: 
         seg = fates.get(base) if base is not None else None
         by_retention = ""
         if seg is not None and seg.deleted:
-            by_retention = f"retention deletes its segment now ({seg.rule}: {seg.reason})"
+            why = seg.reason if seg.reason.startswith(seg.rule) else f"{seg.rule}: {seg.reason}"  # not twice
+            by_retention = f"retention deletes its segment now ({why})"
             h.removed_at_ms = now
         elif seg is not None and seg.ms_until_deleted is not None and delete:
             by_retention = f"retention.ms deletes its segment at {iso_utc(now + seg.ms_until_deleted)}"

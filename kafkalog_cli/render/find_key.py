@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 from kafkalog_cli.render.jsondoc import versioned
@@ -15,6 +16,12 @@ def _where(h: Any) -> str:
     return f"{tp}{who}{h.file} @{h.position}"
 
 
+def _wrap(text: str) -> list[str]:
+    """Prose under a hit, indented, at 80 columns (words are never split: a path stays whole)."""
+    return textwrap.wrap(text, 80, initial_indent="    ", subsequent_indent="      ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
 def find_key_lines(result: Any) -> list[str]:
     out: list[str] = []
     key = result.key
@@ -22,7 +29,8 @@ def find_key_lines(result: Any) -> list[str]:
     out.append(f"key {shown} (hex {key.hex() if key is not None else '-'})")
     for topic, t in result.targets.items():
         chosen = ", ".join(f"{name} -> {p if p is not None else 'any'}" for name, p in t["chosen"].items())
-        out.append(f"  {topic}: {t['partitions']} partitions ({t['source']}); {chosen}")
+        n = t["partitions"]
+        out.append(f"  {topic}: {n} partition{'' if n == 1 else 's'} ({t['source']}); {chosen}")
     searched = sum(1 for loc in result.locations if loc.searched)
     skipped = len(result.locations) - searched
     out.append(f"searched {searched} file(s), skipped {skipped}, read {result.bytes_read} bytes")
@@ -32,11 +40,12 @@ def find_key_lines(result: Any) -> list[str]:
         ts = f" {iso_utc(h.timestamp)}" if h.timestamp is not None and h.timestamp >= 0 else ""
         off = f"offset {h.offset}" if h.offset is not None else "no offset"
         what = "tombstone" if h.tombstone else (f"value {h.value_size} B" if h.match == "key" else h.match)
-        out.append(f"HIT {h.state:<22} {off}{ts} {what} [{h.kind}] {_where(h)}")
+        out.append(f"HIT {h.state:<22} {off}{ts} {what} [{h.kind}]")
+        out.append(f"    at {_where(h)}")  # a line of its own: paths are long (80 columns)
         if h.detail:
-            out.append(f"    {h.detail}")
+            out.extend(_wrap(h.detail))
         if h.removed_by:
-            out.append(f"    removed by: {h.removed_by}")
+            out.extend(_wrap(f"removed by: {h.removed_by}"))
     if result.verdict is not None:
         out.append("")
         for v in result.verdicts:
