@@ -162,7 +162,7 @@ def audit_partitioning(paths: tuple[str, ...], partitions: int | None, previous_
       kafkalog audit-partitioning /var/lib/kafka --partitions 12 --previous-partitions 6 --format json
       kafkalog audit-partitioning --from-scan /srv/scan/b1 /srv/scan/b2 --engine spark
     """
-    from kafkalog_cli.cli.common import fail
+    from kafkalog_cli.cli.common import fail, install_hint
     from kafkalog_cli.ops.partitioning import audit
     from kafkalog_cli.render.find_key import audit_json, audit_lines
 
@@ -182,7 +182,8 @@ def audit_partitioning(paths: tuple[str, ...], partitions: int | None, previous_
 
             missing = missing_requirements()
             if missing:
-                fail(missing, "pip install 'kafkalog[spark]' and a Java 17 runtime on PATH")
+                fail(missing, install_hint("spark", "the Spark engine", "pyspark >= 3.5 (about 450 MB) and a Java 17 "
+                                                                       "runtime on PATH"))
             report = audit_spark(list(paths), get_session(master), **kw)  # type: ignore[arg-type]
     except KafkalogError as exc:
         fail(exc.describe(), "give log dirs or partition directories")

@@ -50,6 +50,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format import codecs, partitioners
 from kafkalog_cli.format.control import ABORT, parse_control_key
 from kafkalog_cli.format.entry import Entry
+from kafkalog_cli.format.layouts import BATCH_V2, V2_ATTRIBUTES_OFFSET, V2_HEADER_SIZE
 from kafkalog_cli.storage import layout, tiered
 from kafkalog_cli.storage.partition_name import (
     DELETE_DIR_SUFFIX,
@@ -68,6 +69,8 @@ _NO_RECORDS = {"index", "timeindex", "txnindex", "snapshot", "leader-epoch-check
                "partition-metadata", "quorum-state"}
 _SKIP_NAMES = {".lock", "meta.properties", "journal.json"}
 MIN_VALUE_PATTERN = 4  # shorter values are not searched as raw bytes (they would match everywhere)
+
+_MAGIC_AT = BATCH_V2.offset("magic")  # 16
 
 
 @dataclass
@@ -513,9 +516,9 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
             for i in inside:
                 hits.append(raw("unparsed", i, end, f"the bytes [{pos}, {end}) do not parse as a batch "
                                                   "(damage or a cut write)"))
-            if not inside and end - pos > 61 and buf[pos + 16] == 2:  # a cut or damaged compressed v2 batch?
-                codec = int.from_bytes(buf[pos + 21:pos + 23], "big") & 7
-                part = _readable_part(codec, bytes(buf[pos + 61:end])) if codec != codecs.NONE else b""
+            if not inside and end - pos > V2_HEADER_SIZE and buf[pos + _MAGIC_AT] == 2:  # a cut compressed v2 batch?
+                codec = int.from_bytes(buf[pos + V2_ATTRIBUTES_OFFSET:pos + V2_ATTRIBUTES_OFFSET + 2], "big") & 7
+                part = _readable_part(codec, bytes(buf[pos + V2_HEADER_SIZE:end])) if codec != codecs.NONE else b""
                 for p in pats:
                     if p in part:
                         hits.append(raw("unparsed", pos, end, f"in the readable part of a damaged or cut "
@@ -541,7 +544,7 @@ def _scan_buffer(loc: Location, buf: memoryview | bytes, key: bytes | None, patt
             except KafkalogError as exc:
                 unsearched.append(f"{loc.path} bytes [{pos}, {end}): a compressed batch that does not "
                                   f"decompress ({exc.message}): its records cannot be searched")
-                part = _readable_part(entry.codec, bytes(buf[pos + 61:end])) if not entry.is_legacy else b""
+                part = _readable_part(entry.codec, bytes(buf[pos + V2_HEADER_SIZE:end])) if not entry.is_legacy else b""
                 for p in pats:
                     if p in part:
                         hits.append(raw("unparsed", pos, end, "in the readable part of a compressed batch that does "
