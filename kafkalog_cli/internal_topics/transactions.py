@@ -397,7 +397,7 @@ def _best_copies(copies: list[PartitionCopy], topic: str) -> list[PartitionCopy]
     return [c for _size, c in best.values()]
 
 
-def _coordinator_records(copies: list[PartitionCopy], topic: str, keys: dict, values: dict, warnings: list[str]):  # noqa: ANN202
+def coordinator_records(copies: list[PartitionCopy], topic: str, keys: dict, values: dict, warnings: list[str]):  # noqa: ANN202
     """(copy, batch, control type or None, decoded record or None) over the best copy of each partition of a
     coordinator topic; undecodable records are skipped, damaged bytes stop that segment with a warning."""
     from kafkalog_cli.internal_topics import coordinator as co
@@ -449,7 +449,7 @@ def group_offsets(copies: list[PartitionCopy], *, deleted: dict[tuple[str, str, 
     kinds: dict[str, str] = {}
     warnings: list[str] = []
     pending: dict[tuple[str, int], list[tuple[tuple[str, str, int], int | None]]] = {}
-    for c, batch, ctype, d in _coordinator_records(copies, "__consumer_offsets", cof.KEYS, cof.VALUES, warnings):
+    for c, batch, ctype, d in coordinator_records(copies, "__consumer_offsets", cof.KEYS, cof.VALUES, warnings):
         slot = (c.path, batch.producer_id)
         if d is None:
             for k, v in pending.pop(slot, []) if ctype == control.COMMIT else []:
@@ -496,7 +496,7 @@ def share_group_progress(copies: list[PartitionCopy]) -> tuple[dict[tuple[str, i
             continue
     warnings: list[str] = []
     spso: dict[tuple[str, str, int], int] = {}
-    for _c, _batch, _ctype, d in _coordinator_records(copies, "__share_group_state", sgs.KEYS, sgs.VALUES, warnings):
+    for _c, _batch, _ctype, d in coordinator_records(copies, "__share_group_state", sgs.KEYS, sgs.VALUES, warnings):
         if d is None:
             continue
         k = (d.key["groupId"], d.key["topicId"], d.key["partition"])

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from kafkalog_cli.format import control
 from kafkalog_cli.internal_topics import consumer_offsets as cof
 from kafkalog_cli.internal_topics.logdir import PartitionCopy
-from kafkalog_cli.internal_topics.transactions import _coordinator_records
+from kafkalog_cli.internal_topics.transactions import coordinator_records
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -52,7 +52,7 @@ def latest_commits(copies: list[PartitionCopy], ends: dict[str, int] | None = No
     warnings: list[str] = []
     # (copy path, producer id) -> commits waiting for their transaction's marker (None: a tombstone)
     waiting: dict[tuple[str, int], list[tuple[tuple[str, str, int], Commit | None]]] = {}
-    for c, batch, ctype, d in _coordinator_records(copies, OFFSETS_TOPIC, cof.KEYS, cof.VALUES, warnings):
+    for c, batch, ctype, d in coordinator_records(copies, OFFSETS_TOPIC, cof.KEYS, cof.VALUES, warnings):
         if c.path in ends and batch.last_offset >= ends[c.path]:
             continue
         if d is None:  # a transaction marker: COMMIT applies the producer's pending commits, ABORT drops them

@@ -142,9 +142,14 @@ def verify_paths(paths: Iterable[str], *, deep: bool = False, max_batch_size: in
         on_total(total)
     reports: list[SegmentReport] = []
     if jobs > 1 and len(logs) > 1:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint) as pool:
+        # "fork" pinned: with it CPython starts every worker at the first submit (below, inside the blocked
+        # window); other start methods start workers on demand later, outside it, and exec'd children would not
+        # keep the blocked mask (Python 3.14 makes forkserver the default on Linux)
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint, mp_context=ctx) as pool:
             futures = {}
             for i, p in enumerate(logs):
                 args = (p, deep, max_batch_size, max_problems, indexes, group_index)
