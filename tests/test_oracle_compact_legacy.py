@@ -1,0 +1,99 @@
+"""``compact --execute`` on legacy (v0/v1) topics and with a non-default ``max.message.bytes``, against Kafka's own
+LogCleaner (kafka-real ``Clean``, Kafka 4.0 at 1eb7644), issue 26.
+
+The partitions are written by Kafka's ``UnifiedLog`` from seeded plans (``legacy_plan``):
+
+* ``v0`` / ``v1`` topics (``message.format.version`` 0.9.0 / 0.10.2): the leader writes magic 0 / 1 messages, plain or
+  in compressed wrappers (gzip, snappy, lz4), CreateTime or LogAppendTime (v1), with tombstones;
+* ``mixed`` topics: a v2 topic whose entries a follower appended as the leader sent them (``asFollower``): v0, v1 and
+  v2 entries side by side, v2 ones sometimes from an idempotent producer or compressed with zstd.
+
+Each case is compared round by round with ``test_oracle_compact.compare_rounds`` (every file of the two partition
+directories after every round; compressed entries by their decompressed records, tests/oracle_files.py; Kafka's Load
+of the result changes nothing). The ``max.message.bytes`` cases clean with a small topic ``max.message.bytes`` and a
+small ``--io-buffer-bytes`` so that batches exceed the cleaner's read buffer and the limit, and its growth
+(``growBuffersOrFail``/``growBuffers``) decides where each append, and so each index entry, goes.
+
+The harness builds its Cleaner with ``maxIoBufferSize = log.config.maxMessageSize`` (kafka-real Clean.scala:67), where
+a broker passes its own ``message.max.bytes`` (LogCleaner.scala:360); kafkalog takes both (``--max-message-bytes``,
+``--message-max-bytes``), and these tests give it the topic's value for both, as the harness runs.
+
+Pinned version: Kafka 4.0 (the only cleaner kafka-real builds).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from oracle_plans import seeds
+from test_oracle_compact import START, compare_rounds, settings
+
+pytestmark = pytest.mark.oracle
+
+CI_SEEDS = 14  # legacy cases in the default run (~3 s each with the shared Batch JVM)
+CI_MAX_MESSAGE_SEEDS = 8
+LONG_SEEDS = 300
+LEGACY_CODECS = ("none", "none", "gzip", "snappy", "lz4")
+FORMATS = {"v0": "0.9.0", "v1": "0.10.2"}
+
+
+def legacy_plan(seed: int) -> dict:
+    """A compacted topic with v0/v1 entries (see the module doc), the same for the same seed."""
+    rng = random.Random(f"legacy-{seed}")
+    kind = rng.choice(["v0", "v1", "v1", "mixed", "mixed"])
+    config: dict[str, str] = {"cleanup.policy": "compact"}
+    if kind in FORMATS:
+        config["message.format.version"] = FORMATS[kind]
+    if rng.random() < 0.7:
+        config["segment.bytes"] = str(rng.choice([600, 1024, 2000, 4096]))
+    if rng.random() < 0.6:
+        config["index.interval.bytes"] = str(rng.choice([1, 64, 100, 300]))
+    if kind == "v1" and rng.random() < 0.3:
+        config["message.timestamp.type"] = "LogAppendTime"
+    keyspace = rng.choice([2, 3, 5, 12])
+    small = int(config.get("segment.bytes", "1073741824")) <= 2000
+    ops: list[dict] = []
+    pid = 5000
+    for _ in range(rng.randint(3, 12)):
+        r = rng.random()
+        if r < 0.12:
+            ops.append({"op": "roll"})
+            continue
+        if r < 0.17:
+            ops.append({"op": "advanceTime", "ms": rng.choice([1, 1000, 60000])})
+            continue
+        magic = {"v0": rng.choice([0, 0, 2]), "v1": rng.choice([0, 1, 1, 2]), "mixed": rng.choice([0, 1, 2])}[kind]
+        codec = rng.choice(LEGACY_CODECS + (("zstd",) if magic == 2 and kind == "mixed" else ()))
+        op: dict = {"op": "append", "magic": magic, "codec": codec, "batches": rng.choice([1, 1, 2, 3])}
+        if rng.random() < 0.5:
+            op["records"] = [
+                {"key": f"key-{rng.randrange(keyspace)}",
+                 "value": None if rng.random() < 0.2 else "v" * rng.choice([0, 1, 5, 40 if small else 300])}
+                for _ in range(rng.randint(1, 4 if small else 6))]
+        else:
+            op.update(count=rng.randint(1, 6 if small else 20), keyFormat="k%d", keyModulo=keyspace,
+                      valueFormat=rng.choice(["value-%d", "v%d" + "y" * (10 if small else 50), ""]))
+            if rng.random() < 0.3:
+                op["nullValueEvery"] = rng.choice([2, 3, 5])
+        if kind == "mixed":
+            op.update(asFollower=True, leaderEpoch=0 if magic == 2 else -1)
+            if magic == 2 and rng.random() < 0.3:
+                op.update(producerId=pid, producerEpoch=0)
+        ops.append(op)
+    # the last appended entry ends the cleanable range only after a roll; keep the active segment non-empty
+    ops += [{"op": "roll"}, {"op": "append", "count": 1, "keyFormat": "last%d",
+                             **({"asFollower": True, "magic": 2, "leaderEpoch": 0} if kind == "mixed" else {})}]
+    return {"topic": "t", "partition": 0, "config": config, "startTimeMs": START,
+            "timeStepMs": rng.choice([1, 1, 7, 1000]), "ops": ops, "shutdown": "clean"}
+
+
+@pytest.mark.parametrize("seed", seeds(CI_SEEDS))
+def test_compact_legacy_matches_kafka_cleaner(kafka_real, tmp_path, seed):
+    compare_rounds(kafka_real, tmp_path, legacy_plan(seed), settings(seed))
+
+
+@pytest.mark.oracle_long
+@pytest.mark.parametrize("seed", seeds(LONG_SEEDS, base=100_000))
+def test_compact_legacy_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
+    compare_rounds(kafka_real, tmp_path, legacy_plan(seed), settings(seed))
