@@ -32,7 +32,7 @@ from test_oracle_compact import START, compare_rounds, settings
 pytestmark = pytest.mark.oracle
 
 CI_SEEDS = 14  # legacy cases in the default run (~3 s each with the shared Batch JVM)
-CI_MAX_MESSAGE_SEEDS = 8
+CI_MAX_MESSAGE_SEEDS = 12  # from 50010: includes 50013 and 50021, which fail with the default buffer growth
 LONG_SEEDS = 300
 LEGACY_CODECS = ("none", "none", "gzip", "snappy", "lz4")
 FORMATS = {"v0": "0.9.0", "v1": "0.10.2"}
@@ -97,3 +97,51 @@ def test_compact_legacy_matches_kafka_cleaner(kafka_real, tmp_path, seed):
 @pytest.mark.parametrize("seed", seeds(LONG_SEEDS, base=100_000))
 def test_compact_legacy_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
     compare_rounds(kafka_real, tmp_path, legacy_plan(seed), settings(seed))
+
+
+# ------------------------------------------------------------------------------------------ max.message.bytes
+def max_message_plan(seed: int) -> dict:
+    """A compacted topic of batches from tens of bytes to a few KiB (v2, v1 or v0, codecs mixed), rolled now and
+    then, with small index intervals: where the cleaner's read buffer grows decides which batches are one append,
+    and so the index entries."""
+    rng = random.Random(f"max-message-plan-{seed}")
+    kind = rng.choice(["v2", "v2", "v1", "v0"])
+    config = {"cleanup.policy": "compact", "index.interval.bytes": str(rng.choice([1, 1, 50, 200, 4096]))}
+    if kind in FORMATS:
+        config["message.format.version"] = FORMATS[kind]
+    if rng.random() < 0.5:
+        config["segment.bytes"] = str(rng.choice([8000, 20000]))
+    keyspace = rng.choice([3, 8, 40])
+    ops: list[dict] = []
+    for i in range(rng.randint(6, 20)):
+        if i and rng.random() < 0.15:
+            ops.append({"op": "roll"})
+        ops.append({"op": "append", "count": rng.randint(1, 12), "keyFormat": "k%d", "keyModulo": keyspace,
+                    "valueFormat": "v%d" + "y" * rng.choice([0, 20, 100, 400]),
+                    "codec": rng.choice(("none", "none", "gzip", "lz4") + (("zstd",) if kind == "v2" else ())),
+                    "batches": rng.choice([1, 1, 2])})
+        if rng.random() < 0.15:
+            ops[-1]["nullValueEvery"] = 3
+    ops += [{"op": "roll"}, {"op": "append", "count": 1, "keyFormat": "last%d"}]
+    return {"topic": "t", "partition": 0, "config": config, "startTimeMs": START, "timeStepMs": 1, "ops": ops,
+            "shutdown": "clean"}
+
+
+def max_message_case(seed: int) -> tuple[dict, dict]:
+    """(plan, settings) of a clean with a small read buffer (half of --io-buffer-bytes) and a topic
+    max.message.bytes of its own, both often smaller than the batches."""
+    rng = random.Random(f"max-message-{seed}")
+    s = dict(settings(seed), min_compaction_lag_ms=0, io_buffer_bytes=rng.choice([120, 200, 400, 1000, 3000, 8000]),
+             clean_config={"max.message.bytes": str(rng.choice([60, 150, 400, 1500, 5000, 1_048_588]))})
+    return max_message_plan(seed), s
+
+
+@pytest.mark.parametrize("seed", seeds(CI_MAX_MESSAGE_SEEDS, base=50_010))
+def test_compact_max_message_bytes_matches_kafka_cleaner(kafka_real, tmp_path, seed):
+    compare_rounds(kafka_real, tmp_path, *max_message_case(seed))
+
+
+@pytest.mark.oracle_long
+@pytest.mark.parametrize("seed", seeds(LONG_SEEDS, base=150_000))
+def test_compact_max_message_bytes_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
+    compare_rounds(kafka_real, tmp_path, *max_message_case(seed))
