@@ -145,3 +145,55 @@ def test_compact_max_message_bytes_matches_kafka_cleaner(kafka_real, tmp_path, s
 @pytest.mark.parametrize("seed", seeds(LONG_SEEDS, base=150_000))
 def test_compact_max_message_bytes_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
     compare_rounds(kafka_real, tmp_path, *max_message_case(seed))
+
+
+# ------------------------------------------------------------------------------------------ the classes, by name
+@pytest.mark.parametrize(("fmt", "codec", "ts_type"), [("0.9.0", "gzip", "CreateTime"), ("0.10.2", "lz4", "CreateTime"),
+                                                       ("0.10.2", "snappy", "LogAppendTime"), ("0.9.0", "lz4", "CreateTime")])
+def test_partly_retained_wrapper_is_rebuilt(kafka_real, tmp_path, fmt, codec, ts_type):
+    """A compressed wrapper of four keys, two of them superseded later: Kafka's cleaner rebuilds the wrapper with the
+    other two (buildRetainedRecordsInto: v1 inner offsets relative to the first kept record, v0 absolute, the wrapper
+    at the last kept offset; with LogAppendTime every inner message takes the wrapper's time). kafkalog refused
+    v0/v1 segments."""
+    from kafkalog_cli.format import codecs
+    from kafkalog_cli.ops.compact_io import SegmentReader
+
+    p = {"config": {"cleanup.policy": "compact", "message.format.version": fmt, "index.interval.bytes": "1",
+                    "message.timestamp.type": ts_type},
+         "ops": [{"op": "append", "count": 1, "keyFormat": "a%d", "magic": 1},
+                 {"op": "append", "count": 4, "keyFormat": "k%d", "codec": codec, "magic": 1},
+                 {"op": "append", "records": [{"key": "k1", "value": "new"}, {"key": "k3", "value": "new"}],
+                  "codec": "none", "magic": 1},
+                 {"op": "roll"}, {"op": "append", "count": 1, "keyFormat": "z%d"}],
+         "shutdown": "clean"}
+    s = {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0, "now_ms": START + 10_000, "advance_ms": 1000,
+         "rounds": 2}
+    compare_rounds(kafka_real, tmp_path, p, s)
+    with SegmentReader(str(tmp_path / "kafkalog" / "t-0" / "00000000000000000000.log")) as r:
+        entries = list(r.entries())
+        wrapper = entries[1]
+        assert wrapper.is_legacy and wrapper.codec != codecs.NONE and wrapper.last_offset == 3, entries
+        assert [rec.offset for rec in wrapper.iter_records(r.buf)] == [1, 3]
+
+
+def test_legacy_entry_ending_the_round_with_nothing_kept_is_refused_as_kafka_fails(kafka_real, tmp_path):
+    """A keyless v1 message (a follower appends what its leader sent, unvalidated) ends the cleanable range: the
+    cleaner must keep that entry, empty, which only v2 can express, and Kafka's Clean throws IllegalStateException
+    (MemoryRecords.java:219-221). kafkalog refuses (exit 2) and changes nothing."""
+    from kafka_real import dir_digest, write_partition
+    from oracle_cases import copy_partition, kafkalog
+
+    p = {"config": {"cleanup.policy": "compact"},
+         "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "magic": 1, "asFollower": True},
+                 {"op": "append", "count": 1, "magic": 1, "asFollower": True},
+                 {"op": "roll"}, {"op": "append", "count": 1, "keyFormat": "z%d", "asFollower": True, "leaderEpoch": 0}],
+         "shutdown": "clean"}
+    part = write_partition(kafka_real, tmp_path / "w", p)
+    res = kafka_real.json("Clean", "--in", str(part), "--work", str(tmp_path / "k"), "--now-ms", str(START + 10_000),
+                          "--first-dirty", "0", "--config", "min.cleanable.dirty.ratio=0.01")
+    assert (res.get("error") or {}).get("class", "").endswith("IllegalStateException"), res.get("error")
+    ours = copy_partition(part, tmp_path / "ours")
+    before = dir_digest(ours)
+    r = kafkalog("compact", "--execute", "--no-backup", "--now-ms", str(START + 10_000), str(ours))
+    assert r.exit_code == 2 and "only a v2 batch can be" in r.output, r.output
+    assert dir_digest(ours) == before
