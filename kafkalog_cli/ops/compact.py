@@ -1101,7 +1101,7 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
         max_timestamp=b.max_timestamp if b.timestamp_type == LOG_APPEND_TIME else None,
         transactional=b.is_transactional, control=b.is_control, delete_horizon_ms=horizon,
         producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-        partition_leader_epoch=b.partition_leader_epoch, last_offset_delta=b.last_offset_delta,
+        partition_leader_epoch=b.partition_leader_epoch, last_offset_delta=b.last_offset_delta, kafka_codec=True,
     )
 
 
@@ -1190,7 +1190,7 @@ def _rebuild_legacy(e: LegacyEntry, retained: list[Record]) -> bytes:
                                         magic=magic, timestamp=ts, attributes=ts_attr)
         if magic > 0 and ts > max_ts:
             max_ts = ts
-    payload = codecs.compress(e.codec, bytes(stream), magic=magic)
+    payload = codecs.compress_kafka(e.codec, bytes(stream), magic=magic)
     return encode_legacy_message(offset=retained[-1].offset, key=None, value=payload, magic=magic,
                                  timestamp=e.timestamp if log_append else max_ts, attributes=e.codec | ts_attr)
 
