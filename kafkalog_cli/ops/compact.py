@@ -1044,19 +1044,9 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
                 st.aborted_records_removed += 1
         elif b.is_control:
             keep = True
-        elif r.offset > omap.latest_offset:
-            keep = True
-        elif r.key is None:
-            keep = False
-            st.keyless_removed += 1
         else:
-            latest = r.offset >= omap.get(r.key)
             horizon = b.delete_horizon_ms
-            keep = latest and (r.value is not None or horizon is None or now < horizon)
-            if latest and not keep:
-                st.tombstones_removed += 1
-            elif not latest:
-                st.superseded_removed += 1
+            keep = _should_retain_record(r, omap, horizon is None or now < horizon, st)
         if keep:
             retained.append(r)
             tombstones |= r.value is None
@@ -1089,6 +1079,24 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
     if b.is_control:
         st.markers_removed += 1
     return None
+
+
+def _should_retain_record(r: Record, omap: SkimpyOffsetMap, retain_deletes: bool, st: SegmentStats) -> bool:
+    """The cleaner's shouldRetainRecord (LogCleaner.scala:914-937): past the map's end it stays; a keyless record
+    goes; else it stays when it is its key's latest and has a value, or deletes are retained (v2: the batch's delete
+    horizon is not set or not reached; v0/v1: the segment's legacy rule)."""
+    if r.offset > omap.latest_offset:
+        return True
+    if r.key is None:
+        st.keyless_removed += 1
+        return False
+    latest = r.offset >= omap.get(r.key)
+    keep = latest and (r.value is not None or retain_deletes)
+    if latest and not keep:
+        st.tombstones_removed += 1
+    elif not latest:
+        st.superseded_removed += 1
+    return keep
 
 
 def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
@@ -1138,19 +1146,7 @@ def _filter_legacy(e: LegacyEntry, buf: bytes | memoryview, path: str, tracker: 
     retained: list[Record] = []
     write_original = True
     for r in records:
-        if r.offset > omap.latest_offset:
-            keep = True
-        elif r.key is None:
-            keep = False
-            st.keyless_removed += 1
-        else:
-            latest = r.offset >= omap.get(r.key)
-            keep = latest and (r.value is not None or retain_deletes)
-            if latest and not keep:
-                st.tombstones_removed += 1
-            elif not latest:
-                st.superseded_removed += 1
-        if keep:
+        if _should_retain_record(r, omap, retain_deletes, st):
             retained.append(r)
             write_original &= r.magic == e.magic  # KAFKA-4298: an inner magic other than the wrapper's is rewritten
         else:
