@@ -17,13 +17,18 @@ HEADER = 61
 
 
 def _batches(data: bytes) -> list[tuple[int, object]]:
-    """(position, comparable view) of every v2 batch of a ``.log``; a torn tail is one opaque item."""
+    """(position, comparable view) of every v2 batch and v0/v1 entry of a ``.log``; a torn tail is one opaque item."""
     out: list[tuple[int, object]] = []
     pos = 0
     while pos + 12 <= len(data):
         (length,) = struct.unpack_from(">i", data, pos + 8)
         size = 12 + length
-        if length < 0 or pos + size > len(data) or size < HEADER or data[pos + 16] != 2:
+        magic = data[pos + 16] if pos + 16 < len(data) else -1
+        if magic in (0, 1) and length >= 14 and pos + size <= len(data):
+            out.append((pos, _legacy(data, pos, size, magic)))
+            pos += size
+            continue
+        if length < 0 or pos + size > len(data) or size < HEADER or magic != 2:
             out.append((pos, ("tail", data[pos:])))
             return out
         raw = data[pos : pos + size]
@@ -37,6 +42,20 @@ def _batches(data: bytes) -> list[tuple[int, object]]:
     if pos < len(data):
         out.append((pos, ("tail", data[pos:])))
     return out
+
+
+def _legacy(data: bytes, pos: int, size: int, magic: int) -> object:
+    """A v0/v1 entry: its bytes, or for a compressed wrapper its header fields (offset, magic, attributes, v1
+    timestamp, key) and its decompressed inner messages (the codec's bytes depend on the library, as for v2)."""
+    raw = data[pos : pos + size]
+    codec = raw[17] & 7
+    if codec == 0:
+        return raw
+    from kafkalog_cli.format.legacy import LegacyEntry
+
+    key, value = LegacyEntry(data, pos).key_value(data)
+    inner = bytes(codecs.decompress(codec, value or b"", magic=magic))
+    return ("legacy-compressed", raw[0:8], raw[16:18], raw[18:26] if magic == 1 else b"", key, inner)
 
 
 def view(d: Path) -> dict[str, object]:

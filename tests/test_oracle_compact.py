@@ -48,9 +48,10 @@ def settings(seed: int) -> dict:
     }
 
 
-def kafka_round(oracle: Oracle, part: Path, work: Path, config: dict[str, str], now_ms: int) -> Path:
+def kafka_round(oracle: Oracle, part: Path, work: Path, config: dict[str, str], now_ms: int,
+                extra: tuple[str, ...] = ()) -> Path:
     res = oracle.json("Clean", "--in", str(part), "--work", str(work), "--now-ms", str(now_ms), "--first-dirty", "0",
-                      *config_args(config))
+                      *config_args(config), *extra)
     assert not res.get("error"), f"Kafka's cleaner failed: {res['error']}"
     return Path(res["partitionDir"])
 
@@ -60,9 +61,13 @@ def kafkalog_round(part: Path, config: dict[str, str], s: dict, now_ms: int) -> 
             "--delete-retention-ms", str(s["delete_retention_ms"]),
             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"])]
     for key, opt in (("segment.bytes", "--segment-bytes"), ("index.interval.bytes", "--index-interval-bytes"),
-                     ("segment.index.bytes", "--segment-index-bytes")):
+                     ("segment.index.bytes", "--segment-index-bytes"), ("max.message.bytes", "--max-message-bytes"),
+                     # the harness's Cleaner takes the topic's max.message.bytes as maxIoBufferSize (Clean.scala:67)
+                     ("max.message.bytes", "--message-max-bytes")):
         if key in config:
             args += [opt, config[key]]
+    if "io_buffer_bytes" in s:
+        args += ["--io-buffer-bytes", str(s["io_buffer_bytes"])]
     r = kafkalog(*args, str(part))
     assert r.exit_code == 0, f"kafkalog {' '.join(args)}: exit {r.exit_code}\n{r.output}"
 
@@ -86,13 +91,15 @@ def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict, mutate=None) -> 
     topic = dict(p["config"])
     config = dict(topic, **{"delete.retention.ms": str(s["delete_retention_ms"]),
                             "min.compaction.lag.ms": str(s["min_compaction_lag_ms"]),
-                            "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0"})
+                            "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0"},
+                  **s.get("clean_config", {}))  # topic configs of the clean only (e.g. a max.message.bytes Write refuses)
+    kafka_extra = ("--io-buffer-bytes", str(s["io_buffer_bytes"])) if "io_buffer_bytes" in s else ()
     ours = copy_partition(part, tmp / "kafkalog")
     theirs = part
     crashed = not (part.parent / ".kafka_cleanshutdown").exists()
     now = s["now_ms"]
     for i in range(s["rounds"]):
-        theirs = kafka_round(oracle, theirs, tmp / f"kafka-{i}", config, now)
+        theirs = kafka_round(oracle, theirs, tmp / f"kafka-{i}", config, now, kafka_extra)
         kafkalog_round(ours, config, s, now)
         diff = differences(theirs, ours)
         assert not diff, f"round {i} (now {now}): files differ from Kafka's cleaner: {diff}\n{theirs}\n{ours}"

@@ -53,6 +53,11 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 @click.option("--io-buffer-bytes", type=click.IntRange(min=2), default=512 * 1024, show_default=True,
               help="The broker's log.cleaner.io.buffer.size: half of it is one read of the cleaner, and each read is "
                    "one append to the new segment (where its index entries go).")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=1_048_588, show_default=True,
+              help="The topic's max.message.bytes: the cleaner's read buffer grows up to it for a larger batch, then "
+                   "to the batch's size.")
+@click.option("--message-max-bytes", type=click.IntRange(min=1), default=1_048_588, show_default=True,
+              help="The broker's message.max.bytes: the cleaner's buffers grow to at least this much when they grow.")
 @recover_first_option("compact", "cleaner", "compacted")
 @click.option("--producer-id-expiration-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
               help="The broker's producer.id.expiration.ms: a producer of the snapshot idle this long at --now-ms is "
@@ -63,7 +68,8 @@ printed); 2 usage error, unreadable input, corrupt batch, or refused repair
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_compaction_lag_ms: int,
             now_ms: int | None, include_active: bool, segment_bytes: int, segment_index_bytes: int,
-            index_interval_bytes: int, dedupe_buffer_bytes: int, io_buffer_bytes: int, recover_first: bool,
+            index_interval_bytes: int, dedupe_buffer_bytes: int, io_buffer_bytes: int, max_message_bytes: int,
+            message_max_bytes: int, recover_first: bool,
             producer_id_expiration_ms: int, backup_dir: str | None, no_backup: bool, fmt: str) -> None:
     """Compact a partition directory the way the broker's log cleaner would, losing nothing it would keep."""
     from kafkalog_cli.errors import KafkalogError, RepairRefused, UnreadableFileError
@@ -75,7 +81,8 @@ def compact(partition_dir: str, execute: bool, delete_retention_ms: int, min_com
                              now_ms=now_ms, include_active=include_active, segment_bytes=segment_bytes,
                              segment_index_bytes=segment_index_bytes, index_interval_bytes=index_interval_bytes,
                              dedupe_buffer_bytes=dedupe_buffer_bytes, io_buffer_bytes=io_buffer_bytes,
-                             producer_id_expiration_ms=producer_id_expiration_ms, recover_first=recover_first)
+                             producer_id_expiration_ms=producer_id_expiration_ms, recover_first=recover_first,
+                             max_message_bytes=max_message_bytes, message_max_bytes=message_max_bytes)
     try:
         cp.check_dedupe_buffer(dedupe_buffer_bytes)
     except ValueError as exc:

@@ -396,6 +396,29 @@ def compress_zstd(data: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=3, write_content_size=False).compress(data)
 
 
+JAVA_GZIP_HEADER = bytes.fromhex("1f8b08000000000000ff")  # java.util.zip.GZIPOutputStream's (no mtime, OS 255)
+
+
+def compress_kafka(codec: int, data: bytes, *, magic: int = 2) -> bytes:
+    """``compress`` with Kafka 4.0's own bytes where they are reproducible, for the batches a repair re-encodes in
+    place of the broker (compact): gzip as GzipCompression writes it (GZIPOutputStream's header, Deflater's default
+    level 6, CRC-32 and size), zstd as zstd-jni's stream under ZstdCompression (level 3, the data in blocks not
+    marked last because the builder's close flushes, then an empty last block). Checked byte for byte against the
+    batches of kafka-real (1eb7644): 284 of 284 gzip, 238 of 238 zstd. snappy and lz4 as ``compress``."""
+    import zlib
+
+    if codec == GZIP:
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        body = c.compress(data) + c.flush()
+        return JAVA_GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    if codec == ZSTD:
+        import zstandard
+
+        z = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+        return z.compress(data) + z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + z.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
+    return compress(codec, data, magic=magic)
+
+
 def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
     if codec == NONE:
         return data

@@ -93,8 +93,9 @@ def encode_batch(
     records_count: int | None = None,
     magic: int = 2,
     attributes_extra: int = 0,
+    kafka_codec: bool = False,
 ) -> bytes:
-    """Encode one v2 batch. Timestamps are absolute per record; the delta base is ``base_timestamp``.
+    """Encode one v2 batch (``kafka_codec``: compressed with Kafka's own bytes, ``codecs.compress_kafka``). Timestamps are absolute per record; the delta base is ``base_timestamp``.
 
     With ``delete_horizon_ms`` the batch carries attribute bit 6 and baseTimestamp holds the horizon (record
     deltas are then relative to it and may be negative), as the log cleaner writes it. An empty ``records`` list
@@ -119,7 +120,7 @@ def encode_batch(
         max_timestamp = max(real) if real else -1
     payload = bytes(body)
     if codec != codecs.NONE:
-        payload = codecs.compress(codec, payload)
+        payload = (codecs.compress_kafka if kafka_codec else codecs.compress)(codec, payload)
     attributes = (codec & 0x07) | attributes_extra
     if timestamp_type == 1:
         attributes |= ATTR_TIMESTAMP_TYPE

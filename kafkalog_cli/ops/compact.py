@@ -47,9 +47,10 @@ from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.broker.checkpoints import high_watermark
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused
 from kafkalog_cli.format import codecs
-from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
+from kafkalog_cli.format.batch import ATTR_TIMESTAMP_TYPE, LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
-from kafkalog_cli.format.encoder import RecordSpec, encode_batch
+from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_message
+from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.ops import repair_plan
 from kafkalog_cli.ops.compact_io import (
     DEFAULT_DEDUPE_BUFFER_BYTES,
@@ -72,7 +73,7 @@ INT_MAX = 2**31 - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # the broker's producer.id.expiration.ms
 DEFAULT_IO_BUFFER_BYTES = 512 * 1024  # the broker's log.cleaner.io.buffer.size (halved per read/write buffer)
 NEVER_EXPIRES = 1 << 62  # producer.id.expiration.ms that expires nobody
-DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # the topic's max.message.bytes: how far the cleaner's read buffer grows
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # max.message.bytes / message.max.bytes: how far the cleaner's read buffer grows
 CROSS_CHECK_BYTES = 16 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
 
 
@@ -88,6 +89,10 @@ class CompactOptions:
     dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     io_buffer_bytes: int = DEFAULT_IO_BUFFER_BYTES
+    #: the topic's max.message.bytes (the cleaner's maxLogMessageSize) and the broker's message.max.bytes (its
+    #: maxIoBufferSize, LogCleaner.scala:360): how far the read buffer grows for a large batch (``_Chunk``)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    message_max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     recover_first: bool = False  # apply the broker's start-up recovery first (ops/load_first.py)
 
 
@@ -281,6 +286,11 @@ class TxnTracker:
             return True
         return False
 
+    def on_legacy(self, e: LegacyEntry) -> None:
+        """onBatchRead of a v0/v1 entry: the aborted transactions up to its last offset start; it is never
+        transactional itself."""
+        self._consume(e.last_offset)
+
     def on_batch(self, b: Batch) -> bool:
         """True when the data batch belongs to an aborted transaction."""
         self._consume(b.last_offset)
@@ -318,8 +328,8 @@ class _OrderCheck:
         self.prev: ps.Segment | None = None  # the last non-empty segment and its offsets
         self.prev_first = self.prev_last = 0
         self.seg: ps.Segment | None = None
-        self.first: Batch | None = None
-        self.last: Batch | None = None
+        self.first: Batch | LegacyEntry | None = None
+        self.last: Batch | LegacyEntry | None = None
         self.below_last = -1  # last offset of the last batch below the segment's base
 
     def start(self, seg: ps.Segment) -> None:
@@ -340,14 +350,14 @@ class _OrderCheck:
             f"{min(high, self.prev_last)}",
             file=seg.path("log"), expected=f"offsets > {self.prev_last} (the end of {pname})", found=str(low))
 
-    def batch(self, b: Batch) -> None:
+    def batch(self, b: Batch | LegacyEntry) -> None:
         seg = self.seg
         assert seg is not None
         name = self._name(seg)
         if b.last_offset < b.base_offset:
             raise OffsetOrderRefused(
                 f"batch in {name} has offsets going backwards ({b.base_offset}..{b.last_offset})",
-                file=seg.path("log"), position=b.position, expected="lastOffsetDelta >= 0", found=str(b.last_offset_delta))
+                file=seg.path("log"), position=b.position, expected="lastOffsetDelta >= 0", found=str(b.last_offset - b.base_offset))
         last = self.last
         if last is None:
             self.first = b
@@ -404,16 +414,18 @@ def _scan(segments: list[ps.Segment], progress: Progress | None = None
             sf = seg_facts[seg.base] = _SegFacts(next_offset=seg.base)
             order.start(seg)
             with SegmentReader(seg.path("log")) as r:
-                for b in r.batches(validate=True):
+                for b in r.entries(validate=True):
                     order.batch(b)
-                    ct = ps.control_type(b, r.buf) if b.is_control else None
-                    if b.is_control:
-                        ctypes[b.base_offset] = ct
                     if sf.first_offset is None:
                         sf.first_offset = b.base_offset
                     sf.last_offset = b.last_offset
                     sf.next_offset = b.next_offset
                     sf.batches += 1
+                    if b.is_legacy:
+                        continue  # a v0/v1 entry has no producer and no transaction: nothing to replay
+                    ct = ps.control_type(b, r.buf) if b.is_control else None
+                    if b.is_control:
+                        ctypes[b.base_offset] = ct
                     yield b, ct
             order.end()
             progress.advance(seg.size)
@@ -816,8 +828,8 @@ def _active_producers(pdir: str, segments: list[ps.Segment], seg_facts: dict[int
         if not sf.batches or sf.next_offset <= off:
             continue
         with SegmentReader(seg.path("log")) as r:
-            for b in r.batches():
-                if b.base_offset >= off:
+            for b in r.entries():
+                if not b.is_legacy and b.base_offset >= off:
                     pst.replay_for_repair(state, b, ctypes.get(b.base_offset))
     return state
 
@@ -840,6 +852,8 @@ class _Cleaner:
         self.full = False
         self.groups: list[list[Part]] = []
         self.seg_ranges: dict[int, tuple[int, int]] = {}
+        self.legacy_delete_horizon_ms = legacy_delete_horizon(segments, segments[0].base if segments else 0,
+                                                              opts.delete_retention_ms)
 
     def build_offset_map(self, start: int, progress: Progress | None = None) -> int:
         """LogCleaner.buildOffsetMap over the parts below ``upper``; returns the end offset of the round
@@ -853,10 +867,16 @@ class _Cleaner:
         for i, part in enumerate(dirty):
             next_start = dirty[i + 1].base if i + 1 < len(dirty) else self.upper
             with SegmentReader(part.seg.path("log")) as r:
-                for b in r.batches(part.start, part.end):
-                    if b.is_control:
+                for b in r.entries(part.start, part.end):
+                    if b.is_legacy:
+                        tracker.on_legacy(b)
+                        skip = False
+                    elif b.is_control:
                         tracker.on_control(b, self.ctypes.get(b.base_offset))
-                    elif not tracker.on_batch(b):
+                        skip = True  # no key of a marker enters the map
+                    else:
+                        skip = tracker.on_batch(b)  # an aborted transaction's data
+                    if not skip:
                         for rec in b.iter_records(r.buf):
                             if rec.key is not None and rec.offset >= start:
                                 if omap.entries >= omap.max_entries:
@@ -880,22 +900,33 @@ class _Cleaner:
         for part, st in zip(group, stats):
             tracker.add(ps.collect_aborted(self.segments, *self.seg_ranges[part.base]))
             path = part.seg.path("log")
-            chunk = _Chunk(io_buffer)
+            chunk = _Chunk(io_buffer, self.opts.max_message_bytes, self.opts.message_max_bytes)
+            # cleanSegments' retainLegacyDeletesAndTxnMarkers: the source segment's lastModified (ms, as Java's
+            # File.lastModified) after the legacy delete horizon (LogCleaner.scala:679)
+            retain_legacy_deletes = part.seg.mtime_ns // 1_000_000 > self.legacy_delete_horizon_ms
             with SegmentReader(path) as r:
                 buf = r.buf
-                for b in r.batches(part.start, part.end):
+                for b in r.entries(part.start, part.end):
                     chunk.before(b.size, out.appends)
-                    got = _filter_batch(b, buf, path, tracker, self.ctypes.get(b.base_offset), self.omap,
-                                        self.producers, self.upper, self.now, self.opts, st)
+                    if b.is_legacy:
+                        got = _filter_legacy(b, buf, path, tracker, self.omap, self.upper, retain_legacy_deletes, st)
+                    else:
+                        got = _filter_batch(b, buf, path, tracker, self.ctypes.get(b.base_offset), self.omap,
+                                            self.producers, self.upper, self.now, self.opts, st)
                     if got is None:
                         out.changed = True
                         chunk.after(0, out.appends)
                         continue
                     piece, max_offset = got
+                    shallow = b.last_offset
                     if isinstance(piece, bytes):
                         out.changed = True
                         size = len(piece)
-                        max_ts = Batch(piece, 0).max_timestamp
+                        if b.is_legacy:  # a rebuilt wrapper: its offset is the last retained record's
+                            rebuilt = LegacyEntry(piece, 0)
+                            max_ts, shallow = rebuilt.timestamp, rebuilt.last_offset
+                        else:
+                            max_ts = Batch(piece, 0).max_timestamp
                         if sink is not None:
                             sink.write(piece)
                     else:
@@ -905,7 +936,7 @@ class _Cleaner:
                             sink.write(buf[piece[1] : piece[1] + size])
                     out.size += size
                     st.bytes_after += size
-                    chunk.retain(size, max_offset, max_ts, b.last_offset)
+                    chunk.retain(size, max_offset, max_ts, shallow)
                     chunk.after(size, out.appends)
             chunk.flush(out.appends)
             chunk.restore()
@@ -920,9 +951,12 @@ class _Chunk:
     read also ends after the batch whose output overflows the write buffer (``filterTo``'s early return, KAFKA-5316).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 max_io_buffer: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self.initial = capacity
         self.capacity = capacity
+        self.max_message = max_message_bytes  # the topic's max.message.bytes (maxLogMessageSize)
+        self.max_io = max_io_buffer  # the broker's message.max.bytes (maxIoBufferSize)
         self.read = 0
         self.written = 0
         self.size = 0
@@ -935,8 +969,10 @@ class _Chunk:
             self.flush(appends)
         if not self.read:
             while batch_size > self.capacity:
-                target = batch_size if self.capacity >= DEFAULT_MAX_MESSAGE_BYTES else DEFAULT_MAX_MESSAGE_BYTES
-                self.capacity = min(self.capacity * 2, max(target, DEFAULT_MAX_MESSAGE_BYTES))
+                # growBuffersOrFail then growBuffers (LogCleaner.scala:853-874, 944-952): up to max.message.bytes
+                # while the buffer is below it, else up to the next batch; never beyond max(that, maxIoBufferSize)
+                target = batch_size if self.capacity >= self.max_message else self.max_message
+                self.capacity = min(self.capacity * 2, max(target, self.max_io))
         self.read += batch_size
 
     def retain(self, size: int, max_offset: int, max_ts: int, shallow: int) -> None:
@@ -1008,19 +1044,9 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
                 st.aborted_records_removed += 1
         elif b.is_control:
             keep = True
-        elif r.offset > omap.latest_offset:
-            keep = True
-        elif r.key is None:
-            keep = False
-            st.keyless_removed += 1
         else:
-            latest = r.offset >= omap.get(r.key)
             horizon = b.delete_horizon_ms
-            keep = latest and (r.value is not None or horizon is None or now < horizon)
-            if latest and not keep:
-                st.tombstones_removed += 1
-            elif not latest:
-                st.superseded_removed += 1
+            keep = _should_retain_record(r, omap, horizon is None or now < horizon, st)
         if keep:
             retained.append(r)
             tombstones |= r.value is None
@@ -1055,6 +1081,24 @@ def _filter_batch(b: Batch, buf: bytes | memoryview, path: str, tracker: TxnTrac
     return None
 
 
+def _should_retain_record(r: Record, omap: SkimpyOffsetMap, retain_deletes: bool, st: SegmentStats) -> bool:
+    """The cleaner's shouldRetainRecord (LogCleaner.scala:914-937): past the map's end it stays; a keyless record
+    goes; else it stays when it is its key's latest and has a value, or deletes are retained (v2: the batch's delete
+    horizon is not set or not reached; v0/v1: the segment's legacy rule)."""
+    if r.offset > omap.latest_offset:
+        return True
+    if r.key is None:
+        st.keyless_removed += 1
+        return False
+    latest = r.offset >= omap.get(r.key)
+    keep = latest and (r.value is not None or retain_deletes)
+    if latest and not keep:
+        st.tombstones_removed += 1
+    elif not latest:
+        st.superseded_removed += 1
+    return keep
+
+
 def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
     """MemoryRecords.buildRetainedRecordsInto: same base offset, last offset, producer fields, epoch, codec,
     timestamp type; max timestamp recomputed (CreateTime) or kept (LogAppendTime)."""
@@ -1065,8 +1109,86 @@ def _rebuild(b: Batch, retained: list[Record], horizon: int | None) -> bytes:
         max_timestamp=b.max_timestamp if b.timestamp_type == LOG_APPEND_TIME else None,
         transactional=b.is_transactional, control=b.is_control, delete_horizon_ms=horizon,
         producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-        partition_leader_epoch=b.partition_leader_epoch, last_offset_delta=b.last_offset_delta,
+        partition_leader_epoch=b.partition_leader_epoch, last_offset_delta=b.last_offset_delta, kafka_codec=True,
     )
+
+
+class LegacyEmptyRefused(RepairRefused):
+    """The entry ending the cleanable range is a v0/v1 message with nothing left to keep: Kafka's cleaner retains the
+    batch ending a round even when empty, which only v2 can express, and fails there."""
+
+    hint = ("nothing was changed; Kafka's own cleaner fails on this partition too (the broker logs the "
+            "IllegalStateException and stops cleaning it); 'kafkalog dump --deep-iteration' shows the entry")
+
+
+def legacy_delete_horizon(segments: list[ps.Segment], first_dirty: int, delete_retention_ms: int) -> int:
+    """``doClean``'s legacyDeleteHorizonMs (LogCleaner.scala:596-603): the lastModified of the last segment below the
+    first dirty offset (``logSegments(0, firstDirtyOffset)``) minus delete.retention.ms, 0 when there is none. A
+    v0/v1 tombstone is removed only in a source segment last modified at or before it (``cleanSegments``,
+    LogCleaner.scala:679); a kafkalog round starts at the log start, where there is no such segment."""
+    below = [s for s in segments if s.base < first_dirty]
+    if not below:
+        return 0
+    return below[-1].mtime_ns // 1_000_000 - delete_retention_ms
+
+
+def _filter_legacy(e: LegacyEntry, buf: bytes | memoryview, path: str, tracker: TxnTracker, omap: SkimpyOffsetMap,
+                   upper: int, retain_deletes: bool, st: SegmentStats) -> tuple[Piece, int] | None:
+    """The cleaner's filter for one v0/v1 entry (a message, or a compressed wrapper of inner messages): no producer,
+    no transaction, no delete horizon; a tombstone stays while ``retain_deletes`` (shouldRetainRecord,
+    LogCleaner.scala:914-937). A message or wrapper whose records all stay is copied as it is; a wrapper of which only
+    some stay is rebuilt (``_rebuild_legacy``); the entry ending the round with nothing left fails, as in Kafka
+    (MemoryRecords.java:219-221). Returns the piece and the largest retained offset, or None."""
+    tracker.on_legacy(e)
+    st.batches_before += 1
+    records = list(e.iter_records(buf))
+    st.records_before += len(records)
+    retained: list[Record] = []
+    write_original = True
+    for r in records:
+        if _should_retain_record(r, omap, retain_deletes, st):
+            retained.append(r)
+            write_original &= r.magic == e.magic  # KAFKA-4298: an inner magic other than the wrapper's is rewritten
+        else:
+            write_original = False
+    if retained:
+        st.records_after += len(retained)
+        st.batches_after += 1
+        if write_original:
+            return (path, e.position, e.size), e.last_offset
+        st.batches_rewritten += 1
+        return _rebuild_legacy(e, retained), retained[-1].offset
+    if e.next_offset == upper:
+        raise LegacyEmptyRefused(
+            f"the entry ending the cleanable range (offset {e.last_offset}) is a v{e.magic} message with no record to "
+            "keep; Kafka's cleaner keeps that entry even when empty, which only a v2 batch can be, and fails "
+            "('Empty batches are only supported for magic v2 and above', MemoryRecords.java:221)",
+            file=path, position=e.position, expected="a record to keep (a key)", found="none")
+    return None
+
+
+def _rebuild_legacy(e: LegacyEntry, retained: list[Record]) -> bytes:
+    """MemoryRecords.buildRetainedRecordsInto for a v0/v1 wrapper (MemoryRecords.java:292-318) and the legacy path of
+    MemoryRecordsBuilder (appendLegacyRecord, toInnerOffset, writeLegacyCompressedWrapperHeader, info;
+    MemoryRecordsBuilder.java:435-450, 767-785): the wrapper's magic and codec; inner offsets relative to the first
+    retained record for v1, absolute for v0; with LogAppendTime every inner message takes the wrapper's timestamp
+    and the LogAppendTime attribute; the wrapper's offset is the last retained offset, its timestamp the largest
+    inner one (CreateTime) or the original wrapper's (LogAppendTime)."""
+    magic = e.magic
+    log_append = magic > 0 and e.timestamp_type == LOG_APPEND_TIME
+    ts_attr = ATTR_TIMESTAMP_TYPE if log_append else 0  # LegacyRecord.computeAttributes
+    base = retained[0].offset
+    stream = bytearray()
+    max_ts = -1
+    for r in retained:
+        ts = e.timestamp if log_append else r.timestamp
+        stream += encode_legacy_message(offset=r.offset - base if magic > 0 else r.offset, key=r.key, value=r.value,
+                                        magic=magic, timestamp=ts, attributes=ts_attr)
+        if magic > 0 and ts > max_ts:
+            max_ts = ts
+    payload = codecs.compress_kafka(e.codec, bytes(stream), magic=magic)
+    return encode_legacy_message(offset=retained[-1].offset, key=None, value=payload, magic=magic,
+                                 timestamp=e.timestamp if log_append else max_ts, attributes=e.codec | ts_attr)
 
 
 # ------------------------------------------------------------------------------------------ execution
@@ -1169,7 +1291,7 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan, appends: list[tuple[i
 
     size = 0
     with SegmentReader(staged) as r:
-        for b in r.batches(validate=True):
+        for b in r.entries(validate=True):
             size += b.size
     if size != sum(a[0] for a in appends):
         raise CorruptRecordError(f"internal error: the cleaner's appends add up to {sum(a[0] for a in appends)} bytes, "

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from kafkalog_cli.broker.repair_view import DAMAGE_HINT, LEGACY_HINT, TORN_TAIL_HINT
 from kafkalog_cli.errors import CorruptRecordError, RepairRefused
 from kafkalog_cli.format.batch import Batch
+from kafkalog_cli.format.legacy import LegacyEntry
 from kafkalog_cli.storage.index import OFFSET_ENTRY, TIME_ENTRY
 from kafkalog_cli.storage.segment import MappedFile, read_entry, walk
 
@@ -53,16 +54,24 @@ class SegmentReader:
     def batches(self, start: int = 0, end: int | None = None, *, validate: bool = False) -> Iterator[Batch]:
         """The v2 batches in ``[start, end)`` in file order. With ``validate``, the checks of
         ``repair_view.read_batches`` (v2 only, size and CRC, no trailing bytes), without keeping the headers."""
+        for e in self.entries(start, end, validate=validate):
+            if e.is_legacy:
+                raise RepairRefused(
+                    "legacy (v0/v1) message found; this repair handles magic v2 segments only",
+                    file=self.path, position=e.position, expected="magic 2", found=f"magic {e.magic}",
+                    hint=LEGACY_HINT,
+                )
+            yield e
+
+    def entries(self, start: int = 0, end: int | None = None, *,
+                validate: bool = False) -> Iterator[Batch | LegacyEntry]:
+        """Every entry in ``[start, end)`` in file order: v2 batches and v0/v1 messages (a compressed wrapper is one
+        entry), as the cleaner's ``MemoryRecords.batches`` iterates them. With ``validate``: size and CRC, no
+        trailing bytes."""
         buf = self.buf
         last_end = start
         for pos, size, magic in walk(buf, start, end, file=self.path):
-            if magic < 2:
-                raise RepairRefused(
-                    "legacy (v0/v1) message found; this repair handles magic v2 segments only",
-                    file=self.path, position=pos, expected="magic 2", found=f"magic {magic}", hint=LEGACY_HINT,
-                )
             b = read_entry(buf, pos, magic, file=self.path)
-            assert isinstance(b, Batch)
             if validate and not b.is_valid(buf):
                 raise CorruptRecordError(
                     "batch fails its CRC or size check",
