@@ -66,6 +66,7 @@ static PyMethodDef methods[] = {
     {"export_columns", export_columns, METH_VARARGS, "export --format parquet: one v2 batch's record columns, or -1 to fall back."},
     {"replay_items", replay_items, METH_VARARGS, "replay: one v2 batch's records as produce() tuples, or None to fall back."},
     {"replay_count", replay_count, METH_VARARGS, "replay's plan: (taken, first, last) of one v2 batch's records, or None."},
+    {"replay_map_lines", replay_map_lines, METH_VARARGS, "replay: a produced chunk's offset-map lines."},
     {"metadata_apply", metadata_apply, METH_VARARGS, "metadata replay: apply a plain batch's Topic/Partition/PartitionChange records to the image."},
     {NULL, NULL, 0, NULL},
 };

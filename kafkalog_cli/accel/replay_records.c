@@ -216,3 +216,69 @@ static PyObject *replay_count(PyObject *self, PyObject *args) {
     if (!ok) Py_RETURN_NONE;
     return Py_BuildValue("(nLL)", taken, (long long)first, (long long)(taken ? last : -1));
 }
+
+/*
+ * replay_map_lines(prefix, first, offsets, middle, dos, start, stop) -> bytes: the offset map's lines of records
+ * start..stop-1 of a produced chunk, prefix + source offset + middle + destination offset + "\n" each (prefix:
+ * "<topic>,<partition>,", middle: ",<topic>,<partition>,", both CSV fields already quoted): the source offsets are
+ * first + i (offsets None) or offsets[i], the destination offsets dos[i] (lists of ints). The reference:
+ * kafkalog_cli/ops/replay.py:_Run.python_lines. TypeError / OverflowError for an item that is not an int64.
+ */
+static PyObject *replay_map_lines(PyObject *self, PyObject *args) {
+    Py_buffer pre, mid;
+    long long first;
+    PyObject *offsets, *dos;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "y*LOy*O!nn", &pre, &first, &offsets, &mid, &PyList_Type, &dos, &start, &stop))
+        return NULL;
+    PyObject *out = NULL;
+    if (offsets != Py_None && !PyList_Check(offsets)) {
+        PyErr_SetString(PyExc_TypeError, "offsets must be a list or None");
+        goto done;
+    }
+    if (start < 0 || stop < start || stop > PyList_GET_SIZE(dos) ||
+        (offsets != Py_None && stop > PyList_GET_SIZE(offsets))) {
+        PyErr_SetString(PyExc_ValueError, "start/stop out of range");
+        goto done;
+    }
+    {
+        Py_ssize_t per = pre.len + mid.len + 2 * 20 + 1;
+        Py_ssize_t n = stop - start;
+        if (n > 0 && per > PY_SSIZE_T_MAX / n) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        out = PyBytes_FromStringAndSize(NULL, per * n);
+        if (!out) goto done;
+        char *d = PyBytes_AS_STRING(out), *p = d;
+        for (Py_ssize_t i = start; i < stop; i++) {
+            long long so;
+            if (offsets == Py_None) {
+                if (__builtin_add_overflow(first, (long long)i, &so)) {
+                    PyErr_SetString(PyExc_OverflowError, "source offset past int64");
+                    goto fail;
+                }
+            } else {
+                so = PyLong_AsLongLong(PyList_GET_ITEM(offsets, i));
+                if (so == -1 && PyErr_Occurred()) goto fail;
+            }
+            long long dov = PyLong_AsLongLong(PyList_GET_ITEM(dos, i));
+            if (dov == -1 && PyErr_Occurred()) goto fail;
+            memcpy(p, pre.buf, (size_t)pre.len);
+            p += pre.len;
+            p += rp_itoa(p, (int64_t)so);
+            memcpy(p, mid.buf, (size_t)mid.len);
+            p += mid.len;
+            p += rp_itoa(p, (int64_t)dov);
+            *p++ = '\n';
+        }
+        if (_PyBytes_Resize(&out, p - d) < 0) out = NULL;
+        goto done;
+    fail:
+        Py_CLEAR(out);
+    }
+done:
+    PyBuffer_Release(&pre);
+    PyBuffer_Release(&mid);
+    return out;
+}

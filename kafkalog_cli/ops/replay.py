@@ -545,17 +545,38 @@ class ReplayResult:
     seconds: float = 0.0
 
 
+#: a produced chunk waiting for its delivery reports (``_Run.fifos``): its key (source topic, partition,
+#: destination partition), its source offsets (the first one when they are consecutive, else a list), how many, the
+#: offset-map line prefix, the source (topic, partition), the destination offsets reported so far, how many of them
+#: are in the offset map / checkpoint already
+K3, OFFSETS, COUNT, PREFIX, K2, DOS, WRITTEN = range(7)
+
+
+def map_lines(prefix: bytes, offs: int | list[int], middle: bytes, dos: list[int], start: int, stop: int) -> bytes:
+    """The offset map's lines of records ``start..stop-1`` of a produced chunk (the reference of
+    ``_accel.replay_map_lines``): source offset ``offs + i`` (consecutive) or ``offs[i]``, destination ``dos[i]``."""
+    sos = range(offs + start, offs + stop) if isinstance(offs, int) else offs[start:stop]
+    return b"".join(b"%s%d%s%d\n" % (prefix, so, middle, do) for so, do in zip(sos, dos[start:stop]))
+
+
+def _pending(k3: tuple[str, int, int], items: list[Item], prefix: bytes, k2: tuple[str, int]) -> list[Any]:
+    first, n = items[0][0], len(items)
+    offs: int | list[int] = first if items[-1][0] - first == n - 1 else [it[0] for it in items]
+    return [k3, offs, n, prefix, k2, [], 0]
+
+
 class _Run:
     """One execution: the producer, the delivery reports, the checkpoint writes.
 
-    No closure per record: one delivery callback (``on_delivery``, made once) serves every record. It learns which
-    source record a report is for from the order of the reports: per destination partition, the records produced
-    to it wait in a queue (``fifos``: one entry per produced chunk, ``[(topic, partition, dp), items, next index,
-    offset-map line prefix, (topic, partition)]``), and the idempotent producer reports a partition's successes in
-    the order the records were produced (it appends them in that order, each once, and with the gapless guarantee
-    none after a failed one). A report of a purged record (a stop: never sent, so after every record in flight on its
-    partition) takes nothing from the queue; any other failure stops the replay and the partition's later reports
-    are not recorded (the resume's tail scan finds them)."""
+    No closure per record: one delivery callback (``on_delivery``, made once) serves every record, and does little:
+    it appends the destination offset to the chunk the report is for. It learns which chunk and record from the
+    order of the reports: per destination partition the produced chunks wait in a queue (``fifos``; ``_pending``
+    entries), and the idempotent producer reports a partition's successes in the order the records were produced
+    (it appends them in that order, each once, and with the gapless guarantee none after a failed one). A report of
+    a purged record (a stop: never sent, so after every record in flight on its partition) takes nothing from the
+    queue; any other failure stops the replay and the partition's later reports are not recorded (the resume's tail
+    scan finds them). The offset map lines, the checkpoint's offsets and counts are made from the chunks at each
+    checkpoint (``flush``), not per report."""
 
     def __init__(self, plan: Plan, state: ReplayState, log: Callable[[str], None] | None) -> None:
         self.plan, self.state, self.opts = plan, state, plan.options
@@ -564,27 +585,46 @@ class _Run:
         self.stopping = False
         self.sent = 0  # produce() calls that took a record
         self.failed = 0  # reports with an error (purged or not)
-        self.acked = 0  # successes recorded (offset map lines written or waiting in ``lines``)
+        self.acked = 0  # successes in the offset map (written, or in the chunks of ``done`` / the queues' heads)
         self.last_ack = time.monotonic()
         self.seen = 0  # successes at the last drain
         self.last_save = 0.0
-        self.map_file = open(state.map_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed in close)
+        self.map_file = open(state.map_path, "ab")  # noqa: SIM115 (closed in close)
         self.every = CHECKPOINT_EVERY_S if self.opts.offset_header else CHECKPOINT_EVERY_S_NO_HEADER
         self.dest_field = ro.csv_field(self.opts.topic)
-        self.prefix: dict[tuple[str, int], str] = {}
+        self.prefix: dict[tuple[str, int], bytes] = {}  # offset-map line prefix per source partition
+        self.middle: dict[int, bytes] = {}  # ... and its middle per destination partition
+        from kafkalog_cli.storage import accel
+
+        mod = accel.module()
+        self.lines_fast = getattr(mod, "replay_map_lines", None) if mod is not None else None
         self.fifos: dict[int, deque[list[Any]]] = {}
         self.frozen: set[int] = set()  # destination partitions whose reports are no longer recorded (a failure)
-        self.lines: list[str] = []  # offset-map lines of the successes not yet written
+        self.done: list[list[Any]] = []  # chunks every record of which was reported, not yet flushed
+        self.done_counted = 0  # ``done[:done_counted]`` hold ``done_sum`` unflushed reports
+        self.done_sum = 0
         self.on_delivery = self._callback()
+
+    def reported(self) -> int:
+        """Successes reported so far (flushed or not); amortised O(partitions)."""
+        done = self.done
+        for i in range(self.done_counted, len(done)):
+            self.done_sum += done[i][COUNT] - done[i][WRITTEN]
+        self.done_counted = len(done)
+        n = self.acked + self.done_sum
+        for q in self.fifos.values():
+            if q:
+                n += len(q[0][DOS]) - q[0][WRITTEN]
+        return n
 
     @property
     def outstanding(self) -> int:
-        return self.sent - self.acked - len(self.lines) - self.failed
+        return self.sent - self.reported() - self.failed
 
-    def line_prefix(self, st: str, sp: int) -> str:
+    def line_prefix(self, st: str, sp: int) -> bytes:
         prefix = self.prefix.get((st, sp))
         if prefix is None:
-            prefix = self.prefix[(st, sp)] = f"{ro.csv_field(st)},{sp},"
+            prefix = self.prefix[(st, sp)] = f"{ro.csv_field(st)},{sp},".encode()
         return prefix
 
     def queue(self, dp: int) -> deque[list[Any]]:
@@ -594,10 +634,7 @@ class _Run:
         return q
 
     def _callback(self) -> Callable[[Any, Any], None]:
-        fifos, frozen, lines = self.fifos, self.frozen, self.lines
-        delivered, last_dest, counts = self.state.delivered, self.state.last_dest, self.state.counts
-        dest = self.dest_field
-        append = lines.append
+        fifos, frozen, done = self.fifos, self.frozen, self.done
         failed = self._failed
 
         def on_delivery(err: Any, msg: Any) -> None:
@@ -613,19 +650,10 @@ class _Run:
             except (KeyError, IndexError):  # a report for no produced record: never trust the order again
                 failed(None, msg)
                 return
-            items = head[1]
-            i = head[2]
-            so = items[i][0]
-            if i + 1 == len(items):
-                q.popleft()
-            else:
-                head[2] = i + 1
-            do = msg.offset()
-            delivered[head[0]] = so
-            last_dest[dp] = do
-            k2 = head[4]
-            counts[k2] = counts.get(k2, 0) + 1
-            append(f"{head[3]}{so},{dest},{dp},{do}\n")
+            dos = head[DOS]
+            dos.append(msg.offset())
+            if len(dos) == head[COUNT]:
+                done.append(q.popleft())
 
         return on_delivery
 
@@ -645,19 +673,56 @@ class _Run:
 
     def drain(self) -> None:
         """After a poll: the stall timer restarts when successes were reported since the last call."""
-        n = self.acked + len(self.lines)
+        n = self.reported()
         if n != self.seen:
             self.seen = n
             self.last_ack = time.monotonic()
 
+    def _unflushed(self) -> list[list[Any]]:
+        """The chunks with reports not in the offset map yet: the complete ones, then the queues' heads (only a
+        head can be partly reported: a partition's reports come in order)."""
+        return self.done + [q[0] for q in self.fifos.values() if q and q[0][DOS]]
+
+    def flush(self) -> None:
+        """The reported successes into the offset map (buffered) and the checkpoint's state."""
+        state = self.state
+        delivered, last_dest, counts = state.delivered, state.last_dest, state.counts
+        mod = self.lines_fast
+        out: list[bytes] = []
+        for head in self._unflushed():
+            dos, w = head[DOS], head[WRITTEN]
+            n = len(dos)
+            if n == w:
+                continue
+            k3, offs = head[K3], head[OFFSETS]
+            dp = k3[2]
+            middle = self.middle.get(dp)
+            if middle is None:
+                middle = self.middle[dp] = f",{self.dest_field},{dp},".encode()
+            dense = isinstance(offs, int)
+            if mod is not None:
+                out.append(mod(head[PREFIX], offs if dense else 0, None if dense else offs, middle, dos, w, n))
+            else:
+                out.append(map_lines(head[PREFIX], offs, middle, dos, w, n))
+            delivered[k3] = offs + n - 1 if dense else offs[n - 1]
+            if dos[n - 1] > last_dest.get(dp, -1):
+                last_dest[dp] = dos[n - 1]
+            counts[head[K2]] = counts.get(head[K2], 0) + n - w
+            head[WRITTEN] = n
+            self.acked += n - w
+        self.done.clear()
+        self.done_counted = self.done_sum = 0
+        if out:
+            self.map_file.writelines(out)
+
     def checkpoint(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and (not self.lines or now - self.last_save < self.every):
+        if not force and now - self.last_save < self.every:
             return
-        if self.lines:
-            self.map_file.writelines(self.lines)
-            self.acked += len(self.lines)
-            self.lines.clear()
+        before = self.acked
+        self.flush()
+        if not force and self.acked == before:
+            return
         self.map_file.flush()
         os.fsync(self.map_file.fileno())
         self.state.map_bytes = self.map_file.tell()
@@ -889,20 +954,29 @@ def _produce_all(p: Plan, run: _Run, producer: Any, result: ReplayResult,
                 result.skipped_resume += n0 - len(items)
                 if not items:
                     continue
-            run.queue(dps).append([k3, items, 0, run.line_prefix(*k2), k2])
+            run.queue(dps).append(_pending(k3, items, run.line_prefix(*k2), k2))
             if rate:
                 for it in items:
                     if not _produce_one(run, producer, opts, it, dps, rate, rate_t0):
                         return
             else:
-                for it in items:
-                    try:
-                        produce(topic, it[3], it[2], dps, on_delivery=cb, timestamp=it[1], headers=it[4])
-                    except BufferError:  # the client's queue is full: serve delivery reports, then again
-                        if not _produce_one(run, producer, opts, it, dps, None, rate_t0):
-                            return
-                        continue
-                    run.sent += 1
+                # positional: (topic, value, key, partition, callback, on_delivery, timestamp, headers), the
+                # keyword list of confluent-kafka's Producer.produce (src/confluent_kafka/src/Producer.c); keywords
+                # would build a dict per call. tests/test_replay*.py check key, value, partition, timestamp, headers
+                sent = 0
+                try:
+                    for it in items:
+                        try:
+                            produce(topic, it[3], it[2], dps, cb, None, it[1], it[4])
+                        except BufferError:  # the client's queue is full: serve delivery reports, then again
+                            run.sent += sent
+                            sent = 0
+                            if not _produce_one(run, producer, opts, it, dps, None, rate_t0):
+                                return
+                            continue
+                        sent += 1
+                finally:
+                    run.sent += sent
         else:  # --partitioner murmur2: a destination per record
             prefix = run.line_prefix(*k2)
             for it, dp in zip(items, dps):
@@ -910,7 +984,7 @@ def _produce_all(p: Plan, run: _Run, producer: Any, result: ReplayResult,
                 if it[0] <= delivered.get(k3, -1):
                     result.skipped_resume += 1
                     continue
-                run.queue(dp).append([k3, (it,), 0, prefix, k2])
+                run.queue(dp).append(_pending(k3, [it], prefix, k2))
                 if not _produce_one(run, producer, opts, it, dp, rate, rate_t0):
                     return
         since_poll += len(items)
@@ -920,14 +994,14 @@ def _produce_all(p: Plan, run: _Run, producer: Any, result: ReplayResult,
             run.drain()
             run.checkpoint()
             if progress is not None:
-                progress(run.acked + len(run.lines))
+                progress(run.reported())
     while run.outstanding > 0 and not run.stopping:
         poll(0.1)
         run.drain()
         run.checkpoint()
         _check_stall(run, opts)
         if progress is not None:
-            progress(run.acked + len(run.lines))
+            progress(run.reported())
 
 
 def _produce_one(run: _Run, producer: Any, opts: ReplayOptions, it: Item, dp: int, rate: float | None,
