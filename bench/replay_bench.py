@@ -39,8 +39,8 @@ def build(root: str, n: int, batch: int, size: int) -> str:
     return pdir
 
 
-def bare(bootstrap: str, opts: object, topic: str, recs: list, headers: bool) -> float:
-    """Seconds for a bare confluent-kafka loop to produce ``recs`` with replay's producer settings and a delivery
+def bare(bootstrap: str, opts: object, topic: str, recs: list, headers: bool) -> tuple[float, float]:
+    """Seconds (wall, CPU of the process: the mock brokers' threads included) for a bare confluent-kafka loop to produce ``recs`` with replay's producer settings and a delivery
     callback each (plus their headers with ``headers``), until every report arrived."""
     from confluent_kafka import Producer
 
@@ -54,7 +54,7 @@ def bare(bootstrap: str, opts: object, topic: str, recs: list, headers: bool) ->
     def cb(err, msg, acked=acked) -> None:  # noqa: ANN001
         acked[0] += 1
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for k, v, ts, hs in recs:
         while True:
             try:
@@ -67,7 +67,7 @@ def bare(bootstrap: str, opts: object, topic: str, recs: list, headers: bool) ->
                 p.poll(0.05)
     p.flush(120)
     assert acked[0] == len(recs)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def main() -> None:
@@ -95,22 +95,24 @@ def main() -> None:
             t0 = time.perf_counter()
             plan = rp.plan(sources, opts, 4)
             t_plan = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = rp.execute(plan)
-            t_exec = time.perf_counter() - t0
+            t_exec, c_exec = time.perf_counter() - t0, time.process_time() - c0
             assert res.produced == a.records and res.error is None, res.error
             # the client alone: the same records, settings and delivery callbacks, from memory; once as the issue's
             # figure (key, value, timestamp), once with the offset header replay adds (what replay sends)
             recs = [(r.key, r.value, r.timestamp, [*r.headers, (rp.DEFAULT_OFFSET_HEADER,
                                                                rp.offset_header_value(r.topic, r.partition, r.offset))])
                     for r, _dp in rp.stream(sources, opts, 4)]
-            t_raw = bare(bootstrap, opts, f"{topic}-raw", recs, False)
-            t_hdr = bare(bootstrap, opts, f"{topic}-rawh", recs, True)
+            t_raw, c_raw = bare(bootstrap, opts, f"{topic}-raw", recs, False)
+            t_hdr, c_hdr = bare(bootstrap, opts, f"{topic}-rawh", recs, True)
             print(f"run {i + 1}: {a.records} records of {a.value} B: plan {t_plan:.2f} s "
                   f"({a.records / t_plan:,.0f}/s), replay --execute {t_exec:.2f} s ({a.records / t_exec:,.0f}/s), "
                   f"client alone {t_raw:.2f} s ({a.records / t_raw:,.0f}/s): replay/client "
                   f"{t_raw / t_exec:.2f}; client with the offset header {t_hdr:.2f} s ({a.records / t_hdr:,.0f}/s): "
-                  f"replay/client {t_hdr / t_exec:.2f}", flush=True)
+                  f"replay/client {t_hdr / t_exec:.2f}; CPU s (all threads, the mock brokers' too): replay "
+                  f"{c_exec:.2f}, client {c_raw:.2f} ({c_raw / c_exec:.2f}), with the header {c_hdr:.2f} "
+                  f"({c_hdr / c_exec:.2f}); load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

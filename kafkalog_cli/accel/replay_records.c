@@ -146,21 +146,28 @@ static PyObject *replay_items(PyObject *self, PyObject *args) {
             have_last = 1;
             PyObject *hdrs;
             if (rp_headers(b, &r, hname, (const char *)pview.buf, pview.len, offset, &hdrs) < 0) goto error;
-            PyObject *key = rp_bytes_or_none(b, r.kpos, r.klen);
-            PyObject *val = key ? rp_bytes_or_none(b, r.vpos, r.vlen) : NULL;
-            PyObject *item = val ? Py_BuildValue("(LLNNN)", (long long)offset, (long long)(ts > 0 ? ts : 0), key, val,
-                                                 hdrs ? hdrs : (Py_INCREF(Py_None), Py_None))
-                                 : NULL;
+            PyObject *item = PyTuple_New(5); /* filled in place: no format string parsed per record */
             if (!item) {
-                if (!val) {
-                    Py_XDECREF(key);
-                    Py_XDECREF(hdrs);
-                }
+                Py_XDECREF(hdrs);
                 goto error;
             }
+            PyTuple_SET_ITEM(item, 4, hdrs ? hdrs : (Py_INCREF(Py_None), Py_None));
+            PyObject *f;
+            if (!(f = PyLong_FromLongLong((long long)offset))) goto item_error;
+            PyTuple_SET_ITEM(item, 0, f);
+            if (!(f = PyLong_FromLongLong((long long)(ts > 0 ? ts : 0)))) goto item_error;
+            PyTuple_SET_ITEM(item, 1, f);
+            if (!(f = rp_bytes_or_none(b, r.kpos, r.klen))) goto item_error;
+            PyTuple_SET_ITEM(item, 2, f);
+            if (!(f = rp_bytes_or_none(b, r.vpos, r.vlen))) goto item_error;
+            PyTuple_SET_ITEM(item, 3, f);
             int rc = PyList_Append(out, item);
             Py_DECREF(item);
             if (rc < 0) goto error;
+            continue;
+        item_error: /* the slots not filled yet are NULL: the tuple's dealloc skips them */
+            Py_DECREF(item);
+            goto error;
         }
     }
     goto done;
