@@ -36,6 +36,7 @@
 #include "accel/format_json.c"
 #include "accel/dump_run.c"
 #include "accel/export_records.c"
+#include "accel/replay_records.c"
 #include "accel/metadata_replay.c"
 
 static PyMethodDef methods[] = {
@@ -63,6 +64,9 @@ static PyMethodDef methods[] = {
     {"dump_run", dump_run, METH_VARARGS, "dump (text or JSON) of a run of clean v2 batches; stops at what it cannot take."},
     {"export_ndjson", export_ndjson, METH_VARARGS, "export --format ndjson: one v2 batch's record lines, or None to fall back."},
     {"export_columns", export_columns, METH_VARARGS, "export --format parquet: one v2 batch's record columns, or -1 to fall back."},
+    {"replay_items", replay_items, METH_VARARGS, "replay: one v2 batch's records as produce() tuples, or None to fall back."},
+    {"replay_count", replay_count, METH_VARARGS, "replay's plan: (taken, first, last) of one v2 batch's records, or None."},
+    {"replay_map_lines", replay_map_lines, METH_VARARGS, "replay: a produced chunk's offset-map lines."},
     {"metadata_apply", metadata_apply, METH_VARARGS, "metadata replay: apply a plain batch's Topic/Partition/PartitionChange records to the image."},
     {NULL, NULL, 0, NULL},
 };

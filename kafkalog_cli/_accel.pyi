@@ -184,6 +184,29 @@ def export_columns(buffer: Buffer, start: int, end: int, count: int, base_offset
     the batch) where ``export_ndjson`` declines and on a header key that is not strict UTF-8 or column bytes past
     int32 offsets."""
 
+# ------------------------------------------------------------------------------------------------ replay (replay_records.c)
+def replay_items(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                 max_timestamp: int, log_append: bool, after: int, header_name: str | None, prefix: Buffer,
+                 /) -> list[tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]] | None]] | None:
+    """``replay``: the records of one v2 batch (``buffer[start:end]``, ``count`` records) whose offset is above the
+    running maximum (``after``, then each record taken; ``-2**63``: none yet) as the tuples the produce loop passes
+    to confluent-kafka: (offset, timestamp (0 when not > 0), key, value, headers (name str decoded with "replace",
+    value; the offset header ``(header_name, prefix + str(offset))`` last; None when empty)). Returns None (Python
+    decodes the batch, ``ops.replay_source.python_items``) on a record the decoder rejects or an int64 overflow
+    (``replay_count``: of an offset only)."""
+
+def replay_count(buffer: Buffer, start: int, end: int, count: int, base_offset: int, after: int,
+                 /) -> tuple[int, int, int] | None:
+    """``replay``'s plan: (taken, first, last) of the records ``replay_items`` would return (first/last -1 when
+    none), no object per record; None where ``replay_items`` declines. GIL released."""
+
+def replay_map_lines(prefix: Buffer, first: int, offsets: list[int] | None, middle: Buffer, dos: list[int],
+                     start: int, stop: int, /) -> bytes:
+    """``replay``'s offset map: the lines ``prefix + source offset + middle + destination offset + "\\n"`` of
+    records ``start..stop-1`` of a produced chunk (source offsets ``first + i``, or ``offsets[i]``; destination
+    offsets ``dos[i]``); the reference is ``ops.replay._Run`` 's f-string. Never declines: TypeError /
+    OverflowError / ValueError for arguments out of their range."""
+
 # ------------------------------------------------------------------------------------------------ metadata replay (metadata_replay.c)
 def metadata_apply(buffer: Buffer, pos: int, end: int, base_offset: int, base_ts: int, max_ts: int, log_append: bool,
                    count: int, skip: bool, start: int, stop_offset: int, stop_time: int, ctx: tuple[Any, ...], /

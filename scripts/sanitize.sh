@@ -46,11 +46,11 @@ assert os.path.dirname(os.path.dirname(_accel.__file__)) == os.getcwd(), _accel.
 print("sanitized build:", _accel.__file__)
 PYEOF
 # the fuzz/corrupt-input tests that reach dump_batch, json_records, check_records, scan_columns, scan_v2, verify_run,
-# metadata_apply, export_ndjson, export_columns, rebuild_index, first_nonzero and the guard (see tests/test_sanitize.py
+# metadata_apply, export_ndjson, export_columns, replay_items, replay_count, replay_map_lines, rebuild_index, first_nonzero and the guard (see tests/test_sanitize.py
 # for the list's reasoning);
 # json_text and the dump's decoder calls (test_schemas_fast.py)
 exec env -u PYTHONPATH "$PY" -m pytest -q -p no:cacheprovider --capture=sys -x -m "not slow" \
   tests/test_verify_fuzz.py tests/test_accel.py tests/test_accel_walk.py tests/test_verify_deep_accel.py \
   tests/test_accel_threads.py tests/test_rebuild_index.py tests/test_scan_stream.py tests/test_failing_disk.py \
   tests/test_layouts.py tests/test_record_decoder.py tests/test_metadata_accel.py tests/test_schemas_fast.py \
-  tests/test_export_accel.py "$@"
+  tests/test_export_accel.py tests/test_replay_accel.py "$@"

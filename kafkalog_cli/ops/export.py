@@ -749,6 +749,9 @@ class Destination:
         if not os.path.lexists(self.staging):
             return
         if os.path.isdir(self.staging) and not os.path.islink(self.staging):
+            if not os.listdir(self.staging):  # a run killed between its mkdir and the marker: nothing in it
+                os.rmdir(self.staging)
+                return
             if not os.path.exists(os.path.join(self.staging, _MARKER)):
                 raise UnreadableFileError("a directory with the export's staging name exists and is not ours",
                                           file=self.staging, expected="absent, or a partial export", found="a directory")
@@ -773,7 +776,6 @@ class Destination:
         from kafkalog_cli.ops.safety.files import fsync_dir
 
         if self.directory:
-            os.unlink(os.path.join(self.staging, _MARKER))
             for root, _dirs, files in os.walk(self.staging):
                 for n in files:
                     _fsync(os.path.join(root, n))
@@ -784,6 +786,13 @@ class Destination:
             _fsync(self.staging)
         os.rename(self.staging, self.out)
         fsync_dir(os.path.dirname(self.out))
+        if self.directory:
+            # the marker goes last: a staging directory killed before the rename keeps it (the next run knows the
+            # partial export is its own and replaces it; unlinked before the rename, a kill there left a complete
+            # staging directory the next run refused as "not ours"); a kill in the instant after the rename
+            # leaves it in the complete output (docs/export.md)
+            os.unlink(os.path.join(self.out, _MARKER))
+            fsync_dir(self.out)
 
     def abort(self) -> None:
         """Remove the staging path (an export that failed or was interrupted leaves nothing behind)."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,7 @@ from typing import Any
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format.partitioners import java_default
 from kafkalog_cli.ops import replay_offsets as ro
-from kafkalog_cli.ops.replay_source import Source, SourceRecord
+from kafkalog_cli.ops.replay_source import Item, Source, SourceBatch, SourceRecord
 from kafkalog_cli.storage.verify_model import Problem
 
 DEFAULT_OFFSET_HEADER = "kafkalog.source.offset"
@@ -155,17 +156,21 @@ def _wanted(rec: SourceRecord, isolation: str) -> str | None:
 def destination(rec: SourceRecord, partitioner: str, partitions: int) -> int:
     """The destination partition: the source partition's number, or murmur2 of the key (a null key keeps its
     source partition number, modulo the partition count)."""
-    if partitioner == "murmur2" and rec.key is not None:
-        return murmur2_partition(rec.key, partitions)
+    return destination_of(rec.key, rec.partition, partitioner, partitions)
+
+
+def destination_of(key: bytes | None, partition: int, partitioner: str, partitions: int) -> int:
+    """``destination`` of a record's key and source partition number."""
+    if partitioner == "murmur2" and key is not None:
+        return murmur2_partition(key, partitions)
     if partitioner == "murmur2":
-        return max(rec.partition, 0) % partitions
-    return rec.partition
+        return max(partition, 0) % partitions
+    return partition
 
 
-def stream(sources: list[Source], opts: ReplayOptions, partitions: int,
-           plan: dict[tuple[str, int], PartitionPlan] | None = None) -> Iterator[tuple[SourceRecord, int]]:
-    """The records to produce, in input order, with their destination partitions. With ``plan`` (the planning
-    pass) every record is counted there, produced or not."""
+def stream(sources: list[Source], opts: ReplayOptions, partitions: int) -> Iterator[tuple[SourceRecord, int]]:
+    """The records to produce, in input order, with their destination partitions, decoded one by one in Python:
+    the reference of ``chunks`` (the produce loop's) and of ``_count`` (the plan's), which tests compare with it."""
     last: dict[tuple[str, int], int] = {}
     wanted_topics = set(opts.source_topics)
     for src in sources:
@@ -173,32 +178,107 @@ def stream(sources: list[Source], opts: ReplayOptions, partitions: int,
             if wanted_topics and rec.topic not in wanted_topics:
                 continue
             key = (rec.topic, rec.partition)
-            pp = None
-            if plan is not None:
-                pp = plan.get(key)
-                if pp is None:
-                    pp = plan[key] = PartitionPlan(rec.topic, rec.partition)
-                if not pp.inputs or pp.inputs[-1] != src.path:
-                    pp.inputs.append(src.path)
             prev = last.get(key)
             if prev is not None and rec.offset <= prev:
-                if pp is not None:
-                    pp.duplicates += 1
                 continue
             last[key] = rec.offset
-            why = _wanted(rec, opts.isolation)
-            if why is not None:
-                if pp is not None:
-                    setattr(pp, why, getattr(pp, why) + 1)
+            if _wanted(rec, opts.isolation) is not None:
                 continue
-            dp = destination(rec, opts.partitioner, partitions) if partitions > 0 else rec.partition
-            if pp is not None:
-                pp.records += 1
-                if pp.first_offset is None:
-                    pp.first_offset = rec.offset
-                pp.last_offset = rec.offset
-                pp.destinations[dp] = pp.destinations.get(dp, 0) + 1
-            yield rec, dp
+            yield rec, destination(rec, opts.partitioner, partitions) if partitions > 0 else rec.partition
+
+
+def _selected(sources: list[Source], opts: ReplayOptions,
+              plan: dict[tuple[str, int], PartitionPlan] | None = None) -> Iterator[tuple[SourceBatch, str | None]]:
+    """The batches of the source topics to replay, in input order, each with why it is left out ("control" /
+    "aborted" / "open", None: produced), as ``stream`` sees its records; with ``plan``, each source partition's
+    entry exists and lists its inputs."""
+    wanted_topics = set(opts.source_topics)
+    for src in sources:
+        for b in src.batches():
+            if wanted_topics and b.topic not in wanted_topics:
+                continue
+            if plan is not None:
+                pp = plan.get((b.topic, b.partition))
+                if pp is None:
+                    pp = plan[(b.topic, b.partition)] = PartitionPlan(b.topic, b.partition)
+                if not pp.inputs or pp.inputs[-1] != src.path:
+                    pp.inputs.append(src.path)
+            why = "control" if b.control else (b.txn if opts.isolation == "read_committed"
+                                               and b.txn in ("aborted", "open") else None)
+            yield b, why
+
+
+def _count(sources: list[Source], opts: ReplayOptions, partitions: int,
+           parts: dict[tuple[str, int], PartitionPlan]) -> None:
+    """The plan pass: ``stream``'s counts from each batch's header and the compiled count walk (no record decoded
+    into Python objects where ``_accel.replay_count`` applies); keys are read only for ``--partitioner murmur2``."""
+    last: dict[tuple[str, int], int] = {}
+    by_key = opts.partitioner == "murmur2" and partitions > 0
+    for b, why in _selected(sources, opts, parts):
+        key = (b.topic, b.partition)
+        pp = parts[key]
+        after = last.get(key)
+        if by_key and why is None:
+            items = b.items(after, None)
+            if items is None:
+                continue
+            got = b.count(after)  # the same records (decoded once: the walk is cached or compiled)
+            if got is None:
+                continue
+            total = got[0]
+            taken = len(items)
+            if taken:
+                last[key] = items[-1][0]
+                pp.first_offset = items[0][0] if pp.first_offset is None else pp.first_offset
+                pp.last_offset = items[-1][0]
+                pp.records += taken
+                for it in items:
+                    dp = destination_of(it[2], b.partition, opts.partitioner, partitions)
+                    pp.destinations[dp] = pp.destinations.get(dp, 0) + 1
+            pp.duplicates += total - taken
+            continue
+        got = b.count(after)
+        if got is None:
+            continue
+        total, taken, first, lst = got
+        pp.duplicates += total - taken
+        if not taken:
+            continue
+        last[key] = lst
+        if why is not None:
+            setattr(pp, why, getattr(pp, why) + taken)
+            continue
+        pp.records += taken
+        if pp.first_offset is None:
+            pp.first_offset = first
+        pp.last_offset = lst
+        dp = b.partition
+        pp.destinations[dp] = pp.destinations.get(dp, 0) + taken
+
+
+def chunks(sources: list[Source], opts: ReplayOptions,
+           partitions: int) -> Iterator[tuple[tuple[str, int], int | list[int], list[Item]]]:
+    """The records to produce (``stream``'s, in its order) a batch at a time: (source partition, destination
+    partition (a list, one per record, with ``--partitioner murmur2``), produce() tuples with the offset header)."""
+    last: dict[tuple[str, int], int] = {}
+    header = opts.offset_header
+    by_key = opts.partitioner == "murmur2" and partitions > 0
+    for b, why in _selected(sources, opts):
+        key = (b.topic, b.partition)
+        after = last.get(key)
+        if why is not None:
+            got = b.count(after)
+            if got is not None and got[1]:
+                last[key] = got[3]
+            continue
+        items = b.items(after, header)
+        if not items:
+            continue
+        last[key] = items[-1][0]
+        if by_key:
+            yield key, [destination_of(it[2], b.partition, opts.partitioner, partitions) for it in items], items
+        else:
+            yield key, b.partition, items
 
 
 def _consumer_offsets_paths(sources: list[Source], groups_from: tuple[str, ...]) -> list[str]:
@@ -248,8 +328,7 @@ def load_groups(paths: list[str]) -> tuple[dict[str, dict[tuple[str, int], int]]
 def plan(sources: list[Source], opts: ReplayOptions, partitions: int) -> Plan:
     """Read every input once and count; ``partitions`` is the destination's partition count (0: unknown)."""
     parts: dict[tuple[str, int], PartitionPlan] = {}
-    for _ in stream(sources, opts, partitions, parts):
-        pass
+    _count(sources, opts, partitions, parts)
     findings = [p for s in sources for p in s.findings]
     notes: list[str] = []
     topics = sorted({t for t, _p in parts})
@@ -466,61 +545,188 @@ class ReplayResult:
     seconds: float = 0.0
 
 
+#: a produced chunk waiting for its delivery reports (``_Run.fifos``): its key (source topic, partition,
+#: destination partition), its source offsets (the first one when they are consecutive, else a list), how many, the
+#: offset-map line prefix, the source (topic, partition), the destination offsets reported so far, how many of them
+#: are in the offset map / checkpoint already
+K3, OFFSETS, COUNT, PREFIX, K2, DOS, WRITTEN = range(7)
+
+
+def map_lines(prefix: bytes, offs: int | list[int], middle: bytes, dos: list[int], start: int, stop: int) -> bytes:
+    """The offset map's lines of records ``start..stop-1`` of a produced chunk (the reference of
+    ``_accel.replay_map_lines``): source offset ``offs + i`` (consecutive) or ``offs[i]``, destination ``dos[i]``."""
+    sos = range(offs + start, offs + stop) if isinstance(offs, int) else offs[start:stop]
+    return b"".join(b"%s%d%s%d\n" % (prefix, so, middle, do) for so, do in zip(sos, dos[start:stop]))
+
+
+def _pending(k3: tuple[str, int, int], items: list[Item], prefix: bytes, k2: tuple[str, int]) -> list[Any]:
+    first, n = items[0][0], len(items)
+    offs: int | list[int] = first if items[-1][0] - first == n - 1 else [it[0] for it in items]
+    return [k3, offs, n, prefix, k2, [], 0]
+
+
 class _Run:
-    """One execution: the producer, the delivery reports, the checkpoint writes."""
+    """One execution: the producer, the delivery reports, the checkpoint writes.
+
+    No closure per record: one delivery callback (``on_delivery``, made once) serves every record, and does little:
+    it appends the destination offset to the chunk the report is for. It learns which chunk and record from the
+    order of the reports: per destination partition the produced chunks wait in a queue (``fifos``; ``_pending``
+    entries), and the idempotent producer reports a partition's successes in the order the records were produced
+    (it appends them in that order, each once, and with the gapless guarantee none after a failed one). A report of
+    a purged record (a stop: never sent, so after every record in flight on its partition) takes nothing from the
+    queue; any other failure stops the replay and the partition's later reports are not recorded (the resume's tail
+    scan finds them). The offset map lines, the checkpoint's offsets and counts are made from the chunks at each
+    checkpoint (``flush``), not per report."""
 
     def __init__(self, plan: Plan, state: ReplayState, log: Callable[[str], None] | None) -> None:
         self.plan, self.state, self.opts = plan, state, plan.options
         self.log = log
         self.error: str | None = None
         self.stopping = False
-        self.outstanding = 0
-        self.acked = 0
+        self.sent = 0  # produce() calls that took a record
+        self.failed = 0  # reports with an error (purged or not)
+        self.acked = 0  # successes in the offset map (written, or in the chunks of ``done`` / the queues' heads)
         self.last_ack = time.monotonic()
-        self.dirty = False
+        self.seen = 0  # successes at the last drain
         self.last_save = 0.0
-        self.map_file = open(state.map_path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed in close)
+        self.map_file = open(state.map_path, "ab")  # noqa: SIM115 (closed in close)
         self.every = CHECKPOINT_EVERY_S if self.opts.offset_header else CHECKPOINT_EVERY_S_NO_HEADER
         self.dest_field = ro.csv_field(self.opts.topic)
-        self.prefix: dict[tuple[str, int], str] = {}
+        self.prefix: dict[tuple[str, int], bytes] = {}  # offset-map line prefix per source partition
+        self.middle: dict[int, bytes] = {}  # ... and its middle per destination partition
+        from kafkalog_cli.storage import accel
 
-    def on_delivery(self, st: str, sp: int, so: int, err: Any, msg: Any) -> None:
-        self.outstanding -= 1
+        mod = accel.module()
+        self.lines_fast = getattr(mod, "replay_map_lines", None) if mod is not None else None
+        self.fifos: dict[int, deque[list[Any]]] = {}
+        self.frozen: set[int] = set()  # destination partitions whose reports are no longer recorded (a failure)
+        self.done: list[list[Any]] = []  # chunks every record of which was reported, not yet flushed
+        self.done_counted = 0  # ``done[:done_counted]`` hold ``done_sum`` unflushed reports
+        self.done_sum = 0
+        self.on_delivery = self._callback()
+
+    def reported(self) -> int:
+        """Successes reported so far (flushed or not); amortised O(partitions)."""
+        done = self.done
+        for i in range(self.done_counted, len(done)):
+            self.done_sum += done[i][COUNT] - done[i][WRITTEN]
+        self.done_counted = len(done)
+        n = self.acked + self.done_sum
+        for q in self.fifos.values():
+            if q:
+                n += len(q[0][DOS]) - q[0][WRITTEN]
+        return n
+
+    @property
+    def outstanding(self) -> int:
+        return self.sent - self.reported() - self.failed
+
+    def line_prefix(self, st: str, sp: int) -> bytes:
+        prefix = self.prefix.get((st, sp))
+        if prefix is None:
+            prefix = self.prefix[(st, sp)] = f"{ro.csv_field(st)},{sp},".encode()
+        return prefix
+
+    def queue(self, dp: int) -> deque[list[Any]]:
+        q = self.fifos.get(dp)
+        if q is None:
+            q = self.fifos[dp] = deque()
+        return q
+
+    def _callback(self) -> Callable[[Any, Any], None]:
+        fifos, frozen, done = self.fifos, self.frozen, self.done
+        failed = self._failed
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is not None:
+                failed(err, msg)
+                return
+            dp = msg.partition()
+            if frozen and dp in frozen:
+                return
+            try:
+                q = fifos[dp]
+                head = q[0]
+            except (KeyError, IndexError):  # a report for no produced record: never trust the order again
+                failed(None, msg)
+                return
+            dos = head[DOS]
+            dos.append(msg.offset())
+            if len(dos) == head[COUNT]:
+                done.append(q.popleft())
+
+        return on_delivery
+
+    def _failed(self, err: Any, msg: Any) -> None:
+        self.failed += 1
         if err is not None:
             from confluent_kafka import KafkaError
 
             if err.code() in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
                 return  # stopped before it was sent: not delivered, produced again on resume
-            if self.error is None:
-                self.error = f"delivery of {st}-{sp}@{so} failed: {err.str()}"
-            self.stopping = True
-            return
-        dp, do = msg.partition(), msg.offset()
-        key = (st, sp, dp)
-        if so <= self.state.delivered.get(key, -1):  # cannot happen with in-order delivery: do not go back
-            return
-        self.state.delivered[key] = so
-        if do > self.state.last_dest.get(dp, -1):
-            self.state.last_dest[dp] = do
-        counts = self.state.counts
-        counts[(st, sp)] = counts.get((st, sp), 0) + 1
-        prefix = self.prefix.get((st, sp))
-        if prefix is None:
-            prefix = self.prefix[(st, sp)] = f"{ro.csv_field(st)},{sp},"
-        self.map_file.write(f"{prefix}{so},{self.dest_field},{dp},{do}\n")
-        self.acked += 1
-        self.dirty = True
-        self.last_ack = time.monotonic()
+        dp = msg.partition()
+        self.frozen.add(dp)
+        if self.error is None:
+            self.error = (f"delivery to {self.opts.topic}-{dp} failed: {err.str()}" if err is not None else
+                          f"a delivery report for {self.opts.topic}-{dp} matches no record produced")
+        self.stopping = True
+
+    def drain(self) -> None:
+        """After a poll: the stall timer restarts when successes were reported since the last call."""
+        n = self.reported()
+        if n != self.seen:
+            self.seen = n
+            self.last_ack = time.monotonic()
+
+    def _unflushed(self) -> list[list[Any]]:
+        """The chunks with reports not in the offset map yet: the complete ones, then the queues' heads (only a
+        head can be partly reported: a partition's reports come in order)."""
+        return self.done + [q[0] for q in self.fifos.values() if q and q[0][DOS]]
+
+    def flush(self) -> None:
+        """The reported successes into the offset map (buffered) and the checkpoint's state."""
+        state = self.state
+        delivered, last_dest, counts = state.delivered, state.last_dest, state.counts
+        mod = self.lines_fast
+        out: list[bytes] = []
+        for head in self._unflushed():
+            dos, w = head[DOS], head[WRITTEN]
+            n = len(dos)
+            if n == w:
+                continue
+            k3, offs = head[K3], head[OFFSETS]
+            dp = k3[2]
+            middle = self.middle.get(dp)
+            if middle is None:
+                middle = self.middle[dp] = f",{self.dest_field},{dp},".encode()
+            dense = isinstance(offs, int)
+            if mod is not None:
+                out.append(mod(head[PREFIX], offs if dense else 0, None if dense else offs, middle, dos, w, n))
+            else:
+                out.append(map_lines(head[PREFIX], offs, middle, dos, w, n))
+            delivered[k3] = offs + n - 1 if dense else offs[n - 1]
+            if dos[n - 1] > last_dest.get(dp, -1):
+                last_dest[dp] = dos[n - 1]
+            counts[head[K2]] = counts.get(head[K2], 0) + n - w
+            head[WRITTEN] = n
+            self.acked += n - w
+        self.done.clear()
+        self.done_counted = self.done_sum = 0
+        if out:
+            self.map_file.writelines(out)
 
     def checkpoint(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and (not self.dirty or now - self.last_save < self.every):
+        if not force and now - self.last_save < self.every:
+            return
+        before = self.acked
+        self.flush()
+        if not force and self.acked == before:
             return
         self.map_file.flush()
         os.fsync(self.map_file.fileno())
         self.state.map_bytes = self.map_file.tell()
         self.state.save()
-        self.dirty = False
         self.last_save = now
 
     def close(self) -> None:
@@ -724,54 +930,101 @@ def _execute(p: Plan, progress: Callable[[int], None] | None, log: Callable[[str
 
 def _produce_all(p: Plan, run: _Run, producer: Any, result: ReplayResult,
                  progress: Callable[[int], None] | None) -> None:
-    """The produce loop: every planned record not yet delivered, then the wait for the last delivery reports."""
+    """The produce loop: every planned record not yet delivered, then the wait for the last delivery reports.
+    One produce() call per record with the tuple the record walk made (headers already a list of tuples), one
+    callback for all; delivery reports are served once per chunk (a batch of the source) or per 100 records."""
     opts, state = p.options, run.state
-    header = opts.offset_header
     rate = opts.rate
     produce = producer.produce
     poll = producer.poll
     topic = opts.topic
-    sent = 0
+    cb = run.on_delivery
+    delivered = state.delivered
     rate_t0 = time.monotonic()
-    for rec, dp in stream(p.sources, opts, p.destination_partitions):
-        if rec.offset <= state.delivered.get((rec.topic, rec.partition, dp), -1):
-            result.skipped_resume += 1
-            continue
+    since_poll = 0
+    for k2, dps, items in chunks(p.sources, opts, p.destination_partitions):
         if run.stopping:
             return
-        if rate:
-            wait = rate_t0 + sent / rate - time.monotonic()
-            if wait > 0:
-                poll(wait)
-                run.checkpoint()
-        headers = rec.headers
-        if header:
-            headers = [*headers, (header, offset_header_value(rec.topic, rec.partition, rec.offset))]
-        ts = rec.timestamp if rec.timestamp > 0 and rec.tstype != "none" else 0
-        cb = _callback(run, rec.topic, rec.partition, rec.offset)
-        while True:
-            try:
-                produce(topic, value=rec.value, key=rec.key, partition=dp, timestamp=ts, headers=headers or None,
-                        on_delivery=cb)
-                break
-            except BufferError:  # the client's queue is full: serve delivery reports
-                poll(0.05)
-                _check_stall(run, opts)
-                if run.stopping:
+        if isinstance(dps, int):
+            k3 = (*k2, dps)
+            done = delivered.get(k3)
+            if done is not None and items[0][0] <= done:  # resumed: what the checkpoint has is skipped
+                n0 = len(items)
+                items = [it for it in items if it[0] > done]
+                result.skipped_resume += n0 - len(items)
+                if not items:
+                    continue
+            run.queue(dps).append(_pending(k3, items, run.line_prefix(*k2), k2))
+            if rate:
+                for it in items:
+                    if not _produce_one(run, producer, opts, it, dps, rate, rate_t0):
+                        return
+            else:
+                # positional: (topic, value, key, partition, callback, on_delivery, timestamp, headers), the
+                # keyword list of confluent-kafka's Producer.produce (src/confluent_kafka/src/Producer.c); keywords
+                # would build a dict per call. tests/test_replay*.py check key, value, partition, timestamp, headers
+                sent = 0
+                try:
+                    for it in items:
+                        try:
+                            produce(topic, it[3], it[2], dps, cb, None, it[1], it[4])
+                        except BufferError:  # the client's queue is full: serve delivery reports, then again
+                            run.sent += sent
+                            sent = 0
+                            if not _produce_one(run, producer, opts, it, dps, None, rate_t0):
+                                return
+                            continue
+                        sent += 1
+                finally:
+                    run.sent += sent
+        else:  # --partitioner murmur2: a destination per record
+            prefix = run.line_prefix(*k2)
+            for it, dp in zip(items, dps):
+                k3 = (*k2, dp)
+                if it[0] <= delivered.get(k3, -1):
+                    result.skipped_resume += 1
+                    continue
+                run.queue(dp).append(_pending(k3, [it], prefix, k2))
+                if not _produce_one(run, producer, opts, it, dp, rate, rate_t0):
                     return
-        run.outstanding += 1
-        sent += 1
-        if sent % 100 == 0:
+        since_poll += len(items)
+        if since_poll >= 100:
+            since_poll = 0
             poll(0)
+            run.drain()
             run.checkpoint()
             if progress is not None:
-                progress(run.acked)
+                progress(run.reported())
     while run.outstanding > 0 and not run.stopping:
         poll(0.1)
+        run.drain()
         run.checkpoint()
         _check_stall(run, opts)
         if progress is not None:
-            progress(run.acked)
+            progress(run.reported())
+
+
+def _produce_one(run: _Run, producer: Any, opts: ReplayOptions, it: Item, dp: int, rate: float | None,
+                 rate_t0: float) -> bool:
+    """One record, waiting for ``--rate`` and for room in the client's queue; False when the replay stops."""
+    if rate:
+        wait = rate_t0 + run.sent / rate - time.monotonic()
+        if wait > 0:
+            producer.poll(wait)
+            run.drain()
+            run.checkpoint()
+    while True:
+        try:
+            producer.produce(opts.topic, it[3], it[2], dp, on_delivery=run.on_delivery, timestamp=it[1],
+                             headers=it[4])
+            run.sent += 1
+            return True
+        except BufferError:  # the client's queue is full: serve delivery reports
+            producer.poll(0.05)
+            run.drain()
+            _check_stall(run, opts)
+            if run.stopping:
+                return False
 
 
 def _catch_sigint(run: _Run, result: ReplayResult) -> Any:
@@ -797,12 +1050,6 @@ def _restore_sigint(previous: Any) -> None:
 
     if previous is not None:
         signal.signal(signal.SIGINT, previous)
-
-
-def _callback(run: _Run, st: str, sp: int, so: int) -> Callable[[Any, Any], None]:
-    def cb(err: Any, msg: Any) -> None:
-        run.on_delivery(st, sp, so, err, msg)
-    return cb
 
 
 def _check_stall(run: _Run, opts: ReplayOptions) -> None:

@@ -24,6 +24,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.storage.verify_model import ERROR, Problem
@@ -49,10 +50,141 @@ class SourceRecord:
     control: bool = False
 
 
+#: "no offset read yet" for the compiled walks (Python passes None)
+INT64_MIN = -(1 << 63)
+#: an export's records are grouped into batches of at most this many (one outcome, one source partition each)
+CHUNK = 1000
+
+#: what the produce loop hands to confluent-kafka's produce() per record: (offset, timestamp (0: the client's now),
+#: key, value, headers (the offset header last) or None)
+Item = tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]] | None]
+
+
+def python_items(recs: list[SourceRecord], after: int | None, header: str | None, prefix: bytes) -> list[Item]:
+    """The reference of ``_accel.replay_items``: the records whose offset is above the running maximum (``after``,
+    then each record taken) as produce() tuples; the offset header ``(header, prefix + offset)`` appended last."""
+    out: list[Item] = []
+    last = after
+    for r in recs:
+        if last is not None and r.offset <= last:
+            continue
+        last = r.offset
+        hs = r.headers
+        if header:
+            hs = [*hs, (header, prefix + str(r.offset).encode())]
+        ts = r.timestamp if r.timestamp > 0 and r.tstype != "none" else 0
+        out.append((r.offset, ts, r.key, r.value, hs or None))
+    return out
+
+
+def python_count(recs: list[SourceRecord], after: int | None) -> tuple[int, int, int]:
+    """The reference of ``_accel.replay_count``: (taken, first, last) of the records ``python_items`` takes."""
+    taken, first, last = 0, -1, after
+    for r in recs:
+        if last is not None and r.offset <= last:
+            continue
+        if not taken:
+            first = r.offset
+        last = r.offset
+        taken += 1
+    return taken, first, (last if taken and last is not None else -1)
+
+
+class SourceBatch:
+    """Records of one source partition with one outcome (``txn``, ``control``, ``tstype``): an intact batch of a
+    partition directory (decoded on demand, by the compiled walk where it can: ``count`` and ``items`` create no
+    Python object per record there), or a run of an export's records."""
+
+    __slots__ = ("topic", "partition", "txn", "control", "tstype", "_recs", "_entry", "_buf", "_path", "_src",
+                 "_decoded")
+
+    def __init__(self, topic: str, partition: int, txn: str | None, control: bool, tstype: str, *,
+                 recs: list[SourceRecord] | None = None, entry: Any = None, buf: Any = None, path: str = "",
+                 src: Source | None = None) -> None:
+        self.topic, self.partition, self.txn, self.control, self.tstype = topic, partition, txn, control, tstype
+        self._recs, self._entry, self._buf, self._path, self._src = recs, entry, buf, path, src
+        self._decoded = recs is not None
+
+    def records(self) -> list[SourceRecord] | None:
+        """The records (the reference decode); None when they do not decode (a ``bad-record`` finding, once)."""
+        if self._decoded:
+            return self._recs
+        self._decoded = True
+        e, buf, path = self._entry, self._buf, self._path
+        try:
+            recs = list(e.iter_records(buf))
+        except KafkalogError as exc:
+            exc.located(path)
+            if self._src is not None:
+                self._src.findings.append(Problem(path, e.position, e.position + e.size, "bad-record",
+                                                  f"batch at offset {e.base_offset}: {exc.message}; its records are "
+                                                  "not replayed", ERROR, offset=e.base_offset))
+            return None
+        topic, partition, tstype, txn, control = self.topic, self.partition, self.tstype, self.txn, self.control
+        self._recs = [SourceRecord(topic, partition, r.offset, r.timestamp, tstype,
+                                   None if r.key is None else bytes(r.key),
+                                   None if r.value is None else bytes(r.value),
+                                   [(bytes(k).decode("utf-8", "replace"), None if v is None else bytes(v))
+                                    for k, v in r.headers],
+                                   txn, control) for r in recs]
+        return self._recs
+
+    def _compiled(self) -> tuple[Any, Any, int, int] | None:
+        """(module, records buffer, start, end) for the compiled walks, None where they do not apply."""
+        if self._decoded or self._entry is None:
+            return None
+        from kafkalog_cli.storage import accel
+
+        mod = accel.module()
+        e = self._entry
+        if mod is None or not hasattr(mod, "replay_items") or e.is_legacy or e.records_count < 0 or e.streams_payload:
+            return None
+        try:
+            data, start = e.payload(self._buf)
+        except KafkalogError:
+            return None  # the reference raises it again and words the finding
+        end = e.position + e.size if data is self._buf else len(data)
+        return mod, data, start, end
+
+    def count(self, after: int | None) -> tuple[int, int, int, int] | None:
+        """(records, taken, first, last): the batch's records, those above ``after`` (the running maximum, as
+        ``python_count``) and their first and last offsets; None when the records do not decode (a finding)."""
+        c = self._compiled()
+        if c is not None and after != INT64_MIN:
+            mod, data, start, end = c
+            got = mod.replay_count(data, start, end, self._entry.records_count, self._entry.base_offset,
+                                   INT64_MIN if after is None else after)
+            if got is not None:
+                return (self._entry.records_count, *got)
+        recs = self.records()
+        if recs is None:
+            return None
+        return (len(recs), *python_count(recs, after))
+
+    def items(self, after: int | None, header: str | None) -> list[Item] | None:
+        """The produce() tuples of the records above ``after`` (``python_items``; ``_accel.replay_items`` where it
+        applies); None when the records do not decode (a finding)."""
+        prefix = f"{self.topic}-{self.partition}@".encode() if header else b""
+        c = self._compiled()
+        if c is not None and after != INT64_MIN and self.tstype != "none":
+            mod, data, start, end = c
+            e = self._entry
+            got = mod.replay_items(data, start, end, e.records_count, e.base_offset, e.base_timestamp,
+                                   e.max_timestamp, e.timestamp_type == 1, INT64_MIN if after is None else after,
+                                   header or None, prefix)
+            if got is not None:
+                return got
+        recs = self.records()
+        if recs is None:
+            return None
+        return python_items(recs, after, header, prefix)
+
+
 @dataclass
 class Source:
-    """One input: a partition directory, an NDJSON file or a Parquet file/dataset. ``records()`` may be called
-    more than once (the plan and the replay each read the input); findings are collected on each call afresh."""
+    """One input: a partition directory, an NDJSON file or a Parquet file/dataset. ``batches()`` and ``records()``
+    may be called more than once (the plan and the replay each read the input); findings are collected on each
+    call afresh."""
 
     path: str
     kind: str  # "partition-dir" | "segment" | "ndjson" | "parquet"
@@ -61,10 +193,32 @@ class Source:
     findings: list[Problem] = field(default_factory=list)
     _reader: Callable[[Source], Iterator[SourceRecord]] | None = None
 
-    def records(self) -> Iterator[SourceRecord]:
+    def batches(self) -> Iterator[SourceBatch]:
+        """The input's records as batches, in input order (a partition directory's intact batches; an export's
+        records in runs of one source partition and outcome)."""
         self.findings = []
+        if self.kind in ("partition-dir", "segment"):
+            yield from _partition_batches(self)
+            return
         assert self._reader is not None
-        return self._reader(self)
+        run: list[SourceRecord] = []
+        for rec in self._reader(self):
+            if run and (len(run) >= CHUNK or rec.topic != run[0].topic or rec.partition != run[0].partition
+                        or rec.txn != run[0].txn or rec.control != run[0].control):
+                r0 = run[0]
+                yield SourceBatch(r0.topic, r0.partition, r0.txn, r0.control, r0.tstype, recs=run)
+                run = []
+            run.append(rec)
+        if run:
+            r0 = run[0]
+            yield SourceBatch(r0.topic, r0.partition, r0.txn, r0.control, r0.tstype, recs=run)
+
+    def records(self) -> Iterator[SourceRecord]:
+        """Every record of the input (the reference path: each decoded in Python)."""
+        for b in self.batches():
+            recs = b.records()
+            if recs is not None:
+                yield from recs
 
 
 # ------------------------------------------------------------------------------------------ input resolution
@@ -108,8 +262,7 @@ def resolve(args: list[str]) -> tuple[list[Source], list[str]]:
         if os.path.isfile(path):
             if path.endswith(".log") and os.path.basename(path)[:20].isdigit():
                 tp = parse_topic_partition_name(os.path.basename(os.path.dirname(path)))
-                out.append(Source(path, "segment", tp.topic if tp else None, tp.partition if tp else None,
-                                  _reader=_read_partition))
+                out.append(Source(path, "segment", tp.topic if tp else None, tp.partition if tp else None))
             elif path.endswith((".parquet", ".pq")) or _is_parquet_file(path):
                 out.append(Source(path, "parquet", _reader=_read_parquet))
             else:
@@ -134,7 +287,7 @@ def resolve(args: list[str]) -> tuple[list[Source], list[str]]:
             topic = tp.topic if tp else os.path.basename(pdir)
             if topic.startswith("__") and pdir != path:
                 continue  # an internal topic of a log dir given whole
-            out.append(Source(pdir, "partition-dir", topic, tp.partition if tp else -1, _reader=_read_partition))
+            out.append(Source(pdir, "partition-dir", topic, tp.partition if tp else -1))
     return out, notes
 
 
@@ -177,7 +330,7 @@ def _outcome(pid: int, offset: int, closed: dict[int, list[tuple[int, int, bool]
     return "open"
 
 
-def _read_partition(src: Source) -> Iterator[SourceRecord]:
+def _partition_batches(src: Source) -> Iterator[SourceBatch]:
     from kafkalog_cli.format.batch import LOG_APPEND_TIME, NO_TIMESTAMP_TYPE
     from kafkalog_cli.storage.layout import segment_logs
     from kafkalog_cli.storage.segment import MappedFile, read_entry
@@ -197,28 +350,14 @@ def _read_partition(src: Source) -> Iterator[SourceRecord]:
             continue
         with MappedFile(path) as mf:
             buf = mf.buf
-            for pos, size, _base, _last in smap.entries:
+            for pos, _size, _base, _last in smap.entries:
                 e = read_entry(buf, pos, buf[pos + 16], file=path)
-                try:
-                    recs = list(e.iter_records(buf))
-                except KafkalogError as exc:
-                    exc.located(path)
-                    src.findings.append(Problem(path, pos, pos + size, "bad-record",
-                                                f"batch at offset {e.base_offset}: {exc.message}; its records are "
-                                                "not replayed", ERROR, offset=e.base_offset))
-                    continue
-                tstype = tsnames.get(e.timestamp_type, "create")
                 control = e.is_control
                 txn = None
                 if e.is_transactional and not control and not e.is_legacy and e.producer_id >= 0:
                     txn = _outcome(e.producer_id, e.base_offset, closed)
-                for r in recs:
-                    yield SourceRecord(topic, partition, r.offset, r.timestamp, tstype,
-                                       None if r.key is None else bytes(r.key),
-                                       None if r.value is None else bytes(r.value),
-                                       [(bytes(k).decode("utf-8", "replace"), None if v is None else bytes(v))
-                                        for k, v in r.headers],
-                                       txn, control)
+                yield SourceBatch(topic, partition, txn, control, tsnames.get(e.timestamp_type, "create"), entry=e,
+                                  buf=buf, path=path, src=src)
 
 
 # ------------------------------------------------------------------------------------------ NDJSON
