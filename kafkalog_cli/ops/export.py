@@ -46,6 +46,7 @@ from kafkalog_cli.format.batch import ATTR_TRANSACTIONAL, LOG_APPEND_TIME, NO_TI
 from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.format.layouts import LOG_OVERHEAD, MAGIC_OFFSET, V2_MIN_BATCH_LENGTH
 from kafkalog_cli.ops.dump_window import Window, WindowState, plan_partition
+from kafkalog_cli.ops.export_writer import DirectWriter
 from kafkalog_cli.storage import accel, layout, paths, tiered
 from kafkalog_cli.storage.meta_properties import broker_id_of
 from kafkalog_cli.storage.segment import MappedFile, read_entry
@@ -728,6 +729,7 @@ class Destination:
         self.out = os.path.abspath(out)
         self.directory = directory
         self.staging = self.out + STAGING_SUFFIX
+        self._writers: list[DirectWriter] = []
         if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory and not os.listdir(self.out)):
             raise UnreadableFileError("the output exists already: export writes a new file or directory",
                                       file=out, expected="a path that does not exist (or an empty directory)",
@@ -757,6 +759,13 @@ class Destination:
             shutil.rmtree(self.staging)
         else:
             os.unlink(self.staging)
+
+    def open_file(self, path: str) -> DirectWriter:
+        """A new output file under the staging path (``ops/export_writer.DirectWriter``: large direct writes from a
+        thread); ``abort`` stops the ones still open."""
+        w = DirectWriter(path)
+        self._writers.append(w)
+        return w
 
     def path(self, name: str | None = None) -> str:
         """Where to write: the staging file (a file output) or ``name`` inside the staging directory."""
@@ -788,6 +797,9 @@ class Destination:
     def abort(self) -> None:
         """Remove the staging path (an export that failed or was interrupted leaves nothing behind)."""
         import shutil
+
+        for w in self._writers:
+            w.abort()
 
         if os.path.isdir(self.staging) and not os.path.islink(self.staging):
             shutil.rmtree(self.staging, ignore_errors=True)

@@ -170,7 +170,7 @@ class ParquetSink:
 
     keeps_markers = False
 
-    def __init__(self, open_path: Callable[[SourcePartition], tuple[str, str]], single: bool,
+    def __init__(self, open_path: Callable[[SourcePartition], tuple[Any, str]], single: bool,
                  fast: Callable[[BatchItem, ColumnBuffers], int | None] | None = None) -> None:
         self.open_path = open_path
         self.single = single
@@ -182,10 +182,12 @@ class ParquetSink:
         self._file = ""
         self._segment = ""
         self._pending: Any = None  # the row group being written on the writer thread
+        self._sink: Any = None  # the file object the writer writes to (None: it opened a path itself)
 
     def begin(self, part: SourcePartition) -> None:
-        path, self.output = self.open_path(part)
         if self.writer is None:
+            path, self.output = self.open_path(part)
+            self._sink = path if not isinstance(path, str) else None
             self.writer = pq.ParquetWriter(path, WIRE, compression="snappy",
                                            use_dictionary=[*DICTIONARY_COLUMNS, *_BATCH_COLUMNS],
                                            write_statistics=STATISTICS_COLUMNS, store_schema=False)
@@ -256,4 +258,7 @@ class ParquetSink:
         self._wait()
         if self.writer is not None:
             self.writer.close()
+            if self._sink is not None:
+                self._sink.close()  # a file object ParquetWriter was given: flushed and closed here
         self.writer = None
+        self._sink = None
