@@ -283,17 +283,30 @@ CONTROL_NAMES = {control.ABORT: "ABORT", control.COMMIT: "COMMIT", control.LEADE
                  control.KRAFT_VERSION: "KRAFT_VERSION", control.KRAFT_VOTERS: "KRAFT_VOTERS"}
 
 
+def record_control(rec: Record) -> tuple[str, int]:
+    """(type, coordinator epoch) of one control record: "COMMIT"/"ABORT" with the marker's coordinator epoch, or a
+    KRaft control record's type name (``__cluster_metadata``) with -1. Raises ``KafkalogError`` for a malformed key
+    or marker value."""
+    _v, ctype = control.parse_control_key(rec.key)
+    if ctype in (control.ABORT, control.COMMIT):
+        return CONTROL_NAMES[ctype], control.parse_end_txn_marker(rec.value)[1]
+    return CONTROL_NAMES.get(ctype, f"UNKNOWN_{ctype}"), -1
+
+
 def control_of(entry: Entry, buf: Any) -> tuple[str, int] | None:
-    """(type, coordinator epoch) of a control batch: "COMMIT"/"ABORT" with the marker's coordinator epoch, or a
-    KRaft control record's type name (``__cluster_metadata``) with -1; None for a data batch or an empty one."""
+    """``record_control`` of a control batch's first record (a transaction marker batch holds one record); None for a
+    data batch or an empty one. Every record of the batch is checked: a malformed one raises ``KafkalogError``. A
+    sink labels each record by its own type (``record_control``): a KRaft control batch may hold several (a
+    snapshot's SnapshotHeader, KRaftVersion and KRaftVoters records: RecordsSnapshotWriter.java), each printed under
+    its own type by DumpLogSegments."""
     if entry.is_legacy or not entry.is_control:
         return None
+    first = None
     for rec in entry.iter_records(buf):
-        _v, ctype = control.parse_control_key(rec.key)
-        if ctype in (control.ABORT, control.COMMIT):
-            return CONTROL_NAMES[ctype], control.parse_end_txn_marker(rec.value)[1]
-        return CONTROL_NAMES.get(ctype, f"UNKNOWN_{ctype}"), -1
-    return None
+        got = record_control(rec)
+        if first is None:
+            first = got
+    return first
 
 
 # ------------------------------------------------------------------------------------------------ what a sink gets
@@ -324,7 +337,8 @@ class BatchItem:
     buf: Any
     file: str
     txn: str | None  # committed | aborted | open | None (not transactional)
-    control: tuple[str, int] | None  # a transaction marker: (type, coordinator epoch)
+    control: tuple[str, int] | None  # a control batch: its first record's (type, coordinator epoch); per record:
+    # ``record_control`` (a KRaft control batch may mix types)
     selection: Selection
     partition: SourcePartition
     decompress_limit: int = codecs.DEFAULT_LIMIT

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from kafkalog_cli.format.batch import Record
-from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition
+from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition, record_control
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -122,7 +122,15 @@ def python_lines(item: BatchItem, broker: int) -> tuple[bytes, int]:
     """(the lines of the batch's selected records, how many) by the reference path."""
     head, tail = batch_fields(item)
     recs = item.records()
-    text = "".join(_dumps(record_object(item, r, head, tail, broker)) + "\n" for r in recs)
+    if item.control is not None:  # each control record under its own type (a KRaft batch may hold several)
+        objs = []
+        for r in recs:
+            ctype, epoch = record_control(r)
+            objs.append(record_object(item, r, head, dict(tail, control={"type": ctype, "coordinator_epoch": epoch}),
+                                      broker))
+    else:
+        objs = [record_object(item, r, head, tail, broker) for r in recs]
+    text = "".join(_dumps(o) + "\n" for o in objs)
     return text.encode("utf-8", "surrogatepass"), len(recs)
 
 
@@ -148,7 +156,7 @@ class NdjsonSink:
 
     def batch(self, item: BatchItem) -> int:
         assert self.out is not None
-        got = self.fast(item, self.broker) if self.fast is not None else None
+        got = self.fast(item, self.broker) if self.fast is not None and item.control is None else None
         data, n = got if got is not None else python_lines(item, self.broker)
         if data:
             self.out.write(data)
