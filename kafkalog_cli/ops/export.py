@@ -238,7 +238,27 @@ class TxnView:
     def __init__(self) -> None:
         self._open: dict[int, int] = {}
         self._aborted: dict[int, list[tuple[int, int]]] = {}
+        self._indexed: dict[tuple[int, int], int] = {}  # .txnindex: (producer id, ABORT marker offset) -> first offset
         self.markers = 0
+
+    def add_index(self, producer_id: int, first_offset: int, last_offset: int) -> None:
+        """An aborted transaction a ``.txnindex`` lists (first offset, its ABORT marker's offset): what the broker's
+        fetch path hands a read_committed consumer (UnifiedLog.collectAbortedTransactions ->
+        LogSegment.collectAbortedTxns -> TransactionIndex.collectAbortedTxns), whether or not the marker itself is
+        in the exported files. Used where the walk does not see that marker (``finish``)."""
+        self._indexed[(producer_id, last_offset)] = first_offset
+
+    def finish(self) -> int:
+        """After the walk: the indexed aborted transactions whose marker the walk did not see (a marker batch
+        skipped as corrupt, a marker in a segment not among the sources) become aborted ranges; returns how many."""
+        n = 0
+        for (pid, last), first in self._indexed.items():
+            self._aborted.setdefault(pid, []).append((first, last))
+            n += 1
+        self._indexed.clear()
+        for ranges in self._aborted.values():
+            ranges.sort()
+        return n
 
     def observe(self, entry: Entry, buf: Any) -> None:
         if entry.is_legacy or not entry.is_transactional or entry.producer_id < 0:
@@ -254,6 +274,7 @@ class TxnView:
         if ctype not in (control.ABORT, control.COMMIT):
             return
         self.markers += 1
+        self._indexed.pop((pid, entry.base_offset), None)  # the log's own marker decides (as the consumer's walk)
         first = self._open.pop(pid, None)
         if first is not None and ctype == control.ABORT:
             self._aborted.setdefault(pid, []).append((first, entry.base_offset))
@@ -269,6 +290,32 @@ class TxnView:
         if first is not None and offset >= first:
             return "open"
         return "committed"
+
+
+def _txn_index_entries(d: str) -> list[Any]:
+    """The aborted transactions of a directory's ``.txnindex`` files (in offset order), those Kafka would read:
+    complete entries of version 0 (TransactionIndex.java throws for a later version; such a file is skipped here,
+    and an unreadable one too: the markers in the log still count)."""
+    from kafkalog_cli.storage.companions import parse_txn_index
+
+    if not os.path.isdir(d):
+        return []
+    out: list[Any] = []
+    try:
+        names = sorted(n for n in layout.list_directory(d) if n.endswith(".txnindex") and layout.is_segment_name(
+            n[: -len(".txnindex")] + ".log"))
+    except KafkalogError:
+        return []
+    for n in names:
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                entries = parse_txn_index(f.read())
+        except OSError:
+            continue
+        if any(e.kafka_version != 0 for e in entries):
+            continue
+        out += [e for e in entries if e.producer_id >= 0 and e.first_offset <= e.last_offset]
+    return out
 
 
 def marker_type(entry: Entry, buf: Any) -> int | None:
@@ -563,6 +610,9 @@ class Exporter:
                     files += [f for b, f in layout.segment_logs(d) if b > top and f not in files]
                 except KafkalogError:
                     pass
+        for d in part.dirs:
+            for entry in _txn_index_entries(d):
+                view.add_index(entry.producer_id, entry.first_offset, entry.last_offset)
         starts = {s.path: s.position for s in part.files}
         for f in files:
             try:
@@ -574,6 +624,11 @@ class Exporter:
                             view.observe(entry, mf.buf)
             except KafkalogError:
                 continue  # reported by the export walk
+        used = view.finish()
+        if used:
+            stats.notes.append(f"{used} aborted transaction(s) known only from the .txnindex (their ABORT marker is "
+                               "not among the intact batches exported): their records are aborted, as a read_committed "
+                               "consumer fetching from the broker would skip them")
         return view
 
     def _partition(self, part: SourcePartition) -> PartitionStats:
