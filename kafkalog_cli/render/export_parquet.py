@@ -212,9 +212,8 @@ class ParquetSink:
                 rows.batch_index += _L(len(rows.batches))
                 rows.batches.append((*head, ctype, *tail))
         else:
-            got = self.fast(item, rows) if self.fast is not None else None
-            if got is None:
-                got = rows.add_python(item.records())  # raises (nothing appended) for malformed records
+            fast = self.fast(item, rows) if self.fast is not None else None
+            got = rows.add_python(item.records()) if fast is None else fast  # raises (nothing appended): malformed
             rows.batch_index += _L(len(rows.batches)) * got
             rows.batches.append((*head, None, *tail))
         rows.n += got
