@@ -178,12 +178,13 @@ def _sink(fmt: str, out: str, plan: Any) -> tuple[Any, Any, Any]:
 
         psink = ParquetSink(open_path, single, fast=parquet_fast())
         return dest, psink, psink.close
-    from kafkalog_cli.render.export_accel import ndjson_fast
+    from kafkalog_cli.render.export_accel import ndjson_fast, ndjson_run
     from kafkalog_cli.render.export_ndjson import NdjsonSink
 
     if out == "-":
         stream: IO[bytes] = sys.stdout.buffer
-        return None, NdjsonSink(lambda part: (stream, "-"), lambda f: f.flush(), fast=ndjson_fast()), lambda: None
+        return None, NdjsonSink(lambda part: (stream, "-"), lambda f: f.flush(), fast=ndjson_fast(),
+                                 run_fast=ndjson_run()), lambda: None
     dest = Destination(out, directory=not single)
     shared: dict[str, Any] = {}
 
@@ -205,5 +206,5 @@ def _sink(fmt: str, out: str, plan: Any) -> tuple[Any, Any, Any]:
         elif single:
             open(dest.path(), "xb").close()
 
-    return dest, NdjsonSink(open_part, close_part, fast=ndjson_fast()), done
+    return dest, NdjsonSink(open_part, close_part, fast=ndjson_fast(), run_fast=ndjson_run()), done
 

@@ -523,11 +523,15 @@ class _Release:
             self.mf.release_pages(self.done, end - self.done)
             self.done = end
 _SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
+_RUN_SCAN_WINDOW = 256 << 10  # the same between two runs of the sink's compiled run (the walk may stop soon)
+RUN_BUDGET = 64  # at most this many entries the walk takes before the sink's run is tried again (2, 4, 8, ... after
+# runs in a row that took nothing)
+RUN_MISSES = 8  # runs in a row that take nothing: the rest of the file goes through the walk
 
 
 def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
              on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False,
-             release: _Release | None = None) -> Iterator[Entry]:
+             release: _Release | None = None, last: int | None = None, window: int = 0) -> Iterator[Entry]:
     """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
 
     Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
@@ -540,12 +544,14 @@ def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
     pos = start
     max_size = opts.max_batch_size
     unpack = accel.SCAN_FORMAT.iter_unpack
-    last: int | None = None  # the last offset of the previous intact entry (a region's "last good offset")
+    # ``last``: the last offset of the previous intact entry (a region's "last good offset"); ``window``: bytes of
+    # headers per compiled call (0: _SCAN_WINDOW)
+    scan_window = window or _SCAN_WINDOW
     while pos < n:
         if release is not None:
             release.upto(pos)
         if mod is not None:
-            data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + _SCAN_WINDOW))
+            data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + scan_window))
             bad = None
             for (p, size, _magic, crc_ok, attrs, base, lod, count, *_rest) in unpack(data):
                 if not crc_ok or base < 0 or attrs & 7 > 4 or lod < 0 or count < 0 or size - LOG_OVERHEAD > max_size \
@@ -689,86 +695,130 @@ class Exporter:
         keep_control = sink.keeps_markers or (opts.keep_control and not committed_only)
         progress = self.progress
         pending = 0
-        for entry in _entries(src.path, buf, src.position, opts, problem, release=_Release(mf, src.position)):
-            if progress is not None:
-                pending += entry.size
-                if pending >= PROGRESS_STEP:
-                    progress(pending)
-                    self._reported += pending
-                    pending = 0
-            if state is not None:
-                if state.done:
+        release = _Release(mf, src.position)
+        # the sink's compiled run (NDJSON: _accel.export_ndjson_run): whole runs of plain batches in one call, where
+        # no window applies; what it does not take goes through the walk below, RUN_BUDGET entries at a time
+        run = getattr(sink, "run", None) if state is None and window is None else None
+        pos = src.position
+        last: int | None = None
+        misses = 0
+        while True:
+            if run is not None:
+                got = run(buf, pos, next_offset, opts.max_batch_size, src.path)
+                if got is None:
+                    run = None
+                elif got[0] > pos:
+                    npos, batches, records, first, last_taken, last_walked = got
+                    stats.records += records
+                    stats.batches += batches
+                    if batches:
+                        if stats.first_offset is None:
+                            stats.first_offset = first
+                        stats.last_offset = last_taken
+                    if progress is not None:
+                        pending += npos - pos
+                        if pending >= PROGRESS_STEP:
+                            progress(pending)
+                            self._reported += pending
+                            pending = 0
+                    release.upto(npos)
+                    pos, last, next_offset, misses = npos, last_walked, last_walked + 1, 0
+                    continue  # full (or at a batch it does not take: then the next call takes nothing)
+                misses += 1
+                if misses >= RUN_MISSES:
+                    run = None
+            budget = min(1 << misses, RUN_BUDGET) if run is not None else None
+            taken = 0
+            more = False  # the walk stopped at the budget: the run gets the rest
+            for entry in _entries(src.path, buf, pos, opts, problem, release=release, last=last,
+                                  window=_RUN_SCAN_WINDOW if budget is not None else 0):
+                if budget is not None and taken >= budget:
+                    pos = entry.position
+                    more = True
                     break
-                verdict = window.judge(entry) if window is not None else "take"
-                if verdict == "stop":
-                    self._stopped = True
-                    break
-                if verdict == "skip":
-                    continue
-            if next_offset is not None and entry.last_offset < next_offset:
-                stats.duplicate_records += _count(entry)
-                continue
-            txn: str | None = None
-            marker = None
-            if entry.is_control:
-                try:
-                    marker = control_of(entry, buf)
-                except KafkalogError as exc:
-                    problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-control-record",
-                                    exc.message, entry.base_offset, expected="a control record key and value",
-                                    found=exc.found or "malformed"))
-                    continue
-                if not keep_control:
-                    stats.control_dropped += _count(entry)
-                    next_offset = entry.last_offset + 1
-                    continue
-            elif not entry.is_legacy and entry.is_transactional and entry.producer_id >= 0:
-                txn = view.state(entry.producer_id, entry.base_offset)
-                if committed_only and txn != "committed":
-                    if txn == "aborted":
-                        stats.aborted_records += _count(entry)
-                    else:
-                        stats.open_records += _count(entry)
-                    next_offset = entry.last_offset + 1
-                    continue
-            sel = Selection()
-            if next_offset is not None and entry.base_offset < next_offset:
-                sel.lo_offset = next_offset
-            if window is not None:
-                if window.offset is not None and entry.base_offset < window.offset:
-                    sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
-                if window.start_ms is not None:
-                    sel.start_ms = window.start_ms
-                if window.end_ms is not None:
-                    sel.end_ms = window.end_ms
-                if state is not None and window.count is not None and not entry.is_control:
-                    sel.limit = window.count - state.taken
-            if entry.is_control and window is not None:
-                sel = Selection(lo_offset=sel.lo_offset)  # markers are not in the window's count or times
-            if entry.is_legacy and entry.magic == 0 and (sel.start_ms is not None or sel.end_ms is not None):
-                pass  # v0 has no timestamps (-1): a time window holds none of them, as dump's
-            item = BatchItem(entry, buf, src.path, txn, marker, sel, part, opts.decompress_limit)
-            try:
-                n = sink.batch(item)
-            except KafkalogError as exc:
-                problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-records",
-                                exc.message, entry.base_offset, expected=exc.expected or "records Kafka can decode",
-                                found=exc.found or "malformed records"))
-                continue
-            if entry.is_control:
-                stats.control_records += n
-            else:
-                stats.records += n
+                taken += 1
+                pos, last = entry.position + entry.size, entry.last_offset
+                if progress is not None:
+                    pending += entry.size
+                    if pending >= PROGRESS_STEP:
+                        progress(pending)
+                        self._reported += pending
+                        pending = 0
                 if state is not None:
-                    state.taken += n
-            if n:
-                stats.batches += 1
-                if stats.first_offset is None:
-                    stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
-                stats.last_offset = entry.last_offset
-            if entry.is_legacy and sink.keeps_markers and n:
-                stats.converted_entries += 1
-            next_offset = entry.last_offset + 1
+                    if state.done:
+                        break
+                    verdict = window.judge(entry) if window is not None else "take"
+                    if verdict == "stop":
+                        self._stopped = True
+                        break
+                    if verdict == "skip":
+                        continue
+                if next_offset is not None and entry.last_offset < next_offset:
+                    stats.duplicate_records += _count(entry)
+                    continue
+                txn: str | None = None
+                marker = None
+                if entry.is_control:
+                    try:
+                        marker = control_of(entry, buf)
+                    except KafkalogError as exc:
+                        problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-control-record",
+                                        exc.message, entry.base_offset, expected="a control record key and value",
+                                        found=exc.found or "malformed"))
+                        continue
+                    if not keep_control:
+                        stats.control_dropped += _count(entry)
+                        next_offset = entry.last_offset + 1
+                        continue
+                elif not entry.is_legacy and entry.is_transactional and entry.producer_id >= 0:
+                    txn = view.state(entry.producer_id, entry.base_offset)
+                    if committed_only and txn != "committed":
+                        if txn == "aborted":
+                            stats.aborted_records += _count(entry)
+                        else:
+                            stats.open_records += _count(entry)
+                        next_offset = entry.last_offset + 1
+                        continue
+                sel = Selection()
+                if next_offset is not None and entry.base_offset < next_offset:
+                    sel.lo_offset = next_offset
+                if window is not None:
+                    if window.offset is not None and entry.base_offset < window.offset:
+                        sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
+                    if window.start_ms is not None:
+                        sel.start_ms = window.start_ms
+                    if window.end_ms is not None:
+                        sel.end_ms = window.end_ms
+                    if state is not None and window.count is not None and not entry.is_control:
+                        sel.limit = window.count - state.taken
+                if entry.is_control and window is not None:
+                    sel = Selection(lo_offset=sel.lo_offset)  # markers are not in the window's count or times
+                if entry.is_legacy and entry.magic == 0 and (sel.start_ms is not None or sel.end_ms is not None):
+                    pass  # v0 has no timestamps (-1): a time window holds none of them, as dump's
+                item = BatchItem(entry, buf, src.path, txn, marker, sel, part, opts.decompress_limit)
+                try:
+                    n = sink.batch(item)
+                except KafkalogError as exc:
+                    problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-records",
+                                    exc.message, entry.base_offset, expected=exc.expected or "records Kafka can decode",
+                                    found=exc.found or "malformed records"))
+                    continue
+                if entry.is_control:
+                    stats.control_records += n
+                else:
+                    stats.records += n
+                    if state is not None:
+                        state.taken += n
+                if n:
+                    stats.batches += 1
+                    if stats.first_offset is None:
+                        stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
+                    stats.last_offset = entry.last_offset
+                if entry.is_legacy and sink.keeps_markers and n:
+                    stats.converted_entries += 1
+                next_offset = entry.last_offset + 1
+            if not more or self._stopped:
+                break
         return next_offset
 
 
