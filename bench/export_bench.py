@@ -4,7 +4,9 @@ segment, records/s, in one run (issue 31 item 4: the target is a ratio of at lea
 Each command runs as the console script would (a subprocess, output to a file under --dir: the dump's stdout is
 redirected there, the export writes its --out there), best of --repeat; the ratio is export records/s over dump
 records/s (the same records: the segment has no transactions and no control batches). Peak RSS of each run is
-reported too (the export's memory must not grow with the segment: run with --mib 64,512 to see it).
+reported too (the export's memory must not grow with the segment: run with --mib 64,512 to see it), and the CPU
+seconds (user + system) of the best run with their ratio (dump CPU / export CPU): on a loaded machine the wall time
+measures the neighbours as much as the command.
 
     python bench/export_bench.py [--mib 128] [--codec none|lz4] [--value 100] [--repeat 3] [--dir /tmp/eb]
 """
@@ -28,8 +30,8 @@ KAFKALOG = str(Path(sys.executable).with_name("kafkalog"))
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-def timed(cmd: list[str], stdout_path: str | None) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB of the child) of one run."""
+def timed(cmd: list[str], stdout_path: str | None) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MiB, CPU seconds (user + system) of the child) of one run."""
     t0 = time.perf_counter()
     with open(stdout_path or os.devnull, "wb") as out, open(os.devnull, "wb") as err:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # start-up as installed
@@ -39,7 +41,7 @@ def timed(cmd: list[str], stdout_path: str | None) -> tuple[float, float]:
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(f"{cmd}: exit {code}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -59,13 +61,13 @@ def main() -> None:
         pdir.mkdir(parents=True, exist_ok=True)
         seg = pdir / "00000000000000000000.log"
         n = generate(seg, mib, CODECS[a.codec], a.value)
-        results: dict[str, tuple[float, float]] = {}
+        results: dict[str, tuple[float, float, float]] = {}
         for name, cmd, out in (
             ("dump", [KAFKALOG, "dump", "--deep-iteration", "--print-data-log", str(seg)], str(base / "dump.txt")),
             ("ndjson", [KAFKALOG, "export", str(seg), "--out", str(base / "o.ndjson")], None),
             ("parquet", [KAFKALOG, "export", str(seg), "--format", "parquet", "--out", str(base / "o.parquet")], None),
         ):
-            best = (float("inf"), 0.0)
+            best = (float("inf"), 0.0, 0.0)
             for k in range(a.repeat + 1):  # the first run writes the byte-code caches: not counted
                 for p in (base / "o.ndjson", base / "o.parquet"):
                     if p.exists():
@@ -73,16 +75,18 @@ def main() -> None:
                 env_cmd = cmd
                 if a.no_accel and name != "dump":
                     env_cmd = ["env", "KAFKALOG_NO_ACCEL=1", *cmd]
-                wall, rss = timed(env_cmd, out)
+                wall, rss, cpu = timed(env_cmd, out)
                 if k or a.repeat == 0:
-                    best = min(best, (wall, rss))
+                    best = min(best, (wall, rss, cpu))
             results[name] = best
         d = n / results["dump"][0]
-        print(f"{mib:g} MiB, {n} records, codec {a.codec}, {a.value} B values:")
-        for name, (wall, rss) in results.items():
+        dcpu = results["dump"][2]
+        print(f"{mib:g} MiB, {n} records, codec {a.codec}, {a.value} B values (load {os.getloadavg()[0]:.1f}):")
+        for name, (wall, rss, cpu) in results.items():
             rate = n / wall
-            ratio = "" if name == "dump" else f"  ratio {rate / d:.2f}"
-            print(f"  {name:8s} {wall:6.2f} s  {rate / 1e6:5.2f} M records/s  peak RSS {rss:6.1f} MiB{ratio}")
+            ratio = "" if name == "dump" else f"  ratio {rate / d:.2f} (CPU ratio {dcpu / cpu:.2f})"
+            print(f"  {name:8s} {wall:6.2f} s  {rate / 1e6:5.2f} M records/s  CPU {cpu:5.2f} s  peak RSS {rss:6.1f} MiB"
+                  f"{ratio}")
         shutil.rmtree(base)
 
 

@@ -63,6 +63,7 @@ static PyMethodDef methods[] = {
     {"json_text", json_text, METH_VARARGS, "The JSON text dump's decoders write for a decoded value, or None where it declines."},
     {"dump_run", dump_run, METH_VARARGS, "dump (text or JSON) of a run of clean v2 batches; stops at what it cannot take."},
     {"export_ndjson", export_ndjson, METH_VARARGS, "export --format ndjson: one v2 batch's record lines, or None to fall back."},
+    {"export_ndjson_run", export_ndjson_run, METH_VARARGS, "export --format ndjson: the lines of a run of plain v2 batches."},
     {"export_columns", export_columns, METH_VARARGS, "export --format parquet: one v2 batch's record columns, or -1 to fall back."},
     {"replay_items", replay_items, METH_VARARGS, "replay: one v2 batch's records as produce() tuples, or None to fall back."},
     {"replay_count", replay_count, METH_VARARGS, "replay's plan: (taken, first, last) of one v2 batch's records, or None."},

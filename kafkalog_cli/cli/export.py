@@ -171,30 +171,32 @@ def _sink(fmt: str, out: str, plan: Any) -> tuple[Any, Any, Any]:
 
         dest = Destination(out, directory=not single)
 
-        def open_path(part: Any) -> tuple[str, str]:
+        def open_path(part: Any) -> tuple[Any, str]:
             name = f"{part.name}.parquet"
-            return (dest.path(), dest.final()) if single else (dest.path(name), dest.final(name))
+            return (dest.open_file(dest.path()), dest.final()) if single else \
+                (dest.open_file(dest.path(name)), dest.final(name))
 
         psink = ParquetSink(open_path, single, fast=parquet_fast())
         return dest, psink, psink.close
-    from kafkalog_cli.render.export_accel import ndjson_fast
+    from kafkalog_cli.render.export_accel import ndjson_fast, ndjson_run
     from kafkalog_cli.render.export_ndjson import NdjsonSink
 
     if out == "-":
         stream: IO[bytes] = sys.stdout.buffer
-        return None, NdjsonSink(lambda part: (stream, "-"), lambda f: f.flush(), fast=ndjson_fast()), lambda: None
+        return None, NdjsonSink(lambda part: (stream, "-"), lambda f: f.flush(), fast=ndjson_fast(),
+                                 run_fast=ndjson_run()), lambda: None
     dest = Destination(out, directory=not single)
-    shared: dict[str, IO[bytes]] = {}
+    shared: dict[str, Any] = {}
 
-    def open_part(part: Any) -> tuple[IO[bytes], str]:
+    def open_part(part: Any) -> tuple[Any, str]:
         if single:
             if "f" not in shared:
-                shared["f"] = open(dest.path(), "xb", buffering=1 << 20)  # noqa: SIM115 - closed in done()
+                shared["f"] = dest.open_file(dest.path())  # closed in done()
             return shared["f"], dest.final()
         name = f"{part.name}.ndjson"
-        return open(dest.path(name), "xb", buffering=1 << 20), dest.final(name)  # noqa: SIM115 - closed by the sink
+        return dest.open_file(dest.path(name)), dest.final(name)  # closed by the sink
 
-    def close_part(f: IO[bytes]) -> None:
+    def close_part(f: Any) -> None:
         if not single:
             f.close()
 
@@ -204,5 +206,5 @@ def _sink(fmt: str, out: str, plan: Any) -> tuple[Any, Any, Any]:
         elif single:
             open(dest.path(), "xb").close()
 
-    return dest, NdjsonSink(open_part, close_part, fast=ndjson_fast()), done
+    return dest, NdjsonSink(open_part, close_part, fast=ndjson_fast(), run_fast=ndjson_run()), done
 

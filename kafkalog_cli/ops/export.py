@@ -46,6 +46,7 @@ from kafkalog_cli.format.batch import ATTR_TRANSACTIONAL, LOG_APPEND_TIME, NO_TI
 from kafkalog_cli.format.entry import Entry
 from kafkalog_cli.format.layouts import LOG_OVERHEAD, MAGIC_OFFSET, V2_MIN_BATCH_LENGTH
 from kafkalog_cli.ops.dump_window import Window, WindowState, plan_partition
+from kafkalog_cli.ops.export_writer import DirectWriter
 from kafkalog_cli.storage import accel, layout, paths, tiered
 from kafkalog_cli.storage.meta_properties import broker_id_of
 from kafkalog_cli.storage.segment import MappedFile, read_entry
@@ -237,7 +238,27 @@ class TxnView:
     def __init__(self) -> None:
         self._open: dict[int, int] = {}
         self._aborted: dict[int, list[tuple[int, int]]] = {}
+        self._indexed: dict[tuple[int, int], int] = {}  # .txnindex: (producer id, ABORT marker offset) -> first offset
         self.markers = 0
+
+    def add_index(self, producer_id: int, first_offset: int, last_offset: int) -> None:
+        """An aborted transaction a ``.txnindex`` lists (first offset, its ABORT marker's offset): what the broker's
+        fetch path hands a read_committed consumer (UnifiedLog.collectAbortedTransactions ->
+        LogSegment.collectAbortedTxns -> TransactionIndex.collectAbortedTxns), whether or not the marker itself is
+        in the exported files. Used where the walk does not see that marker (``finish``)."""
+        self._indexed[(producer_id, last_offset)] = first_offset
+
+    def finish(self) -> int:
+        """After the walk: the indexed aborted transactions whose marker the walk did not see (a marker batch
+        skipped as corrupt, a marker in a segment not among the sources) become aborted ranges; returns how many."""
+        n = 0
+        for (pid, last), first in self._indexed.items():
+            self._aborted.setdefault(pid, []).append((first, last))
+            n += 1
+        self._indexed.clear()
+        for ranges in self._aborted.values():
+            ranges.sort()
+        return n
 
     def observe(self, entry: Entry, buf: Any) -> None:
         if entry.is_legacy or not entry.is_transactional or entry.producer_id < 0:
@@ -253,6 +274,7 @@ class TxnView:
         if ctype not in (control.ABORT, control.COMMIT):
             return
         self.markers += 1
+        self._indexed.pop((pid, entry.base_offset), None)  # the log's own marker decides (as the consumer's walk)
         first = self._open.pop(pid, None)
         if first is not None and ctype == control.ABORT:
             self._aborted.setdefault(pid, []).append((first, entry.base_offset))
@@ -270,6 +292,32 @@ class TxnView:
         return "committed"
 
 
+def _txn_index_entries(d: str) -> list[Any]:
+    """The aborted transactions of a directory's ``.txnindex`` files (in offset order), those Kafka would read:
+    complete entries of version 0 (TransactionIndex.java throws for a later version; such a file is skipped here,
+    and an unreadable one too: the markers in the log still count)."""
+    from kafkalog_cli.storage.companions import parse_txn_index
+
+    if not os.path.isdir(d):
+        return []
+    out: list[Any] = []
+    try:
+        names = sorted(n for n in layout.list_directory(d) if n.endswith(".txnindex") and layout.is_segment_name(
+            n[: -len(".txnindex")] + ".log"))
+    except KafkalogError:
+        return []
+    for n in names:
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                entries = parse_txn_index(f.read())
+        except OSError:
+            continue
+        if any(e.kafka_version != 0 for e in entries):
+            continue
+        out += [e for e in entries if e.producer_id >= 0 and e.first_offset <= e.last_offset]
+    return out
+
+
 def marker_type(entry: Entry, buf: Any) -> int | None:
     """The control type of a control batch's first record (ABORT 0, COMMIT 1, KRaft types), None when empty."""
     for rec in entry.iter_records(buf):
@@ -282,17 +330,30 @@ CONTROL_NAMES = {control.ABORT: "ABORT", control.COMMIT: "COMMIT", control.LEADE
                  control.KRAFT_VERSION: "KRAFT_VERSION", control.KRAFT_VOTERS: "KRAFT_VOTERS"}
 
 
+def record_control(rec: Record) -> tuple[str, int]:
+    """(type, coordinator epoch) of one control record: "COMMIT"/"ABORT" with the marker's coordinator epoch, or a
+    KRaft control record's type name (``__cluster_metadata``) with -1. Raises ``KafkalogError`` for a malformed key
+    or marker value."""
+    _v, ctype = control.parse_control_key(rec.key)
+    if ctype in (control.ABORT, control.COMMIT):
+        return CONTROL_NAMES[ctype], control.parse_end_txn_marker(rec.value)[1]
+    return CONTROL_NAMES.get(ctype, f"UNKNOWN_{ctype}"), -1
+
+
 def control_of(entry: Entry, buf: Any) -> tuple[str, int] | None:
-    """(type, coordinator epoch) of a control batch: "COMMIT"/"ABORT" with the marker's coordinator epoch, or a
-    KRaft control record's type name (``__cluster_metadata``) with -1; None for a data batch or an empty one."""
+    """``record_control`` of a control batch's first record (a transaction marker batch holds one record); None for a
+    data batch or an empty one. Every record of the batch is checked: a malformed one raises ``KafkalogError``. A
+    sink labels each record by its own type (``record_control``): a KRaft control batch may hold several (a
+    snapshot's SnapshotHeader, KRaftVersion and KRaftVoters records: RecordsSnapshotWriter.java), each printed under
+    its own type by DumpLogSegments."""
     if entry.is_legacy or not entry.is_control:
         return None
+    first = None
     for rec in entry.iter_records(buf):
-        _v, ctype = control.parse_control_key(rec.key)
-        if ctype in (control.ABORT, control.COMMIT):
-            return CONTROL_NAMES[ctype], control.parse_end_txn_marker(rec.value)[1]
-        return CONTROL_NAMES.get(ctype, f"UNKNOWN_{ctype}"), -1
-    return None
+        got = record_control(rec)
+        if first is None:
+            first = got
+    return first
 
 
 # ------------------------------------------------------------------------------------------------ what a sink gets
@@ -323,7 +384,8 @@ class BatchItem:
     buf: Any
     file: str
     txn: str | None  # committed | aborted | open | None (not transactional)
-    control: tuple[str, int] | None  # a transaction marker: (type, coordinator epoch)
+    control: tuple[str, int] | None  # a control batch: its first record's (type, coordinator epoch); per record:
+    # ``record_control`` (a KRaft control batch may mix types)
     selection: Selection
     partition: SourcePartition
     decompress_limit: int = codecs.DEFAULT_LIMIT
@@ -461,11 +523,15 @@ class _Release:
             self.mf.release_pages(self.done, end - self.done)
             self.done = end
 _SCAN_WINDOW = 4 << 20  # bytes of batch headers the compiled walk hands back per call
+_RUN_SCAN_WINDOW = 256 << 10  # the same between two runs of the sink's compiled run (the walk may stop soon)
+RUN_BUDGET = 64  # at most this many entries the walk takes before the sink's run is tried again (2, 4, 8, ... after
+# runs in a row that took nothing)
+RUN_MISSES = 8  # runs in a row that take nothing: the rest of the file goes through the walk
 
 
 def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
              on_problem: Callable[[Finding], None] | None, *, transactional_only: bool = False,
-             release: _Release | None = None) -> Iterator[Entry]:
+             release: _Release | None = None, last: int | None = None, window: int = 0) -> Iterator[Entry]:
     """The intact entries of one segment from ``start`` (the resync walk); skipped regions to ``on_problem``.
 
     Runs of intact v2 batches come from the compiled header walk (``_accel.scan_v2``: size fields and CRCs checked
@@ -478,12 +544,14 @@ def _entries(path: str, buf: Any, start: int, opts: ExportOptions,
     pos = start
     max_size = opts.max_batch_size
     unpack = accel.SCAN_FORMAT.iter_unpack
-    last: int | None = None  # the last offset of the previous intact entry (a region's "last good offset")
+    # ``last``: the last offset of the previous intact entry (a region's "last good offset"); ``window``: bytes of
+    # headers per compiled call (0: _SCAN_WINDOW)
+    scan_window = window or _SCAN_WINDOW
     while pos < n:
         if release is not None:
             release.upto(pos)
         if mod is not None:
-            data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + _SCAN_WINDOW))
+            data, stop, _why = mod.scan_v2(buf, pos, min(n, pos + scan_window))
             bad = None
             for (p, size, _magic, crc_ok, attrs, base, lod, count, *_rest) in unpack(data):
                 if not crc_ok or base < 0 or attrs & 7 > 4 or lod < 0 or count < 0 or size - LOG_OVERHEAD > max_size \
@@ -548,6 +616,9 @@ class Exporter:
                     files += [f for b, f in layout.segment_logs(d) if b > top and f not in files]
                 except KafkalogError:
                     pass
+        for d in part.dirs:
+            for entry in _txn_index_entries(d):
+                view.add_index(entry.producer_id, entry.first_offset, entry.last_offset)
         starts = {s.path: s.position for s in part.files}
         for f in files:
             try:
@@ -559,6 +630,11 @@ class Exporter:
                             view.observe(entry, mf.buf)
             except KafkalogError:
                 continue  # reported by the export walk
+        used = view.finish()
+        if used:
+            stats.notes.append(f"{used} aborted transaction(s) known only from the .txnindex (their ABORT marker is "
+                               "not among the intact batches exported): their records are aborted, as a read_committed "
+                               "consumer fetching from the broker would skip them")
         return view
 
     def _partition(self, part: SourcePartition) -> PartitionStats:
@@ -619,86 +695,130 @@ class Exporter:
         keep_control = sink.keeps_markers or (opts.keep_control and not committed_only)
         progress = self.progress
         pending = 0
-        for entry in _entries(src.path, buf, src.position, opts, problem, release=_Release(mf, src.position)):
-            if progress is not None:
-                pending += entry.size
-                if pending >= PROGRESS_STEP:
-                    progress(pending)
-                    self._reported += pending
-                    pending = 0
-            if state is not None:
-                if state.done:
+        release = _Release(mf, src.position)
+        # the sink's compiled run (NDJSON: _accel.export_ndjson_run): whole runs of plain batches in one call, where
+        # no window applies; what it does not take goes through the walk below, RUN_BUDGET entries at a time
+        run = getattr(sink, "run", None) if state is None and window is None else None
+        pos = src.position
+        last: int | None = None
+        misses = 0
+        while True:
+            if run is not None:
+                got = run(buf, pos, next_offset, opts.max_batch_size, src.path)
+                if got is None:
+                    run = None
+                elif got[0] > pos:
+                    npos, batches, records, first, last_taken, last_walked = got
+                    stats.records += records
+                    stats.batches += batches
+                    if batches:
+                        if stats.first_offset is None:
+                            stats.first_offset = first
+                        stats.last_offset = last_taken
+                    if progress is not None:
+                        pending += npos - pos
+                        if pending >= PROGRESS_STEP:
+                            progress(pending)
+                            self._reported += pending
+                            pending = 0
+                    release.upto(npos)
+                    pos, last, next_offset, misses = npos, last_walked, last_walked + 1, 0
+                    continue  # full (or at a batch it does not take: then the next call takes nothing)
+                misses += 1
+                if misses >= RUN_MISSES:
+                    run = None
+            budget = min(1 << misses, RUN_BUDGET) if run is not None else None
+            taken = 0
+            more = False  # the walk stopped at the budget: the run gets the rest
+            for entry in _entries(src.path, buf, pos, opts, problem, release=release, last=last,
+                                  window=_RUN_SCAN_WINDOW if budget is not None else 0):
+                if budget is not None and taken >= budget:
+                    pos = entry.position
+                    more = True
                     break
-                verdict = window.judge(entry) if window is not None else "take"
-                if verdict == "stop":
-                    self._stopped = True
-                    break
-                if verdict == "skip":
-                    continue
-            if next_offset is not None and entry.last_offset < next_offset:
-                stats.duplicate_records += _count(entry)
-                continue
-            txn: str | None = None
-            marker = None
-            if entry.is_control:
-                try:
-                    marker = control_of(entry, buf)
-                except KafkalogError as exc:
-                    problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-control-record",
-                                    exc.message, entry.base_offset, expected="a control record key and value",
-                                    found=exc.found or "malformed"))
-                    continue
-                if not keep_control:
-                    stats.control_dropped += _count(entry)
-                    next_offset = entry.last_offset + 1
-                    continue
-            elif not entry.is_legacy and entry.is_transactional and entry.producer_id >= 0:
-                txn = view.state(entry.producer_id, entry.base_offset)
-                if committed_only and txn != "committed":
-                    if txn == "aborted":
-                        stats.aborted_records += _count(entry)
-                    else:
-                        stats.open_records += _count(entry)
-                    next_offset = entry.last_offset + 1
-                    continue
-            sel = Selection()
-            if next_offset is not None and entry.base_offset < next_offset:
-                sel.lo_offset = next_offset
-            if window is not None:
-                if window.offset is not None and entry.base_offset < window.offset:
-                    sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
-                if window.start_ms is not None:
-                    sel.start_ms = window.start_ms
-                if window.end_ms is not None:
-                    sel.end_ms = window.end_ms
-                if state is not None and window.count is not None and not entry.is_control:
-                    sel.limit = window.count - state.taken
-            if entry.is_control and window is not None:
-                sel = Selection(lo_offset=sel.lo_offset)  # markers are not in the window's count or times
-            if entry.is_legacy and entry.magic == 0 and (sel.start_ms is not None or sel.end_ms is not None):
-                pass  # v0 has no timestamps (-1): a time window holds none of them, as dump's
-            item = BatchItem(entry, buf, src.path, txn, marker, sel, part, opts.decompress_limit)
-            try:
-                n = sink.batch(item)
-            except KafkalogError as exc:
-                problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-records",
-                                exc.message, entry.base_offset, expected=exc.expected or "records Kafka can decode",
-                                found=exc.found or "malformed records"))
-                continue
-            if entry.is_control:
-                stats.control_records += n
-            else:
-                stats.records += n
+                taken += 1
+                pos, last = entry.position + entry.size, entry.last_offset
+                if progress is not None:
+                    pending += entry.size
+                    if pending >= PROGRESS_STEP:
+                        progress(pending)
+                        self._reported += pending
+                        pending = 0
                 if state is not None:
-                    state.taken += n
-            if n:
-                stats.batches += 1
-                if stats.first_offset is None:
-                    stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
-                stats.last_offset = entry.last_offset
-            if entry.is_legacy and sink.keeps_markers and n:
-                stats.converted_entries += 1
-            next_offset = entry.last_offset + 1
+                    if state.done:
+                        break
+                    verdict = window.judge(entry) if window is not None else "take"
+                    if verdict == "stop":
+                        self._stopped = True
+                        break
+                    if verdict == "skip":
+                        continue
+                if next_offset is not None and entry.last_offset < next_offset:
+                    stats.duplicate_records += _count(entry)
+                    continue
+                txn: str | None = None
+                marker = None
+                if entry.is_control:
+                    try:
+                        marker = control_of(entry, buf)
+                    except KafkalogError as exc:
+                        problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-control-record",
+                                        exc.message, entry.base_offset, expected="a control record key and value",
+                                        found=exc.found or "malformed"))
+                        continue
+                    if not keep_control:
+                        stats.control_dropped += _count(entry)
+                        next_offset = entry.last_offset + 1
+                        continue
+                elif not entry.is_legacy and entry.is_transactional and entry.producer_id >= 0:
+                    txn = view.state(entry.producer_id, entry.base_offset)
+                    if committed_only and txn != "committed":
+                        if txn == "aborted":
+                            stats.aborted_records += _count(entry)
+                        else:
+                            stats.open_records += _count(entry)
+                        next_offset = entry.last_offset + 1
+                        continue
+                sel = Selection()
+                if next_offset is not None and entry.base_offset < next_offset:
+                    sel.lo_offset = next_offset
+                if window is not None:
+                    if window.offset is not None and entry.base_offset < window.offset:
+                        sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
+                    if window.start_ms is not None:
+                        sel.start_ms = window.start_ms
+                    if window.end_ms is not None:
+                        sel.end_ms = window.end_ms
+                    if state is not None and window.count is not None and not entry.is_control:
+                        sel.limit = window.count - state.taken
+                if entry.is_control and window is not None:
+                    sel = Selection(lo_offset=sel.lo_offset)  # markers are not in the window's count or times
+                if entry.is_legacy and entry.magic == 0 and (sel.start_ms is not None or sel.end_ms is not None):
+                    pass  # v0 has no timestamps (-1): a time window holds none of them, as dump's
+                item = BatchItem(entry, buf, src.path, txn, marker, sel, part, opts.decompress_limit)
+                try:
+                    n = sink.batch(item)
+                except KafkalogError as exc:
+                    problem(Finding(src.path, entry.position, entry.position + entry.size, "bad-records",
+                                    exc.message, entry.base_offset, expected=exc.expected or "records Kafka can decode",
+                                    found=exc.found or "malformed records"))
+                    continue
+                if entry.is_control:
+                    stats.control_records += n
+                else:
+                    stats.records += n
+                    if state is not None:
+                        state.taken += n
+                if n:
+                    stats.batches += 1
+                    if stats.first_offset is None:
+                        stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
+                    stats.last_offset = entry.last_offset
+                if entry.is_legacy and sink.keeps_markers and n:
+                    stats.converted_entries += 1
+                next_offset = entry.last_offset + 1
+            if not more or self._stopped:
+                break
         return next_offset
 
 
@@ -728,6 +848,7 @@ class Destination:
         self.out = os.path.abspath(out)
         self.directory = directory
         self.staging = self.out + STAGING_SUFFIX
+        self._writers: list[DirectWriter] = []
         if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory and not os.listdir(self.out)):
             raise UnreadableFileError("the output exists already: export writes a new file or directory",
                                       file=out, expected="a path that does not exist (or an empty directory)",
@@ -760,6 +881,13 @@ class Destination:
             shutil.rmtree(self.staging)
         else:
             os.unlink(self.staging)
+
+    def open_file(self, path: str) -> DirectWriter:
+        """A new output file under the staging path (``ops/export_writer.DirectWriter``: large direct writes from a
+        thread); ``abort`` stops the ones still open."""
+        w = DirectWriter(path)
+        self._writers.append(w)
+        return w
 
     def path(self, name: str | None = None) -> str:
         """Where to write: the staging file (a file output) or ``name`` inside the staging directory."""
@@ -797,6 +925,9 @@ class Destination:
     def abort(self) -> None:
         """Remove the staging path (an export that failed or was interrupted leaves nothing behind)."""
         import shutil
+
+        for w in self._writers:
+            w.abort()
 
         if os.path.isdir(self.staging) and not os.path.islink(self.staging):
             shutil.rmtree(self.staging, ignore_errors=True)

@@ -58,6 +58,12 @@ def ndjson_fast() -> Callable[[BatchItem, int], tuple[bytes, int] | None] | None
     return fast
 
 
+def ndjson_run() -> Callable[..., Any] | None:
+    """``_accel.export_ndjson_run`` (NdjsonSink.run), or None without the accelerator."""
+    mod = _module()
+    return None if mod is None or not hasattr(mod, "export_ndjson_run") else mod.export_ndjson_run
+
+
 def parquet_fast() -> Callable[[BatchItem, Any], int | None] | None:
     mod = _module()
     if mod is None:

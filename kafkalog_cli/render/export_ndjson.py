@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from kafkalog_cli.format.batch import Record
-from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition
+from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition, record_control
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -88,8 +88,22 @@ def record_object(item: BatchItem, rec: Record, head: dict[str, Any], tail: dict
     return obj
 
 
+RUN_OUT = 1 << 20  # bytes of lines per compiled run call (then written, and the call made again)
 _PIECES: dict[tuple[int, str, int], tuple[bytes, bytes, str]] = {}  # (partition, file, broker) -> constant parts
 _TSTYPE = {t: (',"tstype":' + _dumps(t) + ',"ts":').encode() for t in ("create", "logappend", "none")}
+
+
+def _constant_pieces(part: SourcePartition, file: str, broker: int) -> tuple[bytes, bytes, str]:
+    """The parts of a line constant per partition and file: (head up to the offset, broker, the file as JSON)."""
+    key = (id(part), file, broker)
+    got = _PIECES.get(key)
+    if got is None:
+        head = _dumps({"topic": part.topic, "partition": part.partition})[:-1] + ',"offset":'
+        if len(_PIECES) > 4096:
+            _PIECES.clear()
+        got = _PIECES[key] = (head.encode("utf-8", "surrogatepass"), f',"broker":{broker}'.encode(),
+                              _dumps(file))
+    return got
 
 
 def line_pieces(item: BatchItem, broker: int) -> tuple[bytes, bytes, bytes, bytes, bytes]:
@@ -97,16 +111,7 @@ def line_pieces(item: BatchItem, broker: int) -> tuple[bytes, bytes, bytes, byte
     own fields: offset, ts, [headers] key payload [encodings], sequence. The same text as ``json.dumps`` of
     ``batch_fields`` (tests compare the two paths); what is constant per partition and file is built once."""
     e = item.entry
-    key = (id(item.partition), item.file, broker)
-    got = _PIECES.get(key)
-    if got is None:
-        part = item.partition
-        head = _dumps({"topic": part.topic, "partition": part.partition})[:-1] + ',"offset":'
-        if len(_PIECES) > 4096:
-            _PIECES.clear()
-        got = _PIECES[key] = (head.encode("utf-8", "surrogatepass"), f',"broker":{broker}'.encode(),
-                              _dumps(item.file))
-    p1, p3, file_json = got
+    p1, p3, file_json = _constant_pieces(item.partition, item.file, broker)
     ctl = "null" if item.control is None else _dumps({"type": item.control[0], "coordinator_epoch": item.control[1]})
     txn = "null" if item.txn is None else _dumps(item.txn)
     transactional = "true" if not e.is_legacy and e.is_transactional else "false"
@@ -122,7 +127,15 @@ def python_lines(item: BatchItem, broker: int) -> tuple[bytes, int]:
     """(the lines of the batch's selected records, how many) by the reference path."""
     head, tail = batch_fields(item)
     recs = item.records()
-    text = "".join(_dumps(record_object(item, r, head, tail, broker)) + "\n" for r in recs)
+    if item.control is not None:  # each control record under its own type (a KRaft batch may hold several)
+        objs = []
+        for r in recs:
+            ctype, epoch = record_control(r)
+            objs.append(record_object(item, r, head, dict(tail, control={"type": ctype, "coordinator_epoch": epoch}),
+                                      broker))
+    else:
+        objs = [record_object(item, r, head, tail, broker) for r in recs]
+    text = "".join(_dumps(o) + "\n" for o in objs)
     return text.encode("utf-8", "surrogatepass"), len(recs)
 
 
@@ -134,10 +147,13 @@ class NdjsonSink:
 
     def __init__(self, open_partition: Callable[[SourcePartition], tuple[IO[bytes], str]],
                  close_partition: Callable[[IO[bytes]], None],
-                 fast: Callable[[BatchItem, int], tuple[bytes, int] | None] | None = None) -> None:
+                 fast: Callable[[BatchItem, int], tuple[bytes, int] | None] | None = None,
+                 run_fast: Callable[..., Any] | None = None) -> None:
         self.open_partition = open_partition
         self.close_partition = close_partition
         self.fast = fast
+        self.run_fast = run_fast
+        self.part: SourcePartition | None = None
         self.out: IO[bytes] | None = None
         self.output = ""
         self.broker = -1
@@ -145,10 +161,29 @@ class NdjsonSink:
     def begin(self, part: SourcePartition) -> None:
         self.out, self.output = self.open_partition(part)
         self.broker = part.broker
+        self.part = part
+
+    def run(self, buf: Any, pos: int, next_offset: int | None, max_batch_size: int, file: str
+            ) -> tuple[int, int, int, int, int, int] | None:
+        """The lines of a run of plain v2 batches from ``pos`` in one compiled call (``_accel.export_ndjson_run``:
+        the same bytes as ``batch`` for each; it takes only uncompressed, non-transactional, non-control batches
+        that Exporter._file hands over whole). (next position, batches with records, records, first base offset,
+        last offset of the last of them, last offset walked), or None without the accelerator."""
+        if self.run_fast is None:
+            return None
+        assert self.out is not None and self.part is not None
+        p1, p3, file_json = _constant_pieces(self.part, file, self.broker)
+        text, used, npos, batches, records, first, last_taken, last = self.run_fast(
+            buf, pos, len(buf), RUN_OUT, -(1 << 63) if next_offset is None else next_offset, max_batch_size,
+            (p1, _TSTYPE["create"], _TSTYPE["logappend"], p3), file_json.encode("utf-8", "surrogatepass"))
+        if used:
+            with memoryview(text) as view:
+                self.out.write(view[:used])
+        return npos, batches, records, first, last_taken, last
 
     def batch(self, item: BatchItem) -> int:
         assert self.out is not None
-        got = self.fast(item, self.broker) if self.fast is not None else None
+        got = self.fast(item, self.broker) if self.fast is not None and item.control is None else None
         data, n = got if got is not None else python_lines(item, self.broker)
         if data:
             self.out.write(data)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition
+from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition, record_control
 from kafkalog_cli.scan.schema import LOCATION_FIELDS, RECORDS, TIMESTAMP, VERSION_KEY
 
 ROW_GROUP_ROWS = 64 * 1024
@@ -170,7 +170,7 @@ class ParquetSink:
 
     keeps_markers = False
 
-    def __init__(self, open_path: Callable[[SourcePartition], tuple[str, str]], single: bool,
+    def __init__(self, open_path: Callable[[SourcePartition], tuple[Any, str]], single: bool,
                  fast: Callable[[BatchItem, ColumnBuffers], int | None] | None = None) -> None:
         self.open_path = open_path
         self.single = single
@@ -182,10 +182,12 @@ class ParquetSink:
         self._file = ""
         self._segment = ""
         self._pending: Any = None  # the row group being written on the writer thread
+        self._sink: Any = None  # the file object the writer writes to (None: it opened a path itself)
 
     def begin(self, part: SourcePartition) -> None:
-        path, self.output = self.open_path(part)
         if self.writer is None:
+            path, self.output = self.open_path(part)
+            self._sink = path if not isinstance(path, str) else None
             self.writer = pq.ParquetWriter(path, WIRE, compression="snappy",
                                            use_dictionary=[*DICTIONARY_COLUMNS, *_BATCH_COLUMNS],
                                            write_statistics=STATISTICS_COLUMNS, store_schema=False)
@@ -196,17 +198,24 @@ class ParquetSink:
 
     def batch(self, item: BatchItem) -> int:
         rows = self.rows
-        got = self.fast(item, rows) if self.fast is not None else None
-        if got is None:
-            got = rows.add_python(item.records())  # raises (nothing appended) for malformed records
         e = item.entry
-        k = len(rows.batches)
         if item.file != self._file:
             self._file, self._segment = item.file, os.path.basename(item.file)
-        rows.batches.append((*self.loc, self._segment, e.position, item.timestamp_type_name, e.partition_leader_epoch,
-                             e.producer_id, e.producer_epoch, bool(not e.is_legacy and e.is_transactional), item.txn,
-                             item.control[0] if item.control else None, e.magic, item.codec_name, e.base_offset))
-        rows.batch_index += _L(k) * got
+        head = (*self.loc, self._segment, e.position, item.timestamp_type_name, e.partition_leader_epoch,
+                e.producer_id, e.producer_epoch, bool(not e.is_legacy and e.is_transactional), item.txn)
+        tail = (e.magic, item.codec_name, e.base_offset)
+        if item.control is not None:  # each control record under its own type (a KRaft batch may hold several)
+            recs = item.records()
+            types = [record_control(r)[0] for r in recs]  # raises (nothing appended) for a malformed record
+            got = rows.add_python(recs)
+            for ctype in types:
+                rows.batch_index += _L(len(rows.batches))
+                rows.batches.append((*head, ctype, *tail))
+        else:
+            fast = self.fast(item, rows) if self.fast is not None else None
+            got = rows.add_python(item.records()) if fast is None else fast  # raises (nothing appended): malformed
+            rows.batch_index += _L(len(rows.batches)) * got
+            rows.batches.append((*head, None, *tail))
         rows.n += got
         rows.nbytes += e.size  # about the bytes the rows hold (a compressed batch's records: more)
         if rows.n >= ROW_GROUP_ROWS or rows.nbytes >= ROW_GROUP_BYTES:
@@ -256,4 +265,7 @@ class ParquetSink:
         self._wait()
         if self.writer is not None:
             self.writer.close()
+            if self._sink is not None:
+                self._sink.close()  # a file object ParquetWriter was given: flushed and closed here
         self.writer = None
+        self._sink = None
