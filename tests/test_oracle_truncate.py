@@ -155,8 +155,8 @@ def crash_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
     """A partition left by a crash (no clean-shutdown marker; tests/oracle_mutations.py mutate_crash: torn or zero
     tails of the active segment, preallocated indexes, leftovers of an interrupted clean or swap, deleted snapshots,
     the recovery point at 0 or at the active segment): Kafka's Truncate loads (recovers) then truncates;
-    ``truncate-to-epoch --execute`` applies the broker's load first (ops/load_first.py) then truncates. Every
-    truncation's files must be equal."""
+    ``truncate-to-epoch --execute`` applies the broker's load first (``--recover-first``, the default;
+    ops/load_first.py) then truncates. Every truncation's files must be equal."""
     from oracle_mutations import mutate_crash
 
     p = plan(seed, CRASH_PROFILE)
@@ -165,7 +165,7 @@ def crash_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
     rng = random.Random(f"truncate-crash-{seed}")
     now = START + rng.choice([10_000, 3_600_000, 200_000_000])
     for i, (kind, value) in enumerate(targets(rng, part, batches)):
-        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now, extra=("--recover-first",))
+        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now)  # --recover-first: the default
 
 
 @pytest.mark.parametrize("seed", seeds(8, base=30_000))
@@ -187,4 +187,4 @@ def test_recovered_segment_emptied_time_index_gets_the_largest_kept_timestamp(ka
     ``.timeindex`` differed (10 of 44 crash-input truncations)."""
     p = {"config": {"index.interval.bytes": "1"},
          "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "batches": 4}], "shutdown": "crash"}
-    _case(kafka_real, tmp_path, p, "offset", 2, extra=("--recover-first",))
+    _case(kafka_real, tmp_path, p, "offset", 2)  # --recover-first: the default

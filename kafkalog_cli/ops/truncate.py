@@ -33,7 +33,7 @@ from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from
 from kafkalog_cli.errors import KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import repair_plan
-from kafkalog_cli.ops.load_first import load_first, load_note
+from kafkalog_cli.ops.load_first import NOTHING, load_first, load_note, refused_after_load
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -533,22 +533,26 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
     """The whole command: (plan, lines of recovered interrupted work, backup dir if written). ``recover_first``: the
     broker's start-up recovery of a crash-shutdown partition comes first (ops/load_first.py: Kafka's follower
     truncates a loaded log); ``config``: the topic configs that load reads."""
-    recovered: list[int] = []
-
     def epoch_known(lp: ld.LoaderPlan) -> None:  # an epoch the loaded cache cannot answer: refused before loading
         if epoch is not None:
             _end_offset_for(os.path.abspath(partition_dir), lp.epochs_after, epoch, lp.log_end_offset)
-        recovered.extend(r.base for r in lp.recovered)  # the segments whose max timestamp the truncation knows
 
-    names, load_backup = load_first(partition_dir, config or ld.TopicConfig(), now_ms, execute=execute,
-                                    backup_dir=backup_dir, keep_backup=keep_backup,
-                                    check=epoch_known) if recover_first else ([], None)
-    o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
-                                                             producer_id_expiration_ms=producer_id_expiration_ms,
-                                                             recovered_segments=recovered),
-                          execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+    loaded = load_first(partition_dir, config or ld.TopicConfig(), now_ms, execute=execute, backup_dir=backup_dir,
+                        keep_backup=keep_backup, check=epoch_known) if recover_first else NOTHING
+    names, load_backup = loaded.names, loaded.backup_dir
+    # the segments that load recovered: their max timestamp is known to the truncation (_final_time_entry)
+    recovered = loaded.recovered if execute else []
+    try:
+        o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
+                                                                 producer_id_expiration_ms=producer_id_expiration_ms,
+                                                                 recovered_segments=recovered),
+                              execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+    except KafkalogError as exc:
+        if loaded.names and execute:
+            raise refused_after_load(exc, loaded) from None
+        raise
     plan = o.report
     if names:
         plan.load_first = names
-        plan.notes.insert(0, load_note(names, execute))
+        plan.notes.insert(0, load_note(loaded, execute))
     return plan, o.recovered, o.backup_dir or load_backup
