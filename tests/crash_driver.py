@@ -215,13 +215,20 @@ def _sample(calls: list[str], sample: int | None, seed: str, root: str) -> list[
 
 def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: int,
                        other_broker_view: Callable[[object, object], str | None] | None = None,
-                       oracle=None, sample: int | None = None) -> dict[str, set[str]]:
+                       oracle=None, sample: int | None = None,
+                       middle: list[str] | None = None) -> dict[str, set[str]]:
     """Run ``args`` (naming the partition dir ``src``, inside ``<root>/logs/``) once to count its file-changing calls,
     then once per kill point k, killed before call k, each on a fresh copy. Asserts, for every k: the broker would
     load the old or the new partition (or what ``other_broker_view(view, old_view)`` names, else it returns None),
     never a fabricated index; with ``oracle`` the same of Kafka's own Load, and no ``-delete`` side sharing an inode
     with a live file; kafkalog's recovery leaves exactly the old or the new files, which the broker loads as such,
-    and no leftovers in the log dir. Returns ``{"broker": {...}, "kafkalog": {...}, "kafka": {...}}``."""
+    and no leftovers in the log dir. Returns ``{"broker": {...}, "kafkalog": {...}, "kafka": {...}}``.
+
+    ``middle``: the command is two changes, each its own transaction (compact / truncate-to-epoch on a partition
+    left by a crash: the broker's start-up recovery first, ``ops/load_first.py``, then the repair): ``middle`` is
+    the command that makes the state between them (``recover --execute ...`` naming ``src``), a third state every
+    kill point may also leave ("mid": after kafkalog's recovery, exactly its files; to a loader, its log, which is
+    the old partition's as the broker's own start-up recovers it)."""
     old = hashes(src)
     scratch = os.path.join(tmp_path, "scratch")
     work = os.path.join(tmp_path, "kafka-work")
@@ -239,6 +246,17 @@ def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: i
     entries = {"old": _entries(os.path.dirname(src)), "new": _entries(os.path.dirname(ref))}
     new_view = broker_loader.load(ref, scratch).view
     kafka_new = kafka_view(kafka_load(oracle, ref, work)) if oracle else None
+    mids: dict[str, object] = {}
+    if middle is not None:
+        mid_root = os.path.join(tmp_path, "mid")
+        shutil.copytree(os.path.dirname(src), os.path.join(mid_root, "logs"))
+        mid = os.path.join(mid_root, "logs", "t-0")
+        status = run_forked([a.replace(src, mid) for a in middle], {})
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        mids = {"hashes": hashes(mid), "entries": _entries(os.path.dirname(mid)),
+                "view": broker_loader.load(mid, scratch).view,
+                "kafka": kafka_view(kafka_load(oracle, mid, work)) if oracle else None}
+        assert mids["hashes"] not in (old, new), "the middle state must be a third one"
     assert len(calls) >= min_steps
     kinds = {c.split(" ", 1)[0] for c in calls}
     assert {"open", "os.rename"} <= kinds, kinds
@@ -257,6 +275,8 @@ def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: i
             seen["broker"].add("old")
         elif loaded.view == new_view:
             seen["broker"].add("new")
+        elif mids and loaded.view == mids["view"]:
+            seen["broker"].add("mid")
         else:
             other = other_broker_view(loaded.view, old_view) if other_broker_view else None
             assert other, f"{at}: the broker would load neither the old nor the new partition: {loaded.view}"
@@ -270,6 +290,8 @@ def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: i
                 seen["kafka"].add("old")
             elif got == kafka_new:
                 seen["kafka"].add("new")
+            elif mids and got == mids["kafka"]:
+                seen["kafka"].add("mid")
             else:
                 other = other_broker_view(loaded.view, old_view) if other_broker_view else None
                 assert other, f"{at}: Kafka's Load is neither the old nor the new partition:\n{got}\nold {kafka_old}" \
@@ -286,12 +308,16 @@ def kill_at_every_step(tmp_path: str, src: str, args: list[str], *, min_steps: i
         # kafkalog's recovery (the next run), whatever KAFKALOG_BACKUP_DIR says
         safety.recover_interrupted(pdir)
         now = hashes(pdir)
-        assert now in (old, new), f"{at}: kafkalog's recovery left a mixed state"
-        seen["kafkalog"].add("old" if now == old else "new")
-        assert broker_loader.load(pdir, scratch).view == (old_view if now == old else new_view)
-        assert _entries(os.path.dirname(pdir)) == entries["old" if now == old else "new"], f"{at}: leftovers"
+        states = {"old": (old, old_view, entries["old"]), "new": (new, new_view, entries["new"])}
+        if mids:
+            states["mid"] = (mids["hashes"], mids["view"], mids["entries"])
+        state = next((name for name, st in states.items() if st[0] == now), None)
+        assert state is not None, f"{at}: kafkalog's recovery left a mixed state"
+        seen["kafkalog"].add(state)
+        assert broker_loader.load(pdir, scratch).view == states[state][1]
+        assert _entries(os.path.dirname(pdir)) == states[state][2], f"{at}: leftovers"
         shutil.rmtree(root)
-    assert seen["kafkalog"] == {"old", "new"}, seen
+    assert {"old", "new"} <= seen["kafkalog"] <= {"old", "mid", "new"}, seen
     return seen
 
 

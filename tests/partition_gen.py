@@ -174,3 +174,11 @@ def verify_crc_clean(pdir: str) -> None:
 
     res = CliRunner().invoke(cli, ["verify-crc", pdir])
     assert res.exit_code == 0, res.output
+
+
+def mark_clean_shutdown(pdir: str) -> None:
+    """Write the broker's ``.kafka_cleanshutdown`` beside ``pdir``: the partition is one a broker stopped cleanly, so
+    compact and truncate-to-epoch apply no start-up recovery first (they do on a partition left by a crash, as the
+    broker's own load does; ops/load_first.py). random_partition writes no marker."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(pdir)), ".kafka_cleanshutdown"), "w") as f:
+        f.write('{"version":0,"brokerEpoch":3}')

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from crash_driver import hashes as _hashes
 from kafka.record.default_records import DefaultRecordBatch
-from partition_gen import random_partition, verify_crc_clean
+from partition_gen import mark_clean_shutdown, random_partition, verify_crc_clean
 from repair_helpers import kill_after_delays, refused_while_locked
 
 from kafkalog_cli.cli.compact import compact as compact_cmd
@@ -75,6 +75,9 @@ def run_cli(*args: str) -> tuple[int, str]:
 def test_compact_matches_oracle_and_tombstones_expire(tmp_path, seed):
     pdir = str(tmp_path / "logs" / "topic-0")
     pb = random_partition(pdir, seed)
+    # stopped cleanly: the brute-force oracle below is the cleaner's rules on the log as it is; after a crash the
+    # broker's start-up (and compact, by default) first recovers it, at NOW expiring the idle producers
+    mark_clean_shutdown(pdir)
     active = pb.bases[-1]
     _, before_batches, leo_before = decode_dir(pdir)
     with open(os.path.join(pdir, f"{active:020d}.log"), "rb") as f:
@@ -146,6 +149,7 @@ def test_compact_include_active_keeps_log_end_offset(tmp_path):
 def test_compact_refuses_missing_txnindex_entry(tmp_path):
     pdir = str(tmp_path / "logs" / "t-0")
     pb = random_partition(pdir, 3, drop_txn_entries=1)
+    mark_clean_shutdown(pdir)  # after a crash the start-up recovery would rebuild the .txnindex first (Kafka's too)
     assert pb.aborted, "the seed must produce an aborted transaction"
     before = {n: open(os.path.join(pdir, n), "rb").read() for n in os.listdir(pdir)}
     code, text = run_cli(pdir, "--execute", "--now-ms", str(NOW), "--backup-dir", str(tmp_path / "bk"))

@@ -45,6 +45,13 @@ def _producers_plan(shutdown: str) -> dict:
 def _scenario(kind: str, root: str, kafka_real) -> tuple[str, list[str]]:
     logs = os.path.join(root, "logs")
     pdir = os.path.join(logs, "t-0")
+    if kind in CRASH_INPUTS:
+        # written by Kafka and left by a crash (no .kafka_cleanshutdown, the active segment's indexes preallocated,
+        # no snapshot at the log end): the command first applies the broker's start-up recovery (its own
+        # transaction, ops/load_first.py), then its repair; the state between the two is the third one
+        os.makedirs(root, exist_ok=True)
+        write_partition(kafka_real, Path(logs), _producers_plan("crash"))
+        return pdir, CRASH_INPUTS[kind][0] + [pdir]
     if kind in ("truncate-to-epoch", "truncate-to-offset", "compact-include-active", "compact",
                 "compact-include-active-no-leo-snapshot"):
         os.makedirs(root, exist_ok=True)
@@ -92,8 +99,14 @@ def _scenario(kind: str, root: str, kafka_real) -> tuple[str, list[str]]:
     return pdir, ["rebuild-index", "--index-interval-bytes", "300", "--execute", "--rewrite-valid", pdir]
 
 
+#: crash-shutdown inputs of the two commands that recover first: (command, the recovery it applies first)
+CRASH_INPUTS = {
+    "truncate-after-crash": (["truncate-to-epoch", "--execute", "--to-offset", "20"], ["recover", "--execute"]),
+    "compact-after-crash": (["compact", "--execute", "--now-ms", str(NOW)], ["recover", "--execute", "--now-ms", str(NOW)]),
+}
 SCENARIOS = ["truncate-to-epoch", "truncate-to-offset", "compact", "compact-include-active",
-             "compact-include-active-no-leo-snapshot", "salvage", "recover", "recover-split", "rebuild-index"]
+             "compact-include-active-no-leo-snapshot", "salvage", "recover", "recover-split", "rebuild-index",
+             *CRASH_INPUTS]
 _SPLIT_PLAN = {
     "config": {"index.interval.bytes": "1"}, "shutdown": "crash-no-checkpoint",
     "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "producerId": 42, "batches": 2}, {"op": "roll"},
@@ -104,7 +117,8 @@ _SPLIT_PLAN = {
 
 def _run(tmp_path, kind, kafka_real, sample):
     src, args = _scenario(kind, str(tmp_path / "src"), kafka_real)
-    seen = kill_at_every_step(str(tmp_path), src, args, min_steps=4, oracle=kafka_real, sample=sample)
+    middle = CRASH_INPUTS[kind][1] + [src] if kind in CRASH_INPUTS else None
+    seen = kill_at_every_step(str(tmp_path), src, args, min_steps=4, oracle=kafka_real, sample=sample, middle=middle)
     assert seen["kafka"] == {"old = new"} or {"old", "new"} <= seen["kafka"], seen
 
 

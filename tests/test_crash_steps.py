@@ -21,7 +21,7 @@ import broker_loader
 import pytest
 from crash_driver import kill_at_every_step
 from index_partition_gen import make_partition
-from partition_gen import PartitionBuilder, random_partition
+from partition_gen import PartitionBuilder, mark_clean_shutdown, random_partition
 
 from kafkalog_cli.ops import safety
 
@@ -30,11 +30,17 @@ NOW = 1_800_000_000_000
 
 def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
     pdir = os.path.join(root, "logs", "t-0")
+    if kind in CRASH_INPUTS:
+        # left by a crash (random_partition writes no .kafka_cleanshutdown): the command applies the broker's
+        # start-up recovery first (its own transaction, ops/load_first.py), then the repair
+        random_partition(pdir, 9 if kind.startswith("compact") else 6)
+        return pdir, CRASH_INPUTS[kind][0] + [pdir]
     if kind == "rebuild-index":
         make_partition(pdir, 7, segments=3, max_batches=30, interval=4096, gaps=False)
         return pdir, ["rebuild-index", "--index-interval-bytes", "300", "--execute", "--rewrite-valid", pdir]
     if kind == "compact":
         random_partition(pdir, 9)
+        mark_clean_shutdown(pdir)  # stopped cleanly: the compaction's own commit only
         return pdir, ["compact", "--execute", "--now-ms", str(NOW), pdir]
     if kind == "compact-uncovered":
         # group [0, 2] keeps only offset 0 (k4=z and k2=x are superseded in a later group): the new 0.log.swap's
@@ -51,12 +57,20 @@ def _scenario(kind: str, root: str) -> tuple[str, list[str]]:
         pb.roll()
         pb.batch([(b"tail", b"t")])
         pb.write()
+        mark_clean_shutdown(pdir)
         return pdir, ["compact", "--execute", "--now-ms", str(NOW), "--segment-bytes", "220", pdir]
     random_partition(pdir, 6)
+    mark_clean_shutdown(pdir)  # stopped cleanly: the truncation's own commit only
     return pdir, ["truncate-to-epoch", "--execute", "--to-offset", "50", pdir]
 
 
-KINDS = ["rebuild-index", "compact", "compact-uncovered", "truncate-to-epoch", "truncate-in-place"]
+#: crash-shutdown inputs of the two commands that recover first: (command, the recovery it applies first)
+CRASH_INPUTS = {
+    "compact-after-crash": (["compact", "--execute", "--now-ms", str(NOW)], ["recover", "--execute", "--now-ms", str(NOW)]),
+    "truncate-after-crash": (["truncate-to-epoch", "--execute", "--now-ms", str(NOW), "--to-offset", "50"],
+                             ["recover", "--execute", "--now-ms", str(NOW)]),
+}
+KINDS = ["rebuild-index", "compact", "compact-uncovered", "truncate-to-epoch", "truncate-in-place", *CRASH_INPUTS]
 SAMPLE = 30  # kill points per scenario by default (crash_driver._sample); all of them under -m oracle_long
 
 
@@ -85,8 +99,9 @@ def _kill_test(tmp_path, kind, monkeypatch, sample):
         ok = kind == "truncate-in-place" and broker_loader.prefix_of(view, old_view)
         return "old minus its last segments" if ok else None
 
+    middle = CRASH_INPUTS[kind][1] + [src] if kind in CRASH_INPUTS else None
     seen = kill_at_every_step(str(tmp_path), src, args, min_steps=8, other_broker_view=minus_last_segments,
-                              sample=sample)
+                              sample=sample, middle=middle)
     assert {"old", "new"} <= seen["broker"], seen
     if kind == "truncate-in-place" and sample is None:
         assert "old minus its last segments" in seen["broker"], seen

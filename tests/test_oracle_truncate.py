@@ -61,13 +61,14 @@ def targets(rng: random.Random, part: Path, batches: list[tuple[int, int]]) -> l
     return out
 
 
-def compare(oracle: Oracle, tmp: Path, part: Path, config: dict[str, str], kind: str, value: int, now: int) -> None:
+def compare(oracle: Oracle, tmp: Path, part: Path, config: dict[str, str], kind: str, value: int, now: int,
+            extra: tuple[str, ...] = ()) -> None:
     res = oracle.json("Truncate", "--in", str(part), "--work", str(tmp / "kafka"), f"--{kind}", str(value),
                       "--now-ms", str(now), *config_args(dict(config, **{"file.delete.delay.ms": "0"})))
     assert not res.get("error") and not res.get("closeError"), res
     ours = copy_partition(part, tmp / "kafkalog")
     before = dir_digest(ours)
-    args = ["truncate-to-epoch", "--execute", "--no-backup", "--now-ms", str(now), str(ours)]
+    args = ["truncate-to-epoch", "--execute", "--no-backup", "--now-ms", str(now), *extra, str(ours)]
     for key, opt in (("index.interval.bytes", "--index-interval-bytes"), ("segment.index.bytes", "--segment-index-bytes")):
         if key in config:
             args += [opt, config[key]]
@@ -104,9 +105,10 @@ def test_truncate_matches_kafka_long(kafka_real, tmp_path, seed):
 
 
 # ------------------------------------------------------------------------------------------ the classes found
-def _case(oracle: Oracle, tmp: Path, p: dict, kind: str, value: int, now: int = START + 10_000) -> None:
+def _case(oracle: Oracle, tmp: Path, p: dict, kind: str, value: int, now: int = START + 10_000,
+          extra: tuple[str, ...] = ()) -> None:
     part, _ = write(oracle, tmp / "written", p)
-    compare(oracle, tmp, part, p.get("config", {}), kind, value, now)
+    compare(oracle, tmp, part, p.get("config", {}), kind, value, now, extra)
 
 
 IDEMPOTENT = {"op": "append", "count": 5, "keyFormat": "k%d", "producerId": 9, "batches": 3}
@@ -143,3 +145,42 @@ def test_deleted_leftovers_are_deleted_not_refused(kafka_real, tmp_path):
     part, _ = write(kafka_real, tmp_path / "probe", p)
     assert any(n.name.endswith(".deleted") for n in part.iterdir()), "the plan must leave .deleted files"
     _case(kafka_real, tmp_path, p, "offset", 8)
+
+
+# ------------------------------------------------------------------------------------------ crash-shutdown inputs
+CRASH_PROFILE = Profile(shutdowns=("crash", "crash-no-checkpoint"))
+
+
+def crash_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
+    """A partition left by a crash (no clean-shutdown marker; tests/oracle_mutations.py mutate_crash: torn or zero
+    tails of the active segment, preallocated indexes, leftovers of an interrupted clean or swap, deleted snapshots,
+    the recovery point at 0 or at the active segment): Kafka's Truncate loads (recovers) then truncates;
+    ``truncate-to-epoch --execute`` applies the broker's load first (``--recover-first``, the default;
+    ops/load_first.py) then truncates. Every truncation's files must be equal."""
+    from oracle_mutations import mutate_crash
+
+    p = plan(seed, CRASH_PROFILE)
+    part, batches = write(oracle, tmp / "written", p)
+    mutate_crash(seed, part)
+    rng = random.Random(f"truncate-crash-{seed}")
+    now = START + rng.choice([10_000, 3_600_000, 200_000_000])
+    for i, (kind, value) in enumerate(targets(rng, part, batches)):
+        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now)  # --recover-first: the default
+
+
+# 8 seeds from 30000 in CI (~45 truncations), 200 from 130000 under -m oracle_long
+@pytest.mark.parametrize("seed", seeds(8, base=30_000) + [pytest.param(s, marks=pytest.mark.oracle_long)
+                                                           for s in seeds(200, base=130_000)])
+def test_truncate_after_a_crash_matches_kafka(kafka_real, tmp_path, seed):
+    crash_seed(kafka_real, tmp_path, seed)
+
+
+def test_recovered_segment_emptied_time_index_gets_the_largest_kept_timestamp(kafka_real, tmp_path):
+    """After a crash the broker's start-up recovers the segment (LogSegment.recover sets its max timestamp so far),
+    then truncates it in the same process: truncateTo leaves no time entry below offset 2, re-reads the largest
+    timestamp of the kept batch 0..1 (readLargestTimestamp from (-1, base)) and close appends it. kafkalog applied
+    the rule of a cleanly loaded segment (max unknown, read from the emptied index: nothing appended), so the
+    ``.timeindex`` differed (10 of 44 crash-input truncations)."""
+    p = {"config": {"index.interval.bytes": "1"},
+         "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "batches": 4}], "shutdown": "crash"}
+    _case(kafka_real, tmp_path, p, "offset", 2)  # --recover-first: the default

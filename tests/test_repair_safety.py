@@ -13,7 +13,7 @@ import time
 import pytest
 from crash_driver import run_forked
 from index_partition_gen import make_partition
-from partition_gen import random_partition
+from partition_gen import mark_clean_shutdown, random_partition
 
 from kafkalog_cli.errors import RepairRefused
 from kafkalog_cli.ops import safety
@@ -212,6 +212,8 @@ def _kill_until(args: list[str], src_root: str, work_root: str, pdir_rel: str, p
 def test_checkpoint_tmp_left_by_a_crash_before_the_journal_is_removed(tmp_path):
     src = tmp_path / "src"
     random_partition(str(src / "logs" / "t-0"), 6)
+    # a cleanly stopped broker's partition (no recovery first): the kills land in the truncation's own commit
+    mark_clean_shutdown(str(src / "logs" / "t-0"))
     args = ["truncate-to-epoch", "--execute", "--to-offset", "50", str(src / "logs" / "t-0")]
 
     def before_journal(pdir: str) -> bool:

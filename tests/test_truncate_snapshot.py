@@ -75,7 +75,7 @@ def test_snapshot_at_cut_equals_replay_and_recover_changes_nothing(tmp_path, see
         assert offset not in {w.offset for w in plan.snapshot_writes}
     else:
         assert plan.snapshot_writes[-1].offset == offset
-    code, out = run("truncate-to-epoch", "--to-offset", str(offset), "--execute", "--no-backup", pdir)
+    code, out = run("truncate-to-epoch", "--to-offset", str(offset), "--execute", "--no-backup", "--now-ms", NOW, pdir)
     assert code == 0, out
     assert (f"write   {offset:020d}.snapshot" in out) == (offset not in before)
     assert os.path.exists(tmp_path / "logs" / ".kafka_cleanshutdown") == marker  # kept: the snapshot is there
@@ -107,7 +107,7 @@ def test_snapshot_at_cut_equals_replay_and_recover_changes_nothing(tmp_path, see
 
 def test_dump_of_the_written_snapshot_names_the_producers(tmp_path):
     pdir, _pb = make(tmp_path, 3, marker=False, broker_snapshots=False)
-    code, out = run("truncate-to-epoch", "--to-offset", "70", "--execute", "--no-backup", pdir)
+    code, out = run("truncate-to-epoch", "--to-offset", "70", "--execute", "--no-backup", "--now-ms", NOW, pdir)
     assert code == 0, out
     snap = os.path.join(pdir, f"{70:020d}.snapshot")  # at the target, as Kafka 4.0 writes it
     code, out = run("dump", snap)

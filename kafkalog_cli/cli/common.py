@@ -290,9 +290,11 @@ def color_enabled(choice: str, stream=None) -> bool:  # noqa: ANN001
 
 
 def recover_first_option(verb: str, who: str, done: str):  # noqa: ANN201
-    """``--recover-first`` of compact and truncate-to-epoch (ops/load_first.py)."""
-    return click.option("--recover-first", is_flag=True,
-                        help="Apply the broker's start-up recovery first when the partition was left by a crash (no "
-                             f".kafka_cleanshutdown): what 'kafkalog recover --execute' does, then {verb}, as Kafka's "
-                             f"own {who} runs on the loaded log. Without it the files are {done} as they are.")
+    """``--recover-first/--no-recover-first`` of compact and truncate-to-epoch (ops/load_first.py): on by default,
+    as a broker always loads (recovers) a partition before its cleaner or truncation runs on it."""
+    return click.option("--recover-first/--no-recover-first", default=True, show_default=True,
+                        help="Apply the broker's start-up recovery first when the partition needs it (left by a crash: "
+                             "no .kafka_cleanshutdown): what 'kafkalog recover --execute' does, then "
+                             f"{verb}, as Kafka's own {who} runs on the loaded log. --no-recover-first: the files are "
+                             f"{done} as they are.")
 

@@ -45,7 +45,7 @@ from typing import BinaryIO
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
 from kafkalog_cli.broker.checkpoints import high_watermark
-from kafkalog_cli.errors import CorruptRecordError, RepairRefused
+from kafkalog_cli.errors import CorruptRecordError, KafkalogError, RepairRefused
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import ATTR_TIMESTAMP_TYPE, LOG_APPEND_TIME, Batch, Record
 from kafkalog_cli.format.control import ABORT, COMMIT
@@ -60,7 +60,7 @@ from kafkalog_cli.ops.compact_io import (
     SegmentReader,
     SkimpyOffsetMap,
 )
-from kafkalog_cli.ops.load_first import load_first, load_note
+from kafkalog_cli.ops.load_first import NOTHING, load_first, load_note, refused_after_load
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
 from kafkalog_cli.storage.paths import require_directory
@@ -1322,8 +1322,9 @@ def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, back
     from kafkalog_cli.broker.loader import TopicConfig
 
     cfg = TopicConfig(opts.index_interval_bytes, opts.segment_index_bytes, opts.producer_id_expiration_ms)
-    names, load_backup = load_first(partition_dir, cfg, opts.now_ms, execute=execute, backup_dir=backup_dir,
-                                    keep_backup=keep_backup) if opts.recover_first else ([], None)
+    loaded = load_first(partition_dir, cfg, opts.now_ms, execute=execute, backup_dir=backup_dir,
+                        keep_backup=keep_backup) if opts.recover_first else NOTHING
+    names, load_backup = loaded.names, loaded.backup_dir
     if names and execute:
         # the snapshot that load wrote at the log end is the broker's producer state after its load (expired
         # producers of the old snapshot already dropped by loadFromSnapshot, the log after it replayed): Kafka's
@@ -1332,14 +1333,18 @@ def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, back
     try:
         o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, opts, progress), execute=execute,
                               backup_dir=backup_dir, keep_backup=keep_backup)
-    except RepairRefused as exc:
-        if names and not execute:
-            raise RepairRefused(f"{exc.message}; the broker's start-up finishes it first, and so does --execute (as "
-                                "'kafkalog recover --execute')", file=exc.file, expected=exc.expected,
-                                found=exc.found) from exc
+    except KafkalogError as exc:
+        if names and execute:
+            raise refused_after_load(exc, loaded) from None
+        if names and not execute and isinstance(exc, RepairRefused):
+            again = RepairRefused(f"{exc.message}; the broker's start-up finishes it first, and so does --execute (as "
+                                  "'kafkalog recover --execute')", file=exc.file, expected=exc.expected,
+                                  found=exc.found)
+            again.hint = exc.hint  # the cause's own next step stands
+            raise again from exc
         raise
     plan = o.report
     if names:
         plan.load_first = names
-        plan.notes.insert(0, load_note(names, execute))
+        plan.notes.insert(0, load_note(loaded, execute))
     return plan, o.recovered, o.backup_dir or load_backup

@@ -33,7 +33,7 @@ from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from
 from kafkalog_cli.errors import KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import repair_plan
-from kafkalog_cli.ops.load_first import load_first, load_note
+from kafkalog_cli.ops.load_first import NOTHING, load_first, load_note, refused_after_load
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -91,6 +91,8 @@ class TruncatePlan:
     notes: list[str] = field(default_factory=list)
     #: the files the broker's start-up changes first (a crash-shutdown partition's recovery; ops/load_first.py)
     load_first: list[str] = field(default_factory=list)
+    #: the segments that start-up recovered (LogSegment.recover): their max timestamp is known to the truncation
+    recovered_segments: list[int] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -124,9 +126,11 @@ def _headers(path: str) -> list:
 
 def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None, *,
                     now_ms: int | None = None,
-                    producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> TruncatePlan:
+                    producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                    recovered_segments: list[int] | None = None) -> TruncatePlan:
     """What ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1827-1862) does to this partition when it truncates to the end
-    offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's."""
+    offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's.
+    ``recovered_segments``: the segments the same start-up recovered before the truncation (``--recover-first``)."""
     pdir = os.path.abspath(partition_dir)
     require_directory(pdir)
     left = ps.leftovers(pdir)
@@ -149,7 +153,8 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     cache = _read_cache(pdir)
     target = to_offset if to_offset is not None else _end_offset_for(pdir, cache, epoch, leo)
     plan = TruncatePlan(pdir, epoch, target, leo, leo, checkpoint_before=list(cache or []),
-                        checkpoint_after=list(cache or []), stray_deletes=stray)
+                        checkpoint_after=list(cache or []), stray_deletes=stray,
+                        recovered_segments=sorted(recovered_segments or []))
     if stray:
         plan.notes.append(f"{len(stray)} file(s) already scheduled for deletion (.deleted) are deleted first, as the "
                           "broker's loader deletes them at start-up")
@@ -410,19 +415,26 @@ def _all_items(segments: list[ps.Segment]) -> list[tuple[Batch, int | None]]:
 
 
 def _final_time_entry(seg: ps.Segment, cut: int, kept_time: list[tuple[int, int]],
-                      kept_offsets: list[tuple[int, int]]) -> tuple[int, int] | None:
+                      kept_offsets: list[tuple[int, int]], recovered: bool = False) -> tuple[int, int] | None:
     """The time entry the broker appends to the cut segment when it closes it, or None.
 
     ``LogSegment.truncateTo`` (LogSegment.java:553-584 at 1eb7644) truncates both indexes, then, if the segment's max
-    timestamp so far is >= 0, re-reads it with ``readLargestTimestamp`` (586-597): the last kept time entry, and a
-    scan of the kept batches from the offset index's floor position for that entry's offset for a larger batch max
-    timestamp. On a cleanly loaded segment the max so far is not known yet, so it is the truncated time index's last
-    entry: with no entry left it is (-1, base) and nothing is re-read or appended. ``close`` (759-761) then appends
-    the max so far when it is larger than the last entry (TimeIndex.maybeAppend).
+    timestamp so far is >= 0, re-reads it with ``readLargestTimestamp`` (586-597): the last kept time entry ((-1,
+    base) when none is left, TimeIndex.lastEntry), and a scan of the kept batches from the offset index's floor
+    position for that entry's offset for a larger batch max timestamp (FileRecords.largestTimestampAfter).
+    ``close`` (759-761) then appends the max so far when it is larger than the last entry (TimeIndex.maybeAppend,
+    TimeIndex.java:183-213; an offset below the last entry's throws, which close swallows).
+
+    Whether the max so far is known decides the case of an emptied time index. On a cleanly loaded segment it is
+    not known yet (``maxTimestampAndOffsetSoFar`` is UNKNOWN until read, LogSegment.java:194-197), so truncateTo's
+    ``maxTimestampSoFar()`` reads the truncated time index's last entry: with no entry left it is (-1, base) and
+    nothing is re-read or appended. On a segment the same start-up recovered (``recovered``: the broker's load
+    before its truncation, ``--recover-first``), ``LogSegment.recover`` (472-518) set it from the batches, so it is
+    >= 0 (when any batch has a timestamp) and the kept batches are scanned from the floor position of (-1, base): their largest timestamp is appended.
     """
-    if not kept_time or kept_time[-1][0] < 0:
+    last_ts, last_off = kept_time[-1] if kept_time else (-1, seg.base)
+    if last_ts < 0 and not recovered:
         return None
-    last_ts, last_off = kept_time[-1]
     position = max((p for o, p in kept_offsets if o <= last_off), default=0)
     best_ts, best_off = -1, -1
     with MappedFile(seg.path("log")) as mf:
@@ -435,9 +447,11 @@ def _final_time_entry(seg: ps.Segment, cut: int, kept_time: list[tuple[int, int]
     return None
 
 
-def _truncated_indexes(seg: ps.Segment, target: int, new_leo: int, cut: int) -> dict[str, bytes]:
+def _truncated_indexes(seg: ps.Segment, target: int, new_leo: int, cut: int,
+                       recovered: bool = False) -> dict[str, bytes]:
     """The cut segment's ``.index``/``.timeindex``/``.txnindex`` as the broker leaves them: entries at or past the
-    target removed (OffsetIndex/TimeIndex/TransactionIndex.truncateTo(target)), then the time entry of ``close``."""
+    target removed (OffsetIndex/TimeIndex/TransactionIndex.truncateTo(target)), then the time entry of ``close``
+    (``recovered``: the segment was recovered by the same start-up, see ``_final_time_entry``)."""
     out: dict[str, bytes] = {}
     path = seg.path("index")
     kept_offsets: list[tuple[int, int]] = []
@@ -453,7 +467,7 @@ def _truncated_indexes(seg: ps.Segment, target: int, new_leo: int, cut: int) -> 
             ti = TimeIndex(seg.base, f.read(), path)
         kept = [ti.entry(i) for i in range(ti.valid_entries())]
         ents = [(t, o) for t, o in kept if o < target]
-        final = _final_time_entry(seg, cut, ents, kept_offsets)
+        final = _final_time_entry(seg, cut, ents, kept_offsets, recovered)
         if final is not None:
             ents.append(final)
         out["timeindex"] = encode_time_index(seg.base, ents)
@@ -484,8 +498,8 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
         steps.append(repair_plan.write(ps.seg_name(seg.base, "log"), repair_plan.copy_prefix(seg.path("log"),
                                                                                                plan.cut_position),
                                        mtime=mtime, shown="replace", size=plan.cut_position))
-        for ext, data in _truncated_indexes(seg, plan.target_offset, plan.new_log_end_offset,
-                                            plan.cut_position).items():
+        for ext, data in _truncated_indexes(seg, plan.target_offset, plan.new_log_end_offset, plan.cut_position,
+                                            seg.base in plan.recovered_segments).items():
             steps.append(repair_plan.write(ps.seg_name(seg.base, ext), data, mtime=mtime if ext != "txnindex" else None,
                                            shown="replace", size=len(data)))
         for base in plan.deleted_segments:
@@ -503,10 +517,12 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
 
 
 def plan_repair(partition_dir: str, epoch: int | None, to_offset: int | None, *, now_ms: int | None = None,
-         producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> repair_plan.RepairPlan[TruncatePlan]:
+                producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                recovered_segments: list[int] | None = None) -> repair_plan.RepairPlan[TruncatePlan]:
     """The repair plan: the truncation's findings (``plan_truncation``) and their steps (``truncation_steps``)."""
     report = plan_truncation(partition_dir, epoch, to_offset, now_ms=now_ms,
-                             producer_id_expiration_ms=producer_id_expiration_ms)
+                             producer_id_expiration_ms=producer_id_expiration_ms,
+                             recovered_segments=recovered_segments)
     return repair_plan.RepairPlan(partition_dir, report, lambda: truncation_steps(report))
 
 
@@ -521,14 +537,22 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
         if epoch is not None:
             _end_offset_for(os.path.abspath(partition_dir), lp.epochs_after, epoch, lp.log_end_offset)
 
-    names, load_backup = load_first(partition_dir, config or ld.TopicConfig(), now_ms, execute=execute,
-                                    backup_dir=backup_dir, keep_backup=keep_backup,
-                                    check=epoch_known) if recover_first else ([], None)
-    o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
-                                                             producer_id_expiration_ms=producer_id_expiration_ms),
-                          execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+    loaded = load_first(partition_dir, config or ld.TopicConfig(), now_ms, execute=execute, backup_dir=backup_dir,
+                        keep_backup=keep_backup, check=epoch_known) if recover_first else NOTHING
+    names, load_backup = loaded.names, loaded.backup_dir
+    # the segments that load recovered: their max timestamp is known to the truncation (_final_time_entry)
+    recovered = loaded.recovered if execute else []
+    try:
+        o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
+                                                                 producer_id_expiration_ms=producer_id_expiration_ms,
+                                                                 recovered_segments=recovered),
+                              execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+    except KafkalogError as exc:
+        if loaded.names and execute:
+            raise refused_after_load(exc, loaded) from None
+        raise
     plan = o.report
     if names:
         plan.load_first = names
-        plan.notes.insert(0, load_note(names, execute))
+        plan.notes.insert(0, load_note(loaded, execute))
     return plan, o.recovered, o.backup_dir or load_backup
