@@ -299,7 +299,36 @@ def fuzz_damage(seed: int, pdir: Path, *, max_changes: int = 3) -> list[str]:
         lso = rng.choice([0, first, first + rng.randint(1, 5), None])
         _write_checkpoint(pdir.parent / LSO_FILE, pdir, lso)
         done.append(f"log start offset checkpoint {lso}")
+    line = _epoch_damage(random.Random(seed * 7 + 123), pdir)  # its own stream: the draws above stay as they were
+    if line:
+        done.append(line)
     return done
+
+
+def _epoch_damage(rng: random.Random, pdir: Path) -> str | None:
+    """The ``leader-epoch-checkpoint`` (1 case in 8): deleted, emptied, an entry dropped, a stale entry above the log
+    end added, or a byte flipped (which may make it unreadable)."""
+    f = pdir / "leader-epoch-checkpoint"
+    if rng.random() >= 0.125 or not f.exists():
+        return None
+    lines = f.read_text(errors="replace").splitlines()
+    how = rng.choice(["delete", "empty", "drop", "stale", "flip"])
+    if how == "delete":
+        f.unlink()
+    elif how == "empty":
+        f.write_text("0\n0\n")
+    elif how == "drop" and len(lines) > 3:
+        body = lines[2:]
+        body.pop(rng.randrange(len(body)))
+        f.write_text("\n".join(["0", str(len(body)), *body]) + "\n")
+    elif how == "stale" and len(lines) >= 2:
+        body = lines[2:]
+        last_epoch = int(body[-1].split()[0]) if body else 0
+        body.append(f"{last_epoch + rng.randint(1, 3)} {_log_end_guess(pdir) + rng.randint(0, 5000)}")
+        f.write_text("\n".join(["0", str(len(body)), *body]) + "\n")
+    else:
+        return _byte_damage(rng, f)
+    return f"leader-epoch-checkpoint: {how}"
 
 
 def copy_dir(src: Path, dst: Path) -> Path:

@@ -390,11 +390,13 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
     stats.segments = len(bases)
     warnings: list[str] = []
     log_start, _src = log_start_offset(partition_dir, bases)
-    for base in bases:
+    for k, base in enumerate(bases):
         path = seg_path(partition_dir, base, ".log")
         with MappedFile(path) as log:
             stats.files_opened += 1
-            if largest_timestamp(partition_dir, base, log, stats, warnings) < target:
+            # the last segment is always searched: a live broker's in-memory max can exceed its last time-index entry
+            # (after a clean close the last entry is the max: LogSegment.close appends it)
+            if k < len(bases) - 1 and largest_timestamp(partition_dir, base, log, stats, warnings) < target:
                 continue
             # the broker searches this segment only, the first whose largest timestamp is >= target, from
             # max(time-index offset, log start) and for a record at or above the log start
