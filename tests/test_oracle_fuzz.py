@@ -84,7 +84,14 @@ def compare_fuzz_rebuild_index(oracle: Oracle, tmp: Path, seed: int) -> list[str
     k = oracle.json("Load", "--in", str(pdir), "--work", str(tmp / "load"), "--now-ms", str(NOW), *_kafka_config(p),
                     "--close", "--recovery-point", "0", "--clean-shutdown", "false")
     if k.get("error"):
-        return _with_context([f"Kafka's load threw {k['error']['class']}"], seed, muts)
+        # Kafka's recovery fails on these files (e.g. legacy follower batches and a tiny segment.index.bytes: the
+        # recovery's per-interval index overflows, seed 50428): there are no indexes to compare, and kafkalog's
+        # loader model must say so too
+        from kafkalog_cli.broker import loader as ld
+
+        ours = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=cfg, recovery_point=0)
+        return [] if ours.fatal else _with_context([f"Kafka's load threw {k['error']['class']}; kafkalog's loader "
+                                                    "predicts a normal start"], seed, muts)
     ref = copy_dir(pdir, tmp / "ref")  # the input as it was: what Kafka's own next start does to it
     ri.run([str(pdir)], interval=cfg.index_interval_bytes, segment_index_bytes=cfg.segment_index_bytes,
            execute=True, rewrite_valid=True, backup_dir=str(tmp / "backup"))
@@ -245,3 +252,12 @@ def test_regression_seek_log_start_and_the_one_segment_searched(kafka_real, tmp_
     searches only the first segment whose largest timestamp is >= the target (an empty first segment's is its
     mtime: nothing found), from max(time-index offset, log start) and for records at or above the log start."""
     assert compare_fuzz_seek(kafka_real, tmp_path, seed) == []
+
+
+@pytest.mark.parametrize("seed", [2574, 2618, 3822])
+def test_regression_leader_epoch_checkpoint_rewritten_by_the_load(kafka_real, tmp_path, seed):
+    """The load writes the leader-epoch checkpoint even when its entries stay the same: truncateFromStart removes
+    the entries at or below the log start checkpoint and puts the first back (a torn last newline, 2574 and 2618,
+    is rewritten in Kafka's spelling), and deleting every segment (log end below the log start) clears and flushes it
+    (a deleted file comes back as "0\\n0\\n", 3822); kafkalog kept the file's bytes or created it empty."""
+    assert compare_fuzz_recover(kafka_real, tmp_path, seed) == []
