@@ -212,7 +212,14 @@ def compare_recover_case(oracle: Oracle, tmp: Path, p: dict, pdir: Path, muts: l
     # after a clean shutdown Kafka recovers nothing and neither does recover: damage it leaves stays for an unclean
     # start to cut, so only the clean reload is asked to change nothing there
     for clean in (True,) if ours.clean_shutdown else (False, True):
-        bad += load_changes_nothing(oracle, work, tmp / f"reload-{clean}", p, clean)
+        got = load_changes_nothing(oracle, work, tmp / f"reload-{clean}", p, clean)
+        if got:
+            # what Kafka's next start also does to Kafka's own output (Load + close, the same files: checked above)
+            # is the broker's doing, not the repair's: e.g. a clean start without a snapshot writes one at the log
+            # end after a load that deleted every segment (tests/test_oracle_fuzz.py, seed 93)
+            own = set(load_changes_nothing(oracle, Path(k["partitionDir"]), tmp / f"kreload-{clean}", p, clean))
+            got = [g for g in got if g not in own]
+        bad += got
     return _with_context(bad, seed, muts)
 
 

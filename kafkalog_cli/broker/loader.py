@@ -263,6 +263,7 @@ class LoaderPlan:
     #: the recovery-point checkpoint entry is above the new log end: the broker holds min(checkpoint, log end) and
     #: writes it at its next checkpoint; recover --execute writes it (None: the entry stays as it is)
     recovery_point_rewrite: int | None = None
+    recovery_point_rewrite_why: str = "above"  # the entry is above the new log end, or "below" it (or absent)
     fatal: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unrepaired: list[Unrepaired] = field(default_factory=list)
@@ -651,6 +652,14 @@ def lost_after(path: str, base: int, cut: int, whole: bool, from_offset: int | N
 
 
 # ------------------------------------------------------------------------------------------------ the loader
+def _file_bytes(pdir: str, name: str) -> bytes | None:
+    try:
+        with open(os.path.join(pdir, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def _read_epochs(pdir: str, plan: LoaderPlan) -> tuple[list[tuple[int, int]], bool]:
     path = os.path.join(pdir, EPOCH_CHECKPOINT)
     if not os.path.isfile(path):
@@ -722,9 +731,18 @@ def _plan_load(holder: list[LoaderPlan], partition_dir: str, kafka_version: str,
     model.finish_load(epoch_file)
     # the checkpoint file's own entry above the new log end (also under a --recovery-point model: the file keeps its
     # entry, which the broker clips and writes at its next checkpoint)
-    rp, _src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
+    rp, src = read_offset_checkpoint(logdir, RECOVERY_POINT_FILE, tp)
     if rp is not None and rp > plan.log_end_offset:
         plan.recovery_point_rewrite = plan.new_recovery_point
+    elif (recovery_point is None and not plan.clean_shutdown and plan.changes and tp is not None
+          and (rp is not None or src.endswith(" missing") or src.startswith("no entry"))
+          and (rp is None or rp < plan.log_end_offset)):
+        # --execute leaves every segment recovered and synced, as the broker's start-up and clean close do, and the
+        # close checkpoints the recovery point at the log end (UnifiedLog.close -> flush; LogManager.shutdown):
+        # left below (or absent), the next unclean start recovers those segments again and rewrites their producer
+        # snapshots at its own clock (tests/test_oracle_fuzz.py, seed 459)
+        plan.recovery_point_rewrite = plan.log_end_offset
+        plan.recovery_point_rewrite_why = "below"
     return plan
 
 
@@ -774,6 +792,7 @@ class _LoadModel:
     split: list[SplitPiece] = field(default_factory=list)  # the pieces of the segment recover_segment found overflowed
     split_deleted: list[str] = field(default_factory=list)  # the old files of split segments
     split_retry: bool = False  # recoverLog runs again after a split
+    epochs_flushed: bool = False  # the load writes the leader-epoch checkpoint even when its entries stay the same
     replay_read: list[int] = field(default_factory=list)  # segments a producer-state replay read (their .index opened)
 
     def __post_init__(self) -> None:
@@ -944,6 +963,7 @@ class _LoadModel:
                 _delete_segment(plan, self.files, s, self.lost_detail)
             segs.clear()
             self.cache = []
+            self.epochs_flushed = True  # leaderEpochCache.clearAndFlush (LogLoader.java:434): written, even empty
             for off in self.store.offsets():
                 self.store.delete(off)
             plan.notes.append(f"log end offset {leo} is below the log start offset checkpoint "
@@ -959,6 +979,8 @@ class _LoadModel:
             plan.notes.append("DANGER: clean shutdown marker present but no producer snapshot: the broker skips "
                               "rebuilding producer state and writes empty snapshots (idempotence/transaction state "
                               f"lost); remove {CLEAN_SHUTDOWN} first to make it replay the log")
+        if self._active_index_overflows(segs[-1]):
+            return False
         self._trim_active_indexes(segs[-1])
         leo = segs[-1].reader_next_offset
         plan.log_end_offset = leo
@@ -967,7 +989,9 @@ class _LoadModel:
             if s.base not in self.recovered_bases and s.stop is not None and s.valid_bytes < s.size:
                 plan.unrepaired.append(Unrepaired(s.base, s.valid_bytes, s.next_offset,
                                                   s.problem.message if s.problem else "unreadable bytes"))
-        plan.new_recovery_point = leo if clean else min(plan.recovery_point, leo)
+        # LogLoader's recovery offsets (LogLoader.java:522-529), then UnifiedLog's constructor: updateLogStartOffset
+        # raises a recovery point below the log start offset to it (UnifiedLog.scala:169, 534-543; Log.scala of 2.8)
+        plan.new_recovery_point = max(leo if clean else min(plan.recovery_point, leo), plan.log_start_offset)
         return True
 
     def apply_split(self, s: Scan) -> None:
@@ -1010,6 +1034,32 @@ class _LoadModel:
             if n not in written:
                 self.plan.changes.append(FileChange("delete", n, "replaced by the segments Kafka split it into"))
 
+    def _active_index_overflows(self, s: Scan) -> bool:
+        """``resizeIndexes(segment.index.bytes)`` on the active segment (LogLoader.java:210, LogSegment.java:172-175):
+        an index the load did not rewrite is open with its position at its whole entries (AbstractIndex.java:472-478);
+        ``resize`` maps it to ``segment.index.bytes`` rounded down to whole entries and puts the position back
+        (AbstractIndex.java:195-211), which throws IllegalArgumentException (``newPosition > limit``) when the file
+        holds more whole entries than that size: the broker does not start. True (and a FATAL line) then."""
+        if s.base in self.recovered_bases or not s.path:
+            return False
+        for ext, size in (("index", 8), ("timeindex", 12)):
+            name = f"{s.base:020d}.{ext}"
+            path = self.files.get(name)
+            if not path or path.startswith(ZEROS) or not os.path.isfile(path):
+                continue
+            if any(c.name == name and c.kind in ("truncate", "write") for c in self.plan.changes):
+                continue
+            n = os.path.getsize(path)
+            position, limit = n - n % size, self.sib - self.sib % size
+            if position > limit:
+                self.plan.fatal.append(
+                    f"{name}: {n} bytes hold {position // size} entries, more than segment.index.bytes {self.sib} "
+                    f"holds ({limit // size}): the broker's resizeIndexes of the active segment throws "
+                    f"IllegalArgumentException (newPosition > limit: ({position} > {limit})) and the partition does "
+                    f"not load; cut it to whole entries within that size, or delete it (the broker then recreates it)")
+                return True
+        return False
+
     def _trim_active_indexes(self, s: Scan, exts: tuple[str, ...] = ("index", "timeindex"), why: str = "active") -> None:
         """The active segment's indexes at the broker's clean close, when recovery did not rewrite them: the load
         opens them with ``entries = size / entry size`` rounded down (AbstractIndex.java:472-478), preallocates them,
@@ -1047,10 +1097,17 @@ class _LoadModel:
         plan, segs, clean, version = self.plan, self.segs, self.plan.clean_shutdown, self.version
         leo = plan.log_end_offset
         changes = plan.changes
-        cache = lec.truncate_from_start(lec.truncate_from_end(self.cache, leo), plan.log_start_checkpoint)
+        after_end = lec.truncate_from_end(self.cache, leo)
+        cache = lec.truncate_from_start(after_end, plan.log_start_checkpoint)
         plan.epochs_after = cache
-        if cache != plan.epochs_before:
-            text = comp.encode_leader_epoch_checkpoint(cache).encode()
+        text = comp.encode_leader_epoch_checkpoint(cache).encode()
+        # truncateFromStart removes every entry at or below the log start checkpoint and puts the first one back at
+        # it, so the cache is dirty and written even when its entries are the same (LeaderEpochFileCache.java:369-400):
+        # a file in another spelling (a torn last newline) is rewritten in Kafka's (tests/test_oracle_fuzz.py, 2574)
+        dirty = after_end != self.cache or any(s <= plan.log_start_checkpoint for _e, s in after_end)
+        on_disk = _file_bytes(plan.partition_dir, EPOCH_CHECKPOINT)
+        if (cache != plan.epochs_before or (dirty and epoch_file and on_disk != text)
+                or (self.epochs_flushed and on_disk != text)):
             changes.append(FileChange("write", EPOCH_CHECKPOINT, "leader-epoch cache after recovery and truncation",
                                       len(text), data=text))
         elif not epoch_file:

@@ -83,22 +83,31 @@ def changes_data(plan: ld.LoaderPlan) -> bool:
 def write_recovery_point(pdir: str, offset: int) -> None:
     """Set this partition's entry of the log dir's ``recovery-point-offset-checkpoint`` to ``offset``, keeping the
     other entries and their order, as Kafka's CheckpointFile writes it (a ``.tmp`` file, fsync, atomic rename,
-    CheckpointFile.java): a kill leaves the old or the new file, and both load. Called only when the entry is above
+    CheckpointFile.java): a kill leaves the old or the new file, and both load. Called when the entry is above
     the new log end, where the broker holds ``min(entry, log end)`` anyway (LogLoader.java:517-518) and writes it at
-    its next checkpoint; left above, the next start would recover the active segment again."""
+    its next checkpoint (left above, the next start would recover the active segment again), and after an unclean
+    shutdown's recovery, when the entry is below the log end or absent (the file is created, or the entry added, as
+    the broker's clean close checkpoints it)."""
     from kafkalog_cli.storage import companions as comp
 
     logdir = os.path.dirname(os.path.realpath(pdir))
     path = os.path.join(logdir, ld.RECOVERY_POINT_FILE)
     tp = live_partition(pdir)
-    cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
     assert tp is not None
+    version, entries = 0, []
+    if os.path.isfile(path):
+        cp = comp.parse_checkpoint(comp.read_checkpoint_text(path), path, columns=3)
+        version, entries = cp.version, cp.entries
     lines = []
-    for e in cp.entries:
+    found = False
+    for e in entries:
         if e[0] == tp[0] and java_parse_int(e[1]) == tp[1]:  # Integer.parseInt, OffsetCheckpointFile.java:88
             e = [e[0], e[1], str(offset)]
+            found = True
         lines.append(" ".join(e))
-    text = f"{cp.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
+    if not found:
+        lines.append(f"{tp[0]} {tp[1]} {offset}")
+    text = f"{version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
 from kafkalog_cli.errors import (
     CompressionError,
     CorruptIndexError,
@@ -49,7 +50,8 @@ from kafkalog_cli.storage.index import (
     largest_lower_bound,
     trimmed_count,
 )
-from kafkalog_cli.storage.paths import require_directory
+from kafkalog_cli.storage.layout import log_dir_of
+from kafkalog_cli.storage.paths import checkpoint_key, require_directory
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
 _LEGACY_ATTRIBUTES = LEGACY_V0.offset("attributes")  # 17
@@ -118,6 +120,20 @@ def list_segments(partition_dir: str) -> list[int]:
             raise OffsetNotFound(err.message, file=partition_dir, expected=err.expected, found=err.found)
         raise err
     return bases
+
+
+def log_start_offset(partition_dir: str, bases: list[int]) -> tuple[int, str]:
+    """(the log start offset the broker holds, where it came from): its ``log-start-offset-checkpoint`` entry
+    (DeleteRecords moves it) or the first segment's base offset, whichever is greater (LogLoader.java:215-217)."""
+    topic, part = checkpoint_key(os.path.basename(os.path.realpath(partition_dir)))
+    try:
+        tp = (topic, int(part))
+    except ValueError:
+        tp = None
+    cp, _src = read_offset_checkpoint(log_dir_of(partition_dir), LOG_START_FILE, tp)
+    if cp is not None and cp > bases[0]:
+        return cp, f"{LOG_START_FILE} of the log dir"
+    return bases[0], "the first segment's base offset"
 
 
 def seg_path(partition_dir: str, base: int, ext: str) -> str:
@@ -250,6 +266,18 @@ def seek_offset(partition_dir: str, offset: int, *, want_record: bool = False, s
     bases = list_segments(partition_dir)
     stats.segments = len(bases)
     i = bisect.bisect_right(bases, offset) - 1
+    start, start_src = log_start_offset(partition_dir, bases)
+    if i >= 0 and offset < start:
+        # UnifiedLog.read: an offset below the log start is out of range, although its batch may still be on disk
+        # until retention deletes the segment (UnifiedLog.scala checkLogStartOffset; DeleteRecords moves the start)
+        raise OffsetNotFound(
+            f"offset {offset} is below the log start offset {start} ({start_src}): the broker answers "
+            "OFFSET_OUT_OF_RANGE; the bytes may still be in the segment until retention deletes it "
+            "(kafkalog dump shows them)",
+            file=partition_dir,
+            expected=f"offset >= {start}",
+            found=str(offset),
+        )
     if i < 0:
         raise OffsetNotFound(
             f"offset {offset} is before the first segment of the log (base offset {bases[0]})",
@@ -361,13 +389,19 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
     bases = list_segments(partition_dir)
     stats.segments = len(bases)
     warnings: list[str] = []
+    log_start, _src = log_start_offset(partition_dir, bases)
     for k, base in enumerate(bases):
         path = seg_path(partition_dir, base, ".log")
         with MappedFile(path) as log:
             stats.files_opened += 1
+            # the last segment is always searched: a live broker's in-memory max can exceed its last time-index entry
+            # (after a clean close the last entry is the max: LogSegment.close appends it)
             if k < len(bases) - 1 and largest_timestamp(partition_dir, base, log, stats, warnings) < target:
                 continue
-            start_off = _time_lookup(partition_dir, base, target, stats, warnings)
+            # the broker searches this segment only, the first whose largest timestamp is >= target, from
+            # max(time-index offset, log start) and for a record at or above the log start
+            # (UnifiedLog.searchOffsetInLocalLog, LogSegment.findOffsetByTimestamp, FileRecords.searchForTimestamp)
+            start_off = max(_time_lookup(partition_dir, base, target, stats, warnings), log_start)
             pos = _start_position(partition_dir, base, start_off, log, stats, warnings)
             after = pos  # the end of the last readable batch before the answer
             for p, size, magic in _safe_walk(log, pos, path):
@@ -377,7 +411,7 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
                 if e.max_timestamp < target:
                     after = p + size
                     continue
-                rec = _first_record(e, log.buf, lambda r: r.timestamp >= target, stats)
+                rec = _first_record(e, log.buf, lambda r: r.timestamp >= target and r.offset >= log_start, stats)
                 if rec is not None:
                     res = SeekResult(path, p, e, rec, warnings, batch_base_offset=batch_base_offset(e, log.buf))
                     _check(res, log.buf)
@@ -388,6 +422,14 @@ def seek_time(partition_dir: str, target: int, *, stats: SeekStats | None = None
                                             "be among them (this is the first readable one)")
                     res.findings = log.findings()
                     return res
+        raise OffsetNotFound(
+            f"no record of {os.path.basename(path)}, the first segment whose largest timestamp is >= {target}, has a "
+            f"timestamp >= {target}{f' at or above the log start offset {log_start}' if log_start > bases[0] else ''}:"
+            " the broker searches that segment only and answers with no offset",
+            file=path,
+            expected=f"a record with timestamp >= {target} in {os.path.basename(path)}",
+            found="none",
+        )
     raise OffsetNotFound(
         f"no record has a timestamp >= {target}",
         file=partition_dir,

@@ -239,7 +239,11 @@ def recover_text(plan: LoaderPlan, *, execute: bool, used: list[str]) -> Iterato
     if plan.epochs_after != plan.epochs_before:
         yield ("  leader-epoch-checkpoint: " + (" ".join(f"{e}@{s}" for e, s in plan.epochs_before) or "(empty)")
                + " -> " + (" ".join(f"{e}@{s}" for e, s in plan.epochs_after) or "(empty)"))
-    if plan.recovery_point_rewrite is not None:
+    if plan.recovery_point_rewrite is not None and plan.recovery_point_rewrite_why == "below":
+        yield (f"  recovery-point-offset-checkpoint: {plan.recovery_point} ({plan.recovery_point_source}) -> "
+               f"{plan.recovery_point_rewrite} (the log end: --execute leaves every segment recovered and synced, "
+               "and writes it as the broker's clean close does, so that the next start does not recover them again)")
+    elif plan.recovery_point_rewrite is not None:
         yield (f"  recovery-point-offset-checkpoint: {plan.recovery_point} -> {plan.recovery_point_rewrite} (above "
                "the new log end: the broker clips it and writes it at its next checkpoint; --execute writes it)")
     yield (f"  result: log start offset {plan.log_start_offset}, log end offset {plan.log_end_before} -> "
