@@ -243,9 +243,9 @@ class TxnView:
 
     def add_index(self, producer_id: int, first_offset: int, last_offset: int) -> None:
         """An aborted transaction a ``.txnindex`` lists (first offset, its ABORT marker's offset): what the broker's
-        fetch path hands a read_committed consumer (UnifiedLog.collectAbortedTransactions ->
-        LogSegment.collectAbortedTxns -> TransactionIndex.collectAbortedTxns), whether or not the marker itself is
-        in the exported files. Used where the walk does not see that marker (``finish``)."""
+        fetch path hands a read_committed consumer (UnifiedLog.scala:1248 collectAbortedTransactions ->
+        LogSegment.java:530 collectAbortedTxns -> TransactionIndex.java:169, entries with lastOffset >= the fetch
+        offset; at Kafka 1eb7644), whether or not the marker itself is in the exported files. Used where the walk does not see that marker (``finish``)."""
         self._indexed[(producer_id, last_offset)] = first_offset
 
     def finish(self) -> int:
@@ -344,7 +344,7 @@ def control_of(entry: Entry, buf: Any) -> tuple[str, int] | None:
     """``record_control`` of a control batch's first record (a transaction marker batch holds one record); None for a
     data batch or an empty one. Every record of the batch is checked: a malformed one raises ``KafkalogError``. A
     sink labels each record by its own type (``record_control``): a KRaft control batch may hold several (a
-    snapshot's SnapshotHeader, KRaftVersion and KRaftVoters records: RecordsSnapshotWriter.java), each printed under
+    snapshot's SnapshotHeader, KRaftVersion and KRaftVoters records: RecordsSnapshotWriter.java:234-250), each printed under
     its own type by DumpLogSegments."""
     if entry.is_legacy or not entry.is_control:
         return None
