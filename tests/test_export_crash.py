@@ -46,7 +46,8 @@ def _kill_test(tmp_path: Path, fmt: str, out_name: str, sample: int | None) -> N
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     calls = open(calls_log).read().splitlines()
     complete = tree(ref_root / out_name)
-    assert complete and len(calls) >= 2
+    # (pyarrow opens a Parquet file in C++, unseen by the audit hook: its only call seen is the rename)
+    assert complete and len(calls) >= (1 if fmt == "parquet" else 2)
     seen = set()
     for k in _sample(calls, sample, fmt, str(ref_root)):
         root = tmp_path / f"k{k}"
