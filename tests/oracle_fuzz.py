@@ -27,10 +27,9 @@ Kafka or kafkalog does with the result; the tests ask both and compare (tests/te
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 
-from oracle_mutations import MARKER, RP_FILE, _leftover
+from oracle_mutations import RP_FILE, _leftover, toggle_marker
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 SHAPES = ("tiny-segments", "huge-batches", "follower", "delete-records", "truncate", "txn-interleave",
@@ -280,14 +279,7 @@ def fuzz_damage(seed: int, pdir: Path, *, max_changes: int = 3) -> list[str]:
             # the active segment half of the time, else any
             f = cands[-1] if rng.random() < 0.5 else rng.choice(cands)
             done.append(_byte_damage(rng, f))
-    marker = pdir.parent / MARKER
-    r = rng.random()
-    if r < 0.3 and marker.exists():
-        marker.unlink()
-        done.append(f"{MARKER} removed")
-    elif r < 0.5 and not marker.exists():
-        marker.write_bytes(b"")
-        done.append(f"{MARKER} added")
+    done += toggle_marker(rng, pdir, 0.3, 0.5)
     if rng.random() < 0.35:
         end = _log_end_guess(pdir)
         rp = rng.choice([0, max(0, end - rng.randint(1, 30)), end + rng.randint(1, 2000), None])
@@ -330,7 +322,3 @@ def _epoch_damage(rng: random.Random, pdir: Path) -> str | None:
         return _byte_damage(rng, f)
     return f"leader-epoch-checkpoint: {how}"
 
-
-def copy_dir(src: Path, dst: Path) -> Path:
-    shutil.copytree(src.parent, dst)
-    return dst / src.name

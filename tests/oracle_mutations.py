@@ -223,6 +223,20 @@ def _apply(rng: random.Random, kind: str, pdir: Path, log: Path, logs: list[Path
     return [_leftover(rng, kind, pdir, logs)]
 
 
+def toggle_marker(rng: random.Random, pdir: Path, remove_below: float, add_below: float) -> list[str]:
+    """One draw: the log dir's clean-shutdown marker removed (draw < ``remove_below``, if present), added (draw <
+    ``add_below``, if absent) or left; the line saying what was done."""
+    marker = pdir.parent / MARKER
+    r = rng.random()
+    if r < remove_below and marker.exists():
+        marker.unlink()
+        return [f"{MARKER} removed"]
+    if r < add_below and not marker.exists():
+        marker.write_bytes(b"")
+        return [f"{MARKER} added"]
+    return []
+
+
 def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """Damage ``pdir`` (see the module docstring); returns one line per change."""
     rng = random.Random(seed * 7919 + 17)
@@ -240,14 +254,7 @@ def mutate(seed: int, pdir: Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
             damaged = log if damaged is None or log.name < damaged.name else damaged
         done += _apply(rng, kind, pdir, log, logs)
     # the clean-shutdown marker: as written, removed (a crash) or added (damage after a clean shutdown)
-    marker = pdir.parent / MARKER
-    r = rng.random()
-    if r < 0.25 and marker.exists():
-        marker.unlink()
-        done.append(f"{MARKER} removed")
-    elif r < 0.45 and not marker.exists():
-        marker.write_bytes(b"")
-        done.append(f"{MARKER} added")
+    done += toggle_marker(rng, pdir, 0.25, 0.45)
     # the recovery point: as written, or below / at / above the damage, or missing
     r = rng.random()
     if r < 0.5:

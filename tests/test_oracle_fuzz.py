@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 from kafka_real import Oracle
-from oracle_fuzz import copy_dir, fuzz_damage, fuzz_plan, kafka_plan
+from oracle_cases import copy_partition
+from oracle_fuzz import fuzz_damage, fuzz_plan, kafka_plan
 from test_oracle_recover import (
     VERSION,
     Refused,
@@ -46,7 +47,7 @@ from kafkalog_cli.ops import seek as sk
 pytestmark = pytest.mark.oracle
 
 NOW = 1_700_000_500_000
-N_RECOVER, N_REBUILD, N_SEEK = 24, 8, 12
+N_RECOVER, N_REBUILD, N_SEEK = 10, 4, 6
 LONG = int(os.environ.get("KAFKALOG_FUZZ_LONG", 1000))
 LONG_BASE = int(os.environ.get("KAFKALOG_FUZZ_BASE", 1_000_000))
 
@@ -92,7 +93,7 @@ def compare_fuzz_rebuild_index(oracle: Oracle, tmp: Path, seed: int) -> list[str
         ours = ld.plan_load(str(pdir), VERSION, now_ms=NOW, config=cfg, recovery_point=0)
         return [] if ours.fatal else _with_context([f"Kafka's load threw {k['error']['class']}; kafkalog's loader "
                                                     "predicts a normal start"], seed, muts)
-    ref = copy_dir(pdir, tmp / "ref")  # the input as it was: what Kafka's own next start does to it
+    ref = copy_partition(pdir, tmp / "ref")  # the input as it was: what Kafka's own next start does to it
     ri.run([str(pdir)], interval=cfg.index_interval_bytes, segment_index_bytes=cfg.segment_index_bytes,
            execute=True, rewrite_valid=True, backup_dir=str(tmp / "backup"))
     theirs = _kfiles(k["filesAfterClose"])
