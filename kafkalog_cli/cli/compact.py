@@ -26,7 +26,11 @@ segment is left alone unless --include-active). Memory is bounded by
 --dedupe-buffer-bytes like the broker's cleaner; a segment whose offsets
 overflow 32 bits is split first, as Kafka splits it. Offsets never change. Refuses
 when the .txnindex files miss an aborted transaction the log holds (compaction
-would then destroy committed data). Without --execute nothing is written.
+would then destroy committed data). A partition left by a crash (no
+.kafka_cleanshutdown) is first recovered as the broker's start-up recovers it
+('kafkalog recover --execute'; the dry run says what that changes);
+--no-recover-first compacts the files as they are. Without --execute nothing
+is written.
 
 \b
 Exit codes: 0 done, or nothing to do; 1 dry run that would change files (plan

@@ -26,6 +26,9 @@ broker does, the leader epochs are truncated and the producer snapshot written
 at the target itself. With --now-ms, producers idle longer than
 --producer-id-expiration-ms are left out of that snapshot, as the broker's
 reload drops them. The plan lists every offset that would be lost, per segment.
+A partition left by a crash (no .kafka_cleanshutdown) is first recovered as the
+broker's start-up recovers it ('kafkalog recover --execute'; the dry run says
+what that changes); --no-recover-first truncates the files as they are.
 Without --execute nothing is written; removed files go to the backup directory.
 
 \b
