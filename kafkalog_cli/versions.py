@@ -73,6 +73,11 @@ class Profile:
     snapshot_error_wrap: SnapshotErrorWrap
     skip_record_metadata_option: bool
     max_bytes_option: bool
+    # the internal-topic decoder options the release's DumpLogSegments does not have yet (kind -> the first release
+    # that has it): its jopt-simple parser stops with "UnrecognizedOptionException: remote-log-metadata-decoder is
+    # not a recognized option" before reading a file (checked with the 2.8.2, 3.0.2 and 3.6.2 tools), so kafkalog
+    # refuses the option there (exit 2, nothing on stdout) instead of printing a decode that release never printed
+    missing_decoders: dict[str, str]
     deprecated_decoder_notice: bool
     # the order of the files in the stderr summary: DumpLogSegments keeps them in Scala 2.13 mutable.HashMaps keyed
     # by absolute path (iteration order = hash order, format/javahash.scala213_order); 4.3's Java port as
@@ -126,6 +131,10 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
     "snapshot_error_wrap": [((0, 0, 0), "struct"), ((4, 0, 0), "wrapped")],
     "skip_record_metadata_option": [((0, 0, 0), False), ((2, 8, 0), True)],
     "max_bytes_option": [((0, 0, 0), False), ((3, 3, 0), True)],
+    # --remote-log-metadata-decoder: KIP-1057, 3.9.0 (kafka-real/versions' 3.9.0-rc3 tool has it, 3.6.2's does not);
+    # --share-group-state-decoder: 4.0 (1eb7644 has it, 3.9.0-rc3 does not)
+    "missing_decoders": [((0, 0, 0), {"remote-log-metadata": "3.9", "share-group-state": "4.0"}),
+                         ((3, 9, 0), {"share-group-state": "4.0"}), ((4, 0, 0), {})],
     "deprecated_decoder_notice": [((0, 0, 0), False), ((3, 8, 0), True), ((4, 0, 0), False)],
     "summary_order": [((0, 0, 0), "scala-hash"), ((4, 3, 0), "insertion")],
 }

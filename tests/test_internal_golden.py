@@ -96,8 +96,10 @@ def test_missing_key() -> None:
 def test_json_decode_error_is_inline() -> None:
     r = rec(offset_key(), pref(9, b""), offset=3)
     key, payload = parse("offsets", "3.9", r)
+    # the generated OffsetCommitValue.read checks no version: it reads v9 with its newest layout and the empty body
+    # underflows (a BufferUnderflowException has no message); 3.9.0-rc3's and 1eb7644's tools print exactly this
     assert key == ("Error at offset 3, skipping. Could not read record with version 9 from value's buffer due to: "
-                   "Can't read version 9 of OffsetCommitValue.")
+                   "null.")
     assert payload is None
 
 

@@ -134,6 +134,12 @@ def dump(paths: tuple[str, ...], files_opt: str | None, print_data_log: bool, de
         "share_group_state_decoder": share_group_state_decoder,
     }
     decoder_kinds = [kind for flag, kind in DECODER_FLAGS if flags[flag]]
+    for kind in decoder_kinds:
+        if kind in profile.missing_decoders:
+            fail(f"--{kind}-decoder is not an option of Kafka {profile.label}'s DumpLogSegments (it came with "
+                 f"{profile.missing_decoders[kind]}): that release's tool stops with jopt-simple's "
+                 f"UnrecognizedOptionException before it reads a file",
+                 f"use --kafka-version {profile.missing_decoders[kind]} or later for the decode", code=EXIT_USAGE)
     print_data = (
         print_data_log or bool(decoder_kinds) or key_decoder_class is not None or value_decoder_class is not None
         or key_decoder is not None or value_decoder is not None or records_view

@@ -58,6 +58,9 @@ class Reader:
         self.buf = buf
         self.pos = pos
         self.end = len(buf) if end is None else end
+        # raise at a null in a non-nullable field, where a generated ``read`` throws ("non-nullable field X was
+        # serialized as null"), before reading on; off: the null is returned and the caller decides
+        self.strict_nulls = False
 
     def need(self, n: int) -> None:
         if n < 0 or self.pos + n > self.end:
@@ -92,6 +95,9 @@ def read_struct(r: Reader, fields: list[Field], version: int, flexible: bool) ->
         if not _in(version, f.versions):
             continue
         out[f.name] = _read_value(r, f.type, version, flexible, _in(version, f.nullable))
+        if r.strict_nulls and out[f.name] is None and not _in(version, f.nullable) and (
+                isinstance(f.type, tuple) or f.type in ("string", "bytes", "records")):
+            raise InvalidRecordError(f"non-nullable field {f.name} was serialized as null", position=r.pos)
     if flexible:
         ntags = r.uvarint()
         for _ in range(ntags):

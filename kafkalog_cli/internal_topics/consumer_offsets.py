@@ -200,6 +200,15 @@ class OffsetsTextParser:
         if value is None:
             return key_text, "<DELETE>"
         _, v = _read_value(sg.GroupMetadataValue, value, "group metadata", self.release.offsets_value_max_version)
+        if self.release.offsets_static_member_check:
+            seen: set[str] = set()
+            for m in v.get("members") or []:
+                inst = m.get("groupInstanceId")
+                if inst is not None:
+                    if inst in seen:
+                        raise InvalidRecordError(f"Static member with groupInstanceId={inst} cannot be added to group "
+                                                 f"{k['group']} since it is already a member")
+                    seen.add(inst)
         return key_text, _group_json(v, self.old)
 
 

@@ -55,6 +55,13 @@ class DecoderRelease:
     # "Unknown metadata id", bytes that do not fit "Failed to deserialize record with type K" (checked against the
     # 3.0.2 and 3.6.2 tools). 3.1-3.5 take 3.6.2's schemas, which may know a type or version added after them
     metadata_schemas: str
+    # the text decoder's GroupMetadata.loadGroup -> add: a second member with the same groupInstanceId throws
+    # IllegalStateException (GroupMetadata.scala:238-243 at 3.0.2 and 3.6.2; 2.8.2's add has no such check)
+    offsets_static_member_check: bool
+    # the newest TransactionLogValue version the text decoder reads: v1 (flexible, KIP-915, 3.5, as the offsets
+    # values); 2.8.2's and 3.0.2's TransactionLogValue.json say "validVersions": "0", 3.6.2's "0-1", and 3.0.2's tool
+    # aborts on a v1 value with "Unknown version 1 from the transaction log message value" (TransactionLog.scala:144)
+    txn_value_max_version: int
 
 
 # behaviour -> [(first version, value), ...]; the keys are exactly DecoderRelease's fields
@@ -77,6 +84,8 @@ TABLE: dict[str, list[tuple[Version, object]]] = {
     "metadata_frame_version": [((0, 0, 0), 0), ((3, 0, 0), 1)],
     "missing_key_generic": [((0, 0, 0), False), ((4, 0, 0), True)],
     "offsets_value_max_version": [((0, 0, 0), 3), ((3, 5, 0), 4)],
+    "offsets_static_member_check": [((0, 0, 0), False), ((3, 0, 0), True)],
+    "txn_value_max_version": [((0, 0, 0), 0), ((3, 5, 0), 1)],
     "metadata_schemas": [((0, 0, 0), "newest"), ((3, 0, 0), "3.0"), ((3, 1, 0), "3.6"), ((3, 7, 0), "newest")],
 }
 

@@ -11,10 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog_cli.internal_topics import schema as sc
-from kafkalog_cli.internal_topics.cluster_metadata import MetadataParseError, read_frame
+from kafkalog_cli.internal_topics.cluster_metadata import MetadataParseError, _unchecked, read_frame
 from kafkalog_cli.internal_topics.schemas_remote import MESSAGES
 
-BY_KEY = {m.api_key: m for m in MESSAGES if m.api_key is not None}
+# the generated records' own ``read`` checks no version (a version-2 RemoteLogSegmentMetadataSnapshotRecord is read
+# with its version-0 fields); each nested struct's reader does ("Can't read version 2 of SegmentLeaderEpochEntry",
+# generated RemoteLogSegmentMetadataSnapshotRecord.java:439-441 at 1eb7644 and 3.9.0-rc3), which ``read_frame``
+# applies after the read: an unknown version fails with "Failed to deserialize record with type K" only where the
+# record holds a nested struct (checked against both tools: tests/test_dump_oracle_remote.py)
+BY_KEY = _unchecked(MESSAGES)
+STRICT = {m.api_key: m for m in MESSAGES if m.api_key is not None}  # --format json: a version Kafka never wrote is an error
+STRUCT_VALID = {k: m.valid for k, m in STRICT.items()}
+# a null value: the parser's ``record.value.remaining`` (DumpLogSegments.scala:592 at 3.9.0-rc3, :621 at 1eb7644)
+# throws a NullPointerException whose message is the JDK's helpful-NPE text (JDK 14+, on by default from 15; the
+# tools of 3.9/4.0 checked on JDK 17)
+NULL_VALUE = ('Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+              '"org.apache.kafka.common.record.Record.value()" is null')
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED", 3: "DELETE_SEGMENT_FINISHED"}
 DELETE_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED", 2: "DELETE_PARTITION_FINISHED"}
 
@@ -95,8 +107,8 @@ class RemoteLogMetadataParser:
     def parse(self, record, batch) -> tuple[str | None, str | None]:  # noqa: ANN001
         try:
             if record.value is None:
-                raise RemoteError("null")
-            msg, _ver, values = read_frame(bytes(record.value), 1, BY_KEY)
+                raise RemoteError(NULL_VALUE)
+            msg, _ver, values = read_frame(bytes(record.value), 1, BY_KEY, struct_valid=STRUCT_VALID)
             return None, render(msg, values)
         except (MetadataParseError, RemoteError) as exc:
             return None, f"Error at offset {record.offset}, skipping. {exc}"
@@ -108,7 +120,7 @@ def make(version: tuple[int, int, int]) -> RemoteLogMetadataParser:
 
 def decode_json(record) -> dict[str, Any]:  # noqa: ANN001
     try:
-        msg, ver, values = read_frame(None if record.value is None else bytes(record.value), 1, BY_KEY)
+        msg, ver, values = read_frame(None if record.value is None else bytes(record.value), 1, STRICT)
     except MetadataParseError as exc:
         return {"offset": record.offset, "error": str(exc)}
     return {"offset": record.offset, "type": msg.name, "api_key": msg.api_key, "version": ver,

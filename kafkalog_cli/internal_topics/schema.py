@@ -45,11 +45,14 @@ class UnsupportedVersion(InvalidRecordError):
     """Kafka's UnsupportedVersionException from a generated ``read``."""
 
 
-def read(buf: bytes | memoryview, msg: Message, version: int, *, pos: int = 0, exact: bool = False) -> tuple[dict[str, Any], int]:
-    """Decode ``msg`` at ``version`` from ``buf[pos:]``; returns (values, end position)."""
+def read(buf: bytes | memoryview, msg: Message, version: int, *, pos: int = 0, exact: bool = False,
+         strict_nulls: bool = False) -> tuple[dict[str, Any], int]:
+    """Decode ``msg`` at ``version`` from ``buf[pos:]``; returns (values, end position). ``strict_nulls``: stop at
+    the first null in a non-nullable field, as the generated ``read`` does."""
     if not msg.supports(version):
         raise UnsupportedVersion(f"Can't read version {version} of {msg.name}")
     r = fx.Reader(buf, pos)
+    r.strict_nulls = strict_nulls
     values = fx.read_struct(r, msg.fields, version, msg.is_flexible(version))
     if exact and r.pos != r.end:
         raise InvalidRecordError(f"{r.end - r.pos} unexpected trailing bytes", position=r.pos)

@@ -65,7 +65,7 @@ class TransactionTextParser:
         if len(value) < 2:
             raise InvalidRecordError("java.nio.BufferUnderflowException")
         (ver,) = SCHEMA_VERSION.unpack_from(value, 0)
-        if not st.TransactionLogValue.supports(ver):
+        if not st.TransactionLogValue.supports(ver) or ver > self.release.txn_value_max_version:
             raise InvalidRecordError(self.release.txn_unknown_value_error.format(v=ver))
         try:
             v, _ = sc.read(value, st.TransactionLogValue, ver, pos=2)
