@@ -176,6 +176,15 @@ def export_ndjson(buffer: Buffer, start: int, end: int, count: int, base_offset:
     records), or None (Python formats the batch) on a record it might word differently: malformed, more than 64
     headers, offset or timestamp overflow."""
 
+def export_ndjson_run(buffer: Buffer, pos: int, end: int, max_out: int, next_offset: int, max_batch_size: int,
+                      pieces: tuple[bytes, bytes, bytes, bytes], file_json: bytes, /
+                      ) -> tuple[bytearray, int, int, int, int, int, int, int]:
+    """``export --format ndjson``: the lines of a run of consecutive plain v2 batches (uncompressed, not transactional,
+    not control, CRC valid, base offset >= ``next_offset``) from ``pos`` in one call, each as ``export_ndjson``
+    formats it; stops before the first batch it does not take or once the text reaches ``max_out``. Returns (text,
+    used bytes of it, next position, batches with records, records, first base offset or -1, last offset of the last
+    taken batch or -1, last offset walked or INT64_MIN)."""
+
 def export_columns(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
                    max_timestamp: int, log_append: bool, base_sequence: int, lo_offset: int, start_ms: int,
                    end_ms: int, limit: int, outs: tuple[bytearray, ...], /) -> int:

@@ -164,6 +164,7 @@ ALLOWED_FILES = {"format/layouts.py"}  # the declaration itself
 # and the scan's native-order Arrow column buffers.
 ALLOWED = {
     ("format/codecs.py", ">ii"), ("format/codecs.py", "<IIII"), ("format/codecs.py", "<I"), ("format/codecs.py", ">i"),
+    ("format/codecs.py", "<II"),  # the gzip member trailer (CRC-32, ISIZE: RFC 1952), compress_kafka
     ("format/flexible.py", ">b"), ("format/flexible.py", ">h"), ("format/flexible.py", ">H"),
     ("format/flexible.py", ">i"), ("format/flexible.py", ">I"), ("format/flexible.py", ">q"),
     ("format/flexible.py", ">d"),
