@@ -239,4 +239,4 @@ def test_crash_shutdown_input_is_loaded_before_it_is_compacted(kafka_real, tmp_p
                                               "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2,
                                               "extra": ("--recover-first",)})
     r = kafkalog("compact", "--recover-first", str(write_partition(kafka_real, tmp_path / "dry", p)))
-    assert r.exit_code == 1 and "the broker's start-up changes" in r.output, r.output
+    assert r.exit_code == 1 and "the broker's start-up recovery changes" in r.output, r.output
