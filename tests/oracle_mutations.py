@@ -310,6 +310,24 @@ def mutate_crash(seed: int, pdir: Path) -> list[str]:
     return done
 
 
+#: what an interrupted clean, swap or deletion leaves behind a clean shutdown, and a lost offset index: Kafka's
+#: loader finishes those (and recovers that segment) with the marker present too
+LEFTOVER_KINDS = ("leftover-deleted", "leftover-cleaned", "leftover-swap", "leftover-swap-indexes", "index-delete")
+
+
+def mutate_leftovers(seed: int, pdir: Path) -> list[str]:
+    """One or two of LEFTOVER_KINDS on a partition that keeps its clean-shutdown marker (the inputs of compact /
+    truncate-to-epoch after a clean shutdown with leftovers, ops/load_first.needs_load_after_clean_shutdown)."""
+    rng = random.Random(seed * 7727 + 5)
+    done: list[str] = []
+    for _ in range(rng.choice([1, 1, 2])):
+        logs = _logs(pdir)
+        if not logs:
+            break
+        done += _apply(rng, rng.choice(LEFTOVER_KINDS), pdir, rng.choice(logs), logs)
+    return done
+
+
 def copy_data_dir(src_pdir: Path, dst_root: Path) -> Path:
     """Copy ``src_pdir`` and the log-dir files a broker reads beside it into ``dst_root``; returns the new partition
     directory (what a test then damages or repairs without touching the original)."""

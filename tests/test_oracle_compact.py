@@ -96,7 +96,8 @@ def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict, mutate=None) -> 
     kafka_extra = ("--io-buffer-bytes", str(s["io_buffer_bytes"])) if "io_buffer_bytes" in s else ()
     ours = copy_partition(part, tmp / "kafkalog")
     theirs = part
-    crashed = not (part.parent / ".kafka_cleanshutdown").exists()
+    # left by a crash, or with start-up work despite the marker (leftovers: the broker's load rewrites them first)
+    crashed = not (part.parent / ".kafka_cleanshutdown").exists() or s.get("start_up_changes", False)
     now = s["now_ms"]
     for i in range(s["rounds"]):
         theirs = kafka_round(oracle, theirs, tmp / f"kafka-{i}", config, now, kafka_extra)
@@ -240,3 +241,35 @@ def test_crash_shutdown_input_is_loaded_before_it_is_compacted(kafka_real, tmp_p
                                               "extra": ("--recover-first",)})
     r = kafkalog("compact", "--recover-first", str(write_partition(kafka_real, tmp_path / "dry", p)))
     assert r.exit_code == 1 and "the broker's start-up recovery changes" in r.output, r.output
+
+
+# ------------------------------------------------------------------------------------------ leftovers, clean shutdown
+def leftovers_case(oracle: Oracle, tmp: Path, seed: int) -> None:
+    """A compacted topic shut down cleanly (the marker stays) with the leftovers of an interrupted clean, swap or
+    deletion, or a lost offset index (oracle_mutations.mutate_leftovers): Kafka's loader finishes them (and recovers
+    that segment) before its cleaner runs; kafkalog refused ``.cleaned``/``.swap`` files and compacted a segment
+    without its index. ``compact --execute`` now applies those start-up changes first
+    (ops/load_first.needs_load_after_clean_shutdown)."""
+    from oracle_mutations import mutate_leftovers
+
+    try:
+        compare_rounds(oracle, tmp, plan(seed, PROFILE), dict(settings(seed), start_up_changes=True),
+                       mutate=lambda part: mutate_leftovers(seed, part))
+    except AssertionError as exc:
+        # the one kept difference: a .log.swap completed after a clean shutdown loses the replaced segment's
+        # .txnindex (the loader deletes every file in the swap's range, and recovers nothing at a clean start), so
+        # Kafka's cleaner treats that aborted transaction's data as committed and deletes older values of its keys;
+        # kafkalog refuses that compaction (exit 2, after the start-up step) rather than lose them (docs/repairs.md)
+        if "exit 2" not in str(exc) or "that the .txnindex files do not record" not in str(exc):
+            raise
+
+
+@pytest.mark.parametrize("seed", seeds(10, base=40_000))
+def test_compact_with_leftovers_after_a_clean_shutdown_matches_kafka_cleaner(kafka_real, tmp_path, seed):
+    leftovers_case(kafka_real, tmp_path, seed)
+
+
+@pytest.mark.oracle_long
+@pytest.mark.parametrize("seed", seeds(300, base=140_000))
+def test_compact_with_leftovers_after_a_clean_shutdown_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
+    leftovers_case(kafka_real, tmp_path, seed)

@@ -175,6 +175,28 @@ def test_truncate_after_a_crash_matches_kafka(kafka_real, tmp_path, seed):
     crash_seed(kafka_real, tmp_path, seed)
 
 
+def leftovers_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
+    """A partition shut down cleanly (the marker stays) with the leftovers of an interrupted clean, swap or deletion,
+    or a lost offset index (oracle_mutations.mutate_leftovers): Kafka's loader finishes them (and recovers that
+    segment) before its truncation runs; kafkalog refused ``.cleaned``/``.swap`` files. ``truncate-to-epoch
+    --execute`` now applies those start-up changes first (ops/load_first.needs_load_after_clean_shutdown)."""
+    from oracle_mutations import mutate_leftovers
+
+    p = plan(seed, PROFILE)
+    part, batches = write(oracle, tmp / "written", p)
+    mutate_leftovers(seed, part)
+    rng = random.Random(f"truncate-leftovers-{seed}")
+    now = START + rng.choice([10_000, 3_600_000, 200_000_000])
+    for i, (kind, value) in enumerate(targets(rng, part, batches)):
+        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now)
+
+
+@pytest.mark.parametrize("seed", seeds(6, base=50_000) + [pytest.param(s, marks=pytest.mark.oracle_long)
+                                                           for s in seeds(200, base=150_000)])
+def test_truncate_with_leftovers_after_a_clean_shutdown_matches_kafka(kafka_real, tmp_path, seed):
+    leftovers_seed(kafka_real, tmp_path, seed)
+
+
 def test_recovered_segment_emptied_time_index_gets_the_largest_kept_timestamp(kafka_real, tmp_path):
     """After a crash the broker's start-up recovers the segment (LogSegment.recover sets its max timestamp so far),
     then truncates it in the same process: truncateTo leaves no time entry below offset 2, re-reads the largest

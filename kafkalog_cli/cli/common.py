@@ -294,7 +294,8 @@ def recover_first_option(verb: str, who: str, done: str):  # noqa: ANN201
     as a broker always loads (recovers) a partition before its cleaner or truncation runs on it."""
     return click.option("--recover-first/--no-recover-first", default=True, show_default=True,
                         help="Apply the broker's start-up recovery first when the partition needs it (left by a crash: "
-                             "no .kafka_cleanshutdown): what 'kafkalog recover --execute' does, then "
+                             "no .kafka_cleanshutdown; or .cleaned/.swap leftovers or a missing offset index after a "
+                             "clean shutdown): what 'kafkalog recover --execute' does, then "
                              f"{verb}, as Kafka's own {who} runs on the loaded log. --no-recover-first: the files are "
                              f"{done} as they are.")
 

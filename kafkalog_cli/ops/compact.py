@@ -1325,7 +1325,7 @@ def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, back
     loaded = load_first(partition_dir, cfg, opts.now_ms, execute=execute, backup_dir=backup_dir,
                         keep_backup=keep_backup) if opts.recover_first else NOTHING
     names, load_backup = loaded.names, loaded.backup_dir
-    if names and execute:
+    if names and execute and loaded.log_end_snapshot:
         # the snapshot that load wrote at the log end is the broker's producer state after its load (expired
         # producers of the old snapshot already dropped by loadFromSnapshot, the log after it replayed): Kafka's
         # cleaner runs on that state in the same start, with no second reload to expire producers again

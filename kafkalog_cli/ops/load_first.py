@@ -26,6 +26,9 @@ class Loaded(NamedTuple):
     backup_dir: str | None  # the backup dir of that step, if it wrote
     summary: str  # what it changes, in a few words (for the dry run's note)
     recovered: list[int]  # the segments it recovers (LogSegment.recover: their max timestamp is known after it)
+    #: it writes the producer snapshot at the log end (expired producers dropped, as loadFromSnapshot drops them);
+    #: False after a clean shutdown: the command's own load then expires them as the broker's clean-start load does
+    log_end_snapshot: bool = False
 
 
 NOTHING = Loaded([], None, "", [])
@@ -40,15 +43,17 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     close, a producer snapshot at the log end) and finishes or undoes an interrupted clean or swap. Kafka's cleaner
     then cleans the loaded log (kafka-real ``Clean`` = ``Load`` + ``Cleaner.clean``, tests/test_oracle_compact.py),
     so ``--execute`` first applies that plan as ``recover --execute`` does (its own repair transaction), then the
-    command does its work. Returns a ``Loaded``; nothing after a clean shutdown (``.kafka_cleanshutdown`` present). Raises RepairRefused where the broker
+    command does its work. Returns a ``Loaded``; after a clean shutdown (``.kafka_cleanshutdown`` present) only where
+    leftovers or a segment recovery remain (``needs_load_after_clean_shutdown``), else ``NOTHING``. Raises RepairRefused where the broker
     cannot load the partition, or where ``check`` refuses the loaded
     state (before anything is written: the command's own refusal of the result changes nothing either)."""
     from kafkalog_cli.ops import recover as rc
 
     lp = ld.plan_load(partition_dir, ld.DEFAULT_VERSION, now_ms=now_ms, config=cfg, lost_detail=False)
-    if lp.clean_shutdown or not lp.has_changes:
-        # after a clean shutdown the start-up recovers nothing: the command's own checks (refusals of damage,
-        # leftovers) stand as they are, before anything is written
+    if not lp.has_changes or (lp.clean_shutdown and not needs_load_after_clean_shutdown(lp)):
+        # after a clean shutdown the start-up only finishes leftovers and recovers segments whose index is missing;
+        # its other changes (stale producer snapshots) are the command's own to make, as the cleaner or the
+        # truncation makes them: the command's own checks stand as they are, before anything is written
         return NOTHING
     if lp.fatal:
         raise RepairRefused("the broker cannot load this partition, so its cleaner and its truncation never run on it",
@@ -58,12 +63,25 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     names = sorted({c.name for c in lp.changes}
                    | ({ld.RECOVERY_POINT_FILE} if lp.recovery_point_rewrite is not None else set()))
     recovered = [r.base for r in lp.recovered]
+    # after a clean shutdown the broker's main producer state is read from the log-end snapshot with expiry
+    # (LogLoader rebuildProducerState, hadCleanShutdown), whatever the segment recoveries wrote: expiry stays on
+    snap = lp.log_end_offset in lp.snapshots_written and not lp.clean_shutdown
     if not execute:
-        return Loaded(names, None, summary(lp), recovered)
+        return Loaded(names, None, summary(lp), recovered, snap)
     res = rc.run([partition_dir], ld.DEFAULT_VERSION, execute=True, backup_dir=backup_dir, keep_backup=keep_backup,
                  now_ms=now_ms, config=cfg)
     dirs = res[0][2] if res else []
-    return Loaded(names, dirs[-1] if dirs else None, summary(lp), recovered)
+    return Loaded(names, dirs[-1] if dirs else None, summary(lp), recovered, snap)
+
+
+def needs_load_after_clean_shutdown(lp: ld.LoaderPlan) -> bool:
+    """After a clean shutdown Kafka's loader still finishes or undoes the leftovers of an interrupted clean, swap or
+    deletion (``.cleaned``, ``.swap``, ``.deleted``: LogLoader.removeTempFilesAndCollectSwapFiles, LogLoader.java's
+    swap completion) and recovers a segment whose offset index is missing or fails its sanity check
+    (LogLoader.loadSegmentFiles); its cleaner and its truncation then run on that result, so those changes come
+    first here too. kafka-real ``Clean``/``Truncate`` on such inputs: tests/test_oracle_compact.py and
+    tests/test_oracle_truncate.py (``leftovers after a clean shutdown``)."""
+    return bool(lp.recovered) or any(c.phase == "leftovers" for c in lp.changes)
 
 
 def summary(lp: ld.LoaderPlan) -> str:

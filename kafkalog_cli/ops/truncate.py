@@ -23,6 +23,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from kafkalog_cli.broker import loader as ld
@@ -42,7 +43,14 @@ from kafkalog_cli.storage.companions import (
     parse_leader_epoch_checkpoint,
     read_checkpoint_text,
 )
-from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, encode_offset_index, encode_time_index
+from kafkalog_cli.storage.index import (
+    WARM_BYTES,
+    OffsetIndex,
+    TimeIndex,
+    encode_offset_index,
+    encode_time_index,
+    largest_lower_bound,
+)
 from kafkalog_cli.storage.paths import live_partition, require_directory
 from kafkalog_cli.storage.segment import MappedFile, entries
 
@@ -447,6 +455,18 @@ def _final_time_entry(seg: ps.Segment, cut: int, kept_time: list[tuple[int, int]
     return None
 
 
+def _kept_entries(n: int, offset_of: Callable[[int], int], entry_size: int, target: int) -> int:
+    """The entries ``OffsetIndex/TimeIndex.truncateTo(target)`` keeps (AbstractIndex.java truncateTo: the largest
+    lower-bound slot of the target by offset, warm section first; that slot itself goes when it is the target).
+    The index holds ``length / entrySize`` entries as the broker opened it (AbstractIndex.createMappedBuffer), so a
+    zero-filled tail (a preallocated index the load did not recover: a ``.index.swap`` the loader created) is kept
+    whole, as Kafka keeps it: the kept entries are a prefix, not the entries below the target."""
+    slot = largest_lower_bound(n, offset_of, target, WARM_BYTES // entry_size)
+    if slot < 0:
+        return 0
+    return slot if offset_of(slot) == target else slot + 1
+
+
 def _truncated_indexes(seg: ps.Segment, target: int, new_leo: int, cut: int,
                        recovered: bool = False) -> dict[str, bytes]:
     """The cut segment's ``.index``/``.timeindex``/``.txnindex`` as the broker leaves them: entries at or past the
@@ -458,15 +478,13 @@ def _truncated_indexes(seg: ps.Segment, target: int, new_leo: int, cut: int,
     if os.path.isfile(path):
         with open(path, "rb") as f:
             oi = OffsetIndex(seg.base, f.read(), path)
-        kept = [oi.entry(i) for i in range(oi.valid_entries())]
-        kept_offsets = [(o, p) for o, p in kept if o < target and p < cut]
+        kept_offsets = [oi.entry(i) for i in range(_kept_entries(oi.entries, oi.key, oi.entry_size, target))]
         out["index"] = encode_offset_index(seg.base, kept_offsets)
     path = seg.path("timeindex")
     if os.path.isfile(path):
         with open(path, "rb") as f:
             ti = TimeIndex(seg.base, f.read(), path)
-        kept = [ti.entry(i) for i in range(ti.valid_entries())]
-        ents = [(t, o) for t, o in kept if o < target]
+        ents = [ti.entry(i) for i in range(_kept_entries(ti.entries, lambda i: ti.entry(i)[1], ti.entry_size, target))]
         final = _final_time_entry(seg, cut, ents, kept_offsets, recovered)
         if final is not None:
             ents.append(final)
