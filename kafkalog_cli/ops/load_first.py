@@ -81,7 +81,9 @@ def needs_load_after_clean_shutdown(lp: ld.LoaderPlan) -> bool:
     (LogLoader.loadSegmentFiles); its cleaner and its truncation then run on that result, so those changes come
     first here too. kafka-real ``Clean``/``Truncate`` on such inputs: tests/test_oracle_compact.py and
     tests/test_oracle_truncate.py (``leftovers after a clean shutdown``)."""
-    return bool(lp.recovered) or any(c.phase == "leftovers" for c in lp.changes)
+    # .deleted leftovers alone: the command deletes them itself, as the loader does (its other changes, e.g. a
+    # leader-epoch checkpoint written for a legacy log, are not the broker's at a clean start)
+    return bool(lp.recovered) or any(c.phase == "leftovers" and not c.name.endswith(".deleted") for c in lp.changes)
 
 
 def summary(lp: ld.LoaderPlan) -> str:
