@@ -151,6 +151,18 @@ def test_deleted_leftovers_are_deleted_not_refused(kafka_real, tmp_path):
 CRASH_PROFILE = Profile(shutdowns=("crash", "crash-no-checkpoint"))
 
 
+def mutated_seed(oracle: Oracle, tmp: Path, seed: int, profile: Profile, mutate, label: str) -> None:
+    """A written partition changed by ``mutate(seed, part)``, then truncated to every target by Kafka and kafkalog
+    (``--recover-first``, the default: ops/load_first.py applies the broker's start-up changes first)."""
+    p = plan(seed, profile)
+    part, batches = write(oracle, tmp / "written", p)
+    mutate(seed, part)
+    rng = random.Random(f"truncate-{label}-{seed}")
+    now = START + rng.choice([10_000, 3_600_000, 200_000_000])
+    for i, (kind, value) in enumerate(targets(rng, part, batches)):
+        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now)
+
+
 def crash_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
     """A partition left by a crash (no clean-shutdown marker; tests/oracle_mutations.py mutate_crash: torn or zero
     tails of the active segment, preallocated indexes, leftovers of an interrupted clean or swap, deleted snapshots,
@@ -159,13 +171,7 @@ def crash_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
     ops/load_first.py) then truncates. Every truncation's files must be equal."""
     from oracle_mutations import mutate_crash
 
-    p = plan(seed, CRASH_PROFILE)
-    part, batches = write(oracle, tmp / "written", p)
-    mutate_crash(seed, part)
-    rng = random.Random(f"truncate-crash-{seed}")
-    now = START + rng.choice([10_000, 3_600_000, 200_000_000])
-    for i, (kind, value) in enumerate(targets(rng, part, batches)):
-        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now)  # --recover-first: the default
+    mutated_seed(oracle, tmp, seed, CRASH_PROFILE, mutate_crash, "crash")
 
 
 # 8 seeds from 30000 in CI (~45 truncations), 200 from 130000 under -m oracle_long
@@ -182,13 +188,7 @@ def leftovers_seed(oracle: Oracle, tmp: Path, seed: int) -> None:
     --execute`` now applies those start-up changes first (ops/load_first.needs_load_after_clean_shutdown)."""
     from oracle_mutations import mutate_leftovers
 
-    p = plan(seed, PROFILE)
-    part, batches = write(oracle, tmp / "written", p)
-    mutate_leftovers(seed, part)
-    rng = random.Random(f"truncate-leftovers-{seed}")
-    now = START + rng.choice([10_000, 3_600_000, 200_000_000])
-    for i, (kind, value) in enumerate(targets(rng, part, batches)):
-        compare(oracle, tmp / f"case{i}", part, p["config"], kind, value, now)
+    mutated_seed(oracle, tmp, seed, PROFILE, mutate_leftovers, "leftovers")
 
 
 @pytest.mark.parametrize("seed", seeds(6, base=50_000) + [pytest.param(s, marks=pytest.mark.oracle_long)

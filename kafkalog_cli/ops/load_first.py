@@ -76,13 +76,13 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
 
 def needs_load_after_clean_shutdown(lp: ld.LoaderPlan) -> bool:
     """After a clean shutdown Kafka's loader still finishes or undoes the leftovers of an interrupted clean, swap or
-    deletion (``.cleaned``, ``.swap``, ``.deleted``: LogLoader.removeTempFilesAndCollectSwapFiles, LogLoader.java's
-    swap completion) and recovers a segment whose offset index is missing or fails its sanity check
+    split (``.cleaned``, ``.swap``: LogLoader.removeTempFilesAndCollectSwapFiles, LogLoader.java's swap completion;
+    ``.deleted`` files alone the command deletes itself, as the loader does) and recovers a segment whose offset index is missing or fails its sanity check
     (LogLoader.loadSegmentFiles); its cleaner and its truncation then run on that result, so those changes come
     first here too. kafka-real ``Clean``/``Truncate`` on such inputs: tests/test_oracle_compact.py and
     tests/test_oracle_truncate.py (``leftovers after a clean shutdown``)."""
-    # .deleted leftovers alone: the command deletes them itself, as the loader does (its other changes, e.g. a
-    # leader-epoch checkpoint written for a legacy log, are not the broker's at a clean start)
+    # .deleted leftovers alone do not count: the load's other changes (e.g. a leader-epoch checkpoint written for a
+    # legacy log) are not the broker's at a clean start
     return bool(lp.recovered) or any(c.phase == "leftovers" and not c.name.endswith(".deleted") for c in lp.changes)
 
 
