@@ -254,6 +254,10 @@ class LoaderPlan:
     changes: list[FileChange] = field(default_factory=list)
     snapshots_deleted: list[int] = field(default_factory=list)
     snapshots_written: list[int] = field(default_factory=list)
+    #: the final rebuildProducerState replayed the log after the snapshot it reloaded (that snapshot is below the log
+    #: end: a segment recovery's temporary ProducerStateManager deleted the later ones, or they were missing), so the
+    #: snapshot it writes at the log end holds those producers unexpired, as the broker's memory does
+    log_end_state_replayed: bool = False
     epochs_before: list[tuple[int, int]] = field(default_factory=list)
     epochs_after: list[tuple[int, int]] = field(default_factory=list)
     log_start_offset: int = 0
@@ -1081,10 +1085,14 @@ class _LoadModel:
                                                     f"{n - n % size} bytes at its clean close", n - n % size))
 
     def replay(self, psm: ProducerStateManager, segs: list[Scan], log_start: int, last_offset: int,
-               clean: bool) -> bool:
-        """``rebuild_producer_state``; False (and a FATAL line) where Kafka's read of a segment throws."""
+               clean: bool, main: bool = False) -> bool:
+        """``rebuild_producer_state``; False (and a FATAL line) where Kafka's read of a segment throws. ``main``: the
+        loader's own ProducerStateManager (not a segment recovery's temporary one), whose replay is recorded in
+        ``LoaderPlan.log_end_state_replayed``."""
         try:
-            rebuild_producer_state(psm, segs, log_start, last_offset, clean, self.replay_read)
+            replayed = rebuild_producer_state(psm, segs, log_start, last_offset, clean, self.replay_read)
+            if main:
+                self.plan.log_end_state_replayed = replayed
         except KafkalogError as exc:
             self.plan.fatal.append(f"{exc.describe()}: the producer-state replay (UnifiedLog.rebuildProducerState, "
                                    "reading through the segment's offset index) throws: the broker fails to start")
@@ -1116,7 +1124,7 @@ class _LoadModel:
             remove_stray_snapshots(self.store, [s.base for s in segs])
         main = ProducerStateManager(self.store, version.java_producer_map, self.now)
         main.expiration_ms = self.expiration_ms
-        if not self.replay(main, segs, plan.log_start_offset, leo, clean):
+        if not self.replay(main, segs, plan.log_start_offset, leo, clean, main=True):
             return
         for base in sorted(set(self.replay_read)):
             # the replay's segment.read opened these offset indexes (LogSegment.translateOffset): trimmed at close

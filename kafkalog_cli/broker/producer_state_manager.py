@@ -434,10 +434,13 @@ class ProducerStateManager:
 
 
 def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegment], log_start: int, last_offset: int,
-                           clean: bool, read: list[int] | None = None) -> None:
+                           clean: bool, read: list[int] | None = None) -> bool:
     """UnifiedLog.rebuildProducerState over ``segs`` (the segments loaded so far, in order). ``read`` collects the
     base offsets of the segments it reads (``segment.read`` looks the start offset up in the segment's offset index,
-    LogSegment.translateOffset, so the broker opens that index and trims it at its close)."""
+    LogSegment.translateOffset, so the broker opens that index and trims it at its close). Returns whether it replayed
+    records after the snapshot it reloaded (UnifiedLog.java:103-130): the producers of that replay are in the state
+    without the expiry check loadFromSnapshot applies, so the snapshot it then takes at ``last_offset`` is that state
+    as it is (read back, it must not be expired again)."""
     to_snap: list[int] = []
     if segs:
         if len(segs) > 1:
@@ -448,10 +451,11 @@ def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegme
         for off in to_snap:
             psm.state.map_end_offset = off
             psm.take_snapshot()
-        return
+        return False
     empty_before = psm.is_empty() and psm.state.map_end_offset >= last_offset
     psm.truncate_and_reload(log_start, last_offset)
-    if last_offset > psm.state.map_end_offset and not empty_before:
+    replayed = last_offset > psm.state.map_end_offset and not empty_before
+    if replayed:
         floor = [s for s in segs if s.base <= last_offset]
         floor_seg = floor[-1] if floor else None
         start_from = psm.state.map_end_offset
@@ -476,6 +480,7 @@ def rebuild_producer_state(psm: ProducerStateManager, segs: Sequence[LoadedSegme
             psm.state.map_end_offset = end_keep  # loadProducersFromRecords does not move the map end offset
     psm.state.map_end_offset = last_offset
     psm.take_snapshot()
+    return replayed
 
 
 def remove_stray_snapshots(store: SnapshotStore, bases: list[int]) -> None:

@@ -26,8 +26,9 @@ class Loaded(NamedTuple):
     backup_dir: str | None  # the backup dir of that step, if it wrote
     summary: str  # what it changes, in a few words (for the dry run's note)
     recovered: list[int]  # the segments it recovers (LogSegment.recover: their max timestamp is known after it)
-    #: it writes the producer snapshot at the log end (expired producers dropped, as loadFromSnapshot drops them);
-    #: False after a clean shutdown: the command's own load then expires them as the broker's clean-start load does
+    #: the load's final producer-state rebuild replays the log after an earlier snapshot and writes the log-end
+    #: snapshot of that state (LoaderPlan.log_end_state_replayed): the command must not expire its producers again;
+    #: False: the broker's state is the log-end snapshot read with expiry, as the command's own load reads it
     log_end_snapshot: bool = False
 
 
@@ -63,9 +64,12 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     names = sorted({c.name for c in lp.changes}
                    | ({ld.RECOVERY_POINT_FILE} if lp.recovery_point_rewrite is not None else set()))
     recovered = [r.base for r in lp.recovered]
-    # after a clean shutdown the broker's main producer state is read from the log-end snapshot with expiry
-    # (LogLoader rebuildProducerState, hadCleanShutdown), whatever the segment recoveries wrote: expiry stays on
-    snap = lp.log_end_offset in lp.snapshots_written and not lp.clean_shutdown
+    # the broker's producer state after its load: the snapshot it reloads with expiry (loadFromSnapshot) plus, where
+    # that snapshot is below the log end, the log after it replayed without expiry (UnifiedLog.java:103-130), then a
+    # snapshot at the log end of exactly that state. Replayed: the log-end snapshot read back must not expire anyone
+    # again; not replayed (the log-end snapshot survived, or a segment recovery's temporary state wrote it): the
+    # broker's state is that file read with expiry, as the command's own load reads it
+    snap = lp.log_end_state_replayed
     if not execute:
         return Loaded(names, None, summary(lp), recovered, snap)
     res = rc.run([partition_dir], ld.DEFAULT_VERSION, execute=True, backup_dir=backup_dir, keep_backup=keep_backup,
