@@ -4,6 +4,7 @@ partition, and check that Kafka's ``Load`` of a directory kafkalog wrote changes
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,41 @@ from kafkalog_cli.cli.main import cli
 def kafkalog(*args: str) -> Result:
     """``kafkalog ARGS`` in-process (the CLI, not the engine: options, exit code and messages included)."""
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def execute_as_predicted(args: list[str], part: Path) -> Result:
+    """``kafkalog ARGS --execute`` after its dry run (``ARGS``: the command, ``part`` and its options without
+    --execute), which must change no
+    file and plan exactly what the execution then does: the same exit (1 then 0, or the same refusal: 2 and its
+    message) and the same JSON document but for what only an execution has (execute, written, backup_dir, the start-up
+    note's tense). A partition with start-up changes is planned on a copy of the loaded partition
+    (ops/load_first.loaded_copy). Returns the execution's result."""
+    from kafka_real import dir_digest
+
+    before = dir_digest(part.parent)
+    dry = kafkalog(*args, "--format", "json")
+    assert dir_digest(part.parent) == before, f"the dry run changed files: {dry.output}"
+    done = kafkalog(*args, "--execute", "--no-backup", "--format", "json")
+    if done.exit_code == 2:
+        assert dry.exit_code == 2, f"--execute refused, its dry run did not ({dry.exit_code}):\n{dry.output}\n{done.output}"
+        first = [ln for ln in done.stderr.splitlines() if ln.strip()][:1]
+        assert first and first[0] in dry.stderr, f"the dry run refused otherwise:\n{dry.stderr}\n{done.stderr}"
+        return done
+    assert done.exit_code == 0 and dry.exit_code in (0, 1), f"dry {dry.exit_code}, --execute {done.exit_code}:\n" \
+        f"{dry.output}\n{done.output}"
+    a, b = json.loads(dry.stdout), json.loads(done.stdout)
+    start_up = bool(a.get("notes")) and "start-up recovery changes" in a["notes"][0]
+    if "actions" in b:  # compact's document lists them (truncate's exit follows its plan's changes)
+        assert dry.exit_code == (1 if b["actions"] or start_up else 0), dry.output
+    elif start_up:
+        assert dry.exit_code == 1, dry.output
+    for doc in (a, b):
+        for key in ("execute", "written", "backup_dir"):
+            doc.pop(key, None)
+        if doc.get("notes") and "start-up recovery changes" in doc["notes"][0]:
+            doc["notes"][0] = doc["notes"][0].split("):", 1)[0]  # the tense after the summary differs
+    assert a == b, f"the dry run planned otherwise than --execute did:\n{json.dumps(a)}\n{json.dumps(b)}"
+    return done
 
 
 def copy_partition(part: Path, dest: Path) -> Path:

@@ -7,12 +7,12 @@ with and without the v1 tagged fields, tombstones); ``mutate`` then changes some
 newer or an older writer, or a damaged disk, leaves them, so that each release's decoder meets records it does not
 know:
 
-- a value version the release does not know (transaction log v2 / v9 / -1; offsets v5 / v9);
+- a value version the release does not know (transaction log v2 / v9 / -1; offsets v5 / v9 / -1 / -2: the JSON
+  decoders of 3.8+ read a negative version with version 0's fields);
 - a key version (record type) it does not know (transaction log key v1 / v3 / -1; offsets types 3, 4, 9, 15 of the
   new group coordinator, 25 and 40 that no release knows, -1). Not drawn, on purpose: offsets types 17-24 (the
   streams groups of 4.1+, which kafkalog's 4.0 decoder reads and 1eb7644's does not: a deliberate difference,
-  docs/dump.md) and negative offsets value versions (Kafka reads them with version 0's fields; kafkalog reports the
-  version: not reproduced, docs/testing.md);
+  docs/dump.md);
 - an unknown tagged field on a flexible value (tags past the ones the schema declares);
 - a transaction state no release has (8, 100, -1), partitions in an Empty state;
 - a value cut short, bytes after the value, an empty value, a null key.
@@ -27,7 +27,7 @@ import oracle_internal as oi
 
 TXN_MUTATIONS = ["none"] * 10 + ["value-version", "key-version", "tagged", "state", "cut", "garbage", "empty-value",
                                  "null-key"]
-OFFSETS_MUTATIONS = ["none"] * 10 + ["value-version", "key-version", "tagged", "cut", "garbage", "empty-value",
+OFFSETS_MUTATIONS = ["value-version"] * 10 + ["value-version", "key-version", "tagged", "cut", "garbage", "empty-value",
                                      "null-key"]
 
 
@@ -60,7 +60,7 @@ def _mutate_one(kind: str, key: bytes | None, value: bytes | None, rng: random.R
     if value is None or len(value) < 2:
         return key, value
     if mutation == "value-version":
-        return key, _with_version(value, rng.choice([2, 9, -1] if kind == "transaction-log" else [5, 9]))
+        return key, _with_version(value, rng.choice([2, 9, -1] if kind == "transaction-log" else [5, 9, -1, -2]))
     if mutation == "tagged":
         flexible = _version(value) >= (1 if kind == "transaction-log" else 4 if _version(key) <= 1 else 4)
         got = _tagged(value, rng, 3 if kind == "transaction-log" else 2) if flexible else None

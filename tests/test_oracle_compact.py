@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from kafka_real import Oracle, write_partition
-from oracle_cases import assert_load_keeps, config_args, copy_partition, kafkalog
+from oracle_cases import assert_load_keeps, config_args, copy_partition, execute_as_predicted, kafkalog
 from oracle_files import differences
 from oracle_plans import Profile, plan, seeds
 
@@ -56,8 +56,10 @@ def kafka_round(oracle: Oracle, part: Path, work: Path, config: dict[str, str], 
     return Path(res["partitionDir"])
 
 
-def kafkalog_round(part: Path, config: dict[str, str], s: dict, now_ms: int) -> None:
-    args = ["compact", "--execute", "--no-backup", "--now-ms", str(now_ms), *s.get("extra", ()),
+def kafkalog_round(part: Path, config: dict[str, str], s: dict, now_ms: int, predicted: bool = False) -> None:
+    """One ``compact --execute`` round; ``predicted``: after its dry run, which must plan exactly that
+    (oracle_cases.execute_as_predicted)."""
+    args = ["compact", "--now-ms", str(now_ms), *s.get("extra", ()),
             "--delete-retention-ms", str(s["delete_retention_ms"]),
             "--min-compaction-lag-ms", str(s["min_compaction_lag_ms"])]
     for key, opt in (("segment.bytes", "--segment-bytes"), ("index.interval.bytes", "--index-interval-bytes"),
@@ -68,8 +70,9 @@ def kafkalog_round(part: Path, config: dict[str, str], s: dict, now_ms: int) -> 
             args += [opt, config[key]]
     if "io_buffer_bytes" in s:
         args += ["--io-buffer-bytes", str(s["io_buffer_bytes"])]
-    r = kafkalog(*args, str(part))
-    assert r.exit_code == 0, f"kafkalog {' '.join(args)}: exit {r.exit_code}\n{r.output}"
+    args.append(str(part))
+    r = execute_as_predicted(args, part) if predicted else kafkalog(*args, "--execute", "--no-backup")
+    assert r.exit_code == 0, f"kafkalog {' '.join(args)} --execute: exit {r.exit_code}\n{r.output}"
 
 
 def written(oracle: Oracle, out: Path, p: dict) -> Path:
@@ -101,7 +104,7 @@ def compare_rounds(oracle: Oracle, tmp: Path, p: dict, s: dict, mutate=None) -> 
     now = s["now_ms"]
     for i in range(s["rounds"]):
         theirs = kafka_round(oracle, theirs, tmp / f"kafka-{i}", config, now, kafka_extra)
-        kafkalog_round(ours, config, s, now)
+        kafkalog_round(ours, config, s, now, predicted=i == 0)
         diff = differences(theirs, ours)
         assert not diff, f"round {i} (now {now}): files differ from Kafka's cleaner: {diff}\n{theirs}\n{ours}"
         now += s["advance_ms"]

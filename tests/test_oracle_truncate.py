@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from kafka_real import Oracle, dir_digest
-from oracle_cases import assert_load_keeps, config_args, copy_partition, kafkalog
+from oracle_cases import assert_load_keeps, config_args, copy_partition, execute_as_predicted
 from oracle_files import differences
 from oracle_plans import Profile, plan, seeds
 
@@ -68,12 +68,12 @@ def compare(oracle: Oracle, tmp: Path, part: Path, config: dict[str, str], kind:
     assert not res.get("error") and not res.get("closeError"), res
     ours = copy_partition(part, tmp / "kafkalog")
     before = dir_digest(ours)
-    args = ["truncate-to-epoch", "--execute", "--no-backup", "--now-ms", str(now), *extra, str(ours)]
+    args = ["truncate-to-epoch", str(ours), "--now-ms", str(now), *extra]
     for key, opt in (("index.interval.bytes", "--index-interval-bytes"), ("segment.index.bytes", "--segment-index-bytes")):
         if key in config:
             args += [opt, config[key]]
     args += [str(value)] if kind == "epoch" else ["--to-offset", str(value)]
-    r = kafkalog(*args)
+    r = execute_as_predicted(args, ours)  # its dry run first: it must plan exactly what --execute does
     if "unknownEpoch" in res:  # Kafka's leader has no end offset for it: nothing is truncated
         assert r.exit_code == 2 and dir_digest(ours) == before, r.output
         return

@@ -296,6 +296,8 @@ def recover_first_option(verb: str, who: str, done: str):  # noqa: ANN201
                         help="Apply the broker's start-up recovery first when the partition needs it (left by a crash: "
                              "no .kafka_cleanshutdown; or .cleaned/.swap leftovers or a missing offset index after a "
                              "clean shutdown): what 'kafkalog recover --execute' does, then "
-                             f"{verb}, as Kafka's own {who} runs on the loaded log. --no-recover-first: the files are "
+                             f"{verb}, as Kafka's own {who} runs on the loaded log; the dry run plans on a copy "
+                             "with that recovery applied (under $TMPDIR, up to KAFKALOG_DRY_RUN_COPY_MAX_BYTES, 2 GiB). "
+                             "A recovery that would drop intact records is refused. --no-recover-first: the files are "
                              f"{done} as they are.")
 

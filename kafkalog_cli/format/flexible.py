@@ -103,15 +103,26 @@ def read_struct(r: Reader, fields: list[Field], version: int, flexible: bool) ->
         for _ in range(ntags):
             tag = r.uvarint()
             size = r.uvarint()
-            r.need(size)
             tf = tagged.get(tag)
             if tf is None:
-                r.pos += size  # unknown tagged fields are skipped, as Kafka does
+                # unknown tagged fields are skipped, as Kafka does: read as bytes (Readable.readUnknownTaggedField ->
+                # readArray, whose message a size past the end gets)
+                _need_array(r, size)
+                r.pos += size
                 continue
+            r.need(size)
             sub = Reader(r.buf, r.pos, r.pos + size)
             out[tf.name] = _read_value(sub, tf.type, version, flexible, _in(version, tf.nullable))
             r.pos += size
     return out
+
+
+def _need_array(r: Reader, n: int) -> None:
+    """ByteBufferAccessor.readArray's check (ByteBufferAccessor.java:57-62 at 1eb7644): a generated ``read`` of
+    bytes, or of an unknown tagged field, fails with this message when the size runs past the end."""
+    if n > r.end - r.pos:
+        raise InvalidRecordError(f"Error reading byte array of {n} byte(s): only {r.end - r.pos} byte(s) available",
+                                 position=r.pos)
 
 
 def _read_len(r: Reader, flexible: bool, wide: bool = False) -> int:
@@ -128,7 +139,9 @@ def _read_value(r: Reader, t: Any, version: int, flexible: bool, nullable: bool)
             if n < 0:
                 return None
             if n > r.end - r.pos:
-                raise InvalidRecordError(f"array of {n} elements is larger than the remaining {r.end - r.pos} bytes", position=r.pos)
+                # the generated read's own check and message (MessageDataGenerator.java:658 at 1eb7644)
+                raise InvalidRecordError(f"Tried to allocate a collection of size {n}, but there are only "
+                                         f"{r.end - r.pos} bytes remaining.", position=r.pos)
             return [_read_value(r, sub, version, flexible, False) for _ in range(n)]
         if kind == "struct":
             if nullable:
@@ -146,11 +159,13 @@ def _read_value(r: Reader, t: Any, version: int, flexible: bool, nullable: bool)
         n = _read_len(r, flexible)
         if n < 0:
             return None
+        _need_array(r, n)  # Readable.readString reads through readArray
         return r.raw(n).decode("utf-8", errors="replace")
     if t in ("bytes", "records"):
         n = _read_len(r, flexible, wide=True)
         if n < 0:
             return None
+        _need_array(r, n)
         return r.raw(n)
     raise ValueError(t)
 

@@ -57,7 +57,9 @@ def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]
             return result & 0xFFFFFFFF, pos
         shift += 7
         if shift > 28:
-            raise InvalidRecordError("Varint is too long, the most significant bit in the 5th byte is set", position=pos)
+            # ByteUtils.illegalVarintException: the int the five bytes made, in hex (every release 2.8-4.0)
+            raise InvalidRecordError("Varint is too long, the most significant bit in the 5th byte is set, converted "
+                                     f"value: {result & 0xFFFFFFFF:x}", position=pos)
 
 
 def write_uvarint(value: int, out: bytearray) -> None:

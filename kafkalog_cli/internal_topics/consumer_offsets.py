@@ -50,7 +50,7 @@ class OffsetsJsonParser(co.JsonCoordinatorParser):
     def value_data(self, d: co.Decoded) -> dict[str, Any] | None:
         if d.record_type != 2 or d.value is None or d.value_version is None:
             return None
-        data = sc.to_json(sg.GroupMetadataValue.fields, d.value, d.value_version)
+        data = sc.to_json(sg.GroupMetadataValue.fields, d.value, d.value_layout)
         assert data is not None
         if data.get("protocolType") == CONSUMER and isinstance(data.get("members"), list):
             for member in data["members"]:

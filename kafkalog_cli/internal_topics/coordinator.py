@@ -44,6 +44,14 @@ class Decoded:
     #: version is the type), 0 for 4.0's ``coordinator-key`` schemas (``"apiKey": N``, ``"validVersions": "0"``)
     key_version: int = 0
 
+    @property
+    def value_layout(self) -> int:
+        """The version whose fields the value was read with: a negative version is read (and written as JSON) with
+        version 0's, as Kafka's generated ``read``/``write`` test only ``_version >= N`` for fields added in version
+        N (> 0), so no such field is present, and fields of version 0 on carry no lower check; its own version is
+        still the one printed."""
+        return 0 if self.value_version is None or self.value_version < 0 else self.value_version
+
 
 def key_version(msg: Message, record_type: int) -> int:
     """The version a key schema reads ``record_type``'s key at (the same bytes either way: int16 type + fields)."""
@@ -109,10 +117,14 @@ def _read_any_version(value: bytes, msg: Message, version: int) -> dict[str, Any
     structs' (generated OffsetCommitValue.java:129-160 and GroupMetadataValue.MemberMetadata at 1eb7644: a v9
     OffsetCommitValue is read with the newest layout, "non-nullable field metadata was serialized as null"; a v5
     GroupMetadataValue decodes, members included; checked against 1eb7644's and 3.9.0-rc3's tools). A negative
-    version keeps the version error (Kafka reads it with version 0's fields: not reproduced, docs/testing.md)."""
-    if msg.supports(version) or version < 0 or msg.name.startswith("Share"):
-        # share-group state keeps the version check: 1eb7644's ShareCoordinator wrote ShareUpdateValue v1, a layout
-        # no release reads (KAFKA-18437), reported rather than misread (tests/test_kafka44_oracle.py)
+    version is read with version 0's fields (``Decoded.value_layout``; checked against 1eb7644's and 3.9.0-rc3's
+    tools, tests/test_dump_oracle_coordinator.py)."""
+    if version < 0:
+        return read_checked(value, dataclasses.replace(msg, valid=(0, max(msg.valid[1], 0))), 0, 2)
+    if msg.supports(version) or msg.name.startswith(("ShareSnapshot", "ShareUpdate")):
+        # share-group state (__share_group_state) keeps the version check: 1eb7644's ShareCoordinator wrote
+        # ShareUpdateValue v1, a layout no release reads (KAFKA-18437), reported rather than misread
+        # (tests/test_kafka44_oracle.py); the share groups' records of __consumer_offsets are read at any version
         return read_checked(value, msg, version, 2)
     return read_checked(value, dataclasses.replace(msg, valid=(msg.valid[0], version)), version, 2)
 
@@ -156,7 +168,7 @@ def key_json_text(d: Decoded) -> str:
 def value_json_text(d: Decoded, data: dict[str, Any] | None = None) -> str:
     assert d.value_schema is not None and d.value_version is not None
     if data is None:
-        data = sc.to_json(d.value_schema.fields, d.value, d.value_version)
+        data = sc.to_json(d.value_schema.fields, d.value, d.value_layout)
     return sc.java_json({"version": str(d.value_version), "data": data})
 
 
@@ -206,7 +218,7 @@ def structured(d: Decoded) -> dict[str, Any]:
         "value_schema": None if d.value_schema is None else d.value_schema.name,
         "value": None
         if d.value is None or d.value_schema is None
-        else sc.plain_json(sc.to_json(d.value_schema.fields, d.value, d.value_version or 0)),
+        else sc.plain_json(sc.to_json(d.value_schema.fields, d.value, d.value_layout)),
     }
 
 

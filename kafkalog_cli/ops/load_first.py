@@ -12,11 +12,17 @@ would make of it), then do their work on the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NamedTuple, TypeVar
 
 from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.errors import KafkalogError, RepairRefused
+
+R = TypeVar("R")
 
 
 class Loaded(NamedTuple):
@@ -50,7 +56,7 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     state (before anything is written: the command's own refusal of the result changes nothing either)."""
     from kafkalog_cli.ops import recover as rc
 
-    lp = ld.plan_load(partition_dir, ld.DEFAULT_VERSION, now_ms=now_ms, config=cfg, lost_detail=False)
+    lp = ld.plan_load(partition_dir, ld.DEFAULT_VERSION, now_ms=now_ms, config=cfg)
     if not lp.has_changes or (lp.clean_shutdown and not needs_load_after_clean_shutdown(lp)):
         # after a clean shutdown the start-up only finishes leftovers and recovers segments whose index is missing;
         # its other changes (stale producer snapshots) are the command's own to make, as the cleaner or the
@@ -59,6 +65,7 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     if lp.fatal:
         raise RepairRefused("the broker cannot load this partition, so its cleaner and its truncation never run on it",
                             file=partition_dir, expected="a partition the broker's loader accepts", found=lp.fatal[0])
+    refuse_loss(partition_dir, lp)
     if check is not None:
         check(lp)
     names = sorted({c.name for c in lp.changes}
@@ -76,6 +83,116 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
                  now_ms=now_ms, config=cfg)
     dirs = res[0][2] if res else []
     return Loaded(names, dirs[-1] if dirs else None, summary(lp), recovered, snap)
+
+
+#: the largest partition a dry run copies to plan on the loaded state (``loaded_copy``); above it the dry run plans on
+#: the files as they are and says so. A copy reads the partition once and writes it to the temporary directory
+DRY_RUN_COPY_MAX_BYTES = 2 << 30
+DRY_RUN_COPY_ENV = "KAFKALOG_DRY_RUN_COPY_MAX_BYTES"
+
+
+def _copy_limit() -> int:
+    try:
+        return int(os.environ.get(DRY_RUN_COPY_ENV, DRY_RUN_COPY_MAX_BYTES))
+    except ValueError:
+        return DRY_RUN_COPY_MAX_BYTES
+
+
+def _regular_files(d: str) -> list[os.DirEntry]:
+    with os.scandir(d) as it:
+        return [e for e in it if e.is_file(follow_symlinks=False)]
+
+
+@contextmanager
+def loaded_copy(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None) -> Iterator[str | None]:
+    """A copy of the partition as the broker's start-up leaves it, for a DRY RUN to plan on: the partition's files
+    and its log dir's own files (the checkpoints and ``.kafka_cleanshutdown`` the loader reads) copied under the
+    temporary directory (``$TMPDIR``), the loader's plan applied there as ``recover --execute`` applies it, removed
+    again on exit. The dry run then plans what ``--execute`` does after that same step (a ``.cleaned``/``.swap``
+    leftover finished, a torn tail cut, a lost index rebuilt) instead of refusing or planning on files the step
+    changes. Nothing is written to the live log dir. Yields None (plan on the files as they are) where the partition is
+    larger than ``DRY_RUN_COPY_MAX_BYTES`` (``$KAFKALOG_DRY_RUN_COPY_MAX_BYTES``) or the temporary directory lacks
+    the space."""
+    from kafkalog_cli.ops import recover as rc
+
+    src = os.path.abspath(partition_dir)
+    logdir = os.path.dirname(src)
+    files = _regular_files(src)
+    size = sum(e.stat(follow_symlinks=False).st_size for e in files)
+    tmp = tempfile.gettempdir()
+    if size > _copy_limit() or shutil.disk_usage(tmp).free < size + (64 << 20):
+        yield None
+        return
+    scratch = tempfile.mkdtemp(prefix="kafkalog-dry-run-", dir=tmp)
+    try:
+        sim_logdir = os.path.join(scratch, os.path.basename(logdir) or "logdir")
+        sim = os.path.join(sim_logdir, os.path.basename(src))
+        os.makedirs(sim)
+        for e in _regular_files(logdir):
+            if e.name != ".lock" and e.stat(follow_symlinks=False).st_size <= (16 << 20):
+                shutil.copy2(e.path, os.path.join(sim_logdir, e.name))
+        for e in files:
+            shutil.copy2(e.path, os.path.join(sim, e.name))  # mtimes kept: the cleaner and retention read them
+        rc.run([sim], ld.DEFAULT_VERSION, execute=True, backup_dir=os.path.join(scratch, "backup"),
+               keep_backup=False, now_ms=now_ms, config=cfg)
+        yield sim
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def relocated(text: str, sim: str, real: str) -> str:
+    """A message of the plan made on ``loaded_copy``, naming the live partition (and log dir) instead of the copy's:
+    the copy keeps the partition's name, so the log dir's path stands for both."""
+    return text.replace(os.path.dirname(sim), os.path.dirname(real))
+
+
+def relocated_error(exc: KafkalogError, sim: str, real: str) -> KafkalogError:
+    """The command's refusal of the loaded copy, located in the live partition (``loaded_copy``)."""
+    for attr in ("message", "file", "expected", "found", "hint"):
+        v = getattr(exc, attr, None)
+        if isinstance(v, str):
+            setattr(exc, attr, relocated(v, sim, real))
+    return exc
+
+
+def plan_after_load(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None,
+                    plan_on: Callable[[str], R]) -> tuple[R, str, str] | None:
+    """A dry run's plan made on ``loaded_copy`` (what ``--execute`` plans after its start-up step): (the plan, the
+    copy's partition path, the live one) for the caller to relocate its messages; None where no copy is made. A
+    refusal or error of the plan names the live partition (``relocated_error``)."""
+    real = os.path.abspath(partition_dir)
+    with loaded_copy(partition_dir, cfg, now_ms) as sim:
+        if sim is None:
+            return None
+        try:
+            return plan_on(sim), sim, real
+        except KafkalogError as exc:
+            raise relocated_error(exc, sim, real) from None
+
+
+LOSS_HINT = ("nothing was changed; 'kafkalog salvage PARTITION_DIR' cuts out only the damaged bytes and keeps every "
+             "intact batch (add --execute to do it); 'kafkalog recover PARTITION_DIR --execute' applies the broker's "
+             "start-up recovery as it is, loss included (its backup keeps the removed files); then run again")
+
+
+def refuse_loss(partition_dir: str, lp: ld.LoaderPlan) -> None:
+    """A repair never loses a record silently: where the broker's start-up recovery would drop intact batches (a
+    segment cut at its first invalid batch with readable batches after it, later segments deleted:
+    LogLoader.recoverLog), the command refuses before anything is written, and its dry run says the same. A torn or
+    zero-filled tail holds no intact batch and is cut as the broker cuts it."""
+    if not lp.lost_records:
+        return
+    cut = [r for r in lp.recovered if r.lost and r.lost.records]
+    found = [f"{r.base:020d}.log cut at byte {r.stop_position}" + (f" ({r.stop})" if r.stop else "") for r in cut]
+    gone = [d for d in lp.deleted_segments if d.records]
+    if gone:
+        found.append(f"{len(gone)} later segment(s) deleted ({sum(d.records for d in gone)} record(s))")
+    exc = RepairRefused(f"the broker's start-up recovery of this partition drops {lp.lost_records} intact record(s) "
+                        "before it cleans or truncates (log end offset "
+                        f"{lp.log_end_before} -> {lp.log_end_offset})", file=partition_dir,
+                        expected="a start-up recovery that loses no intact record", found="; ".join(found))
+    exc.hint = LOSS_HINT
+    raise exc
 
 
 def needs_load_after_clean_shutdown(lp: ld.LoaderPlan) -> bool:
@@ -112,12 +229,19 @@ def summary(lp: ld.LoaderPlan) -> str:
     return "; ".join(parts)
 
 
-def load_note(loaded: Loaded, execute: bool) -> str:
+def load_note(loaded: Loaded, execute: bool, planned_after: bool = False) -> str:
+    """The plan's first note: the start-up step, and (a dry run) whether the plan below already assumes it
+    (``planned_after``: made on ``loaded_copy``) or is made on the files as they are (a partition too large to copy,
+    or ``--no-recover-first`` never gets here)."""
     names = loaded.names
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    on = ("the plan below is made on a copy of the partition with them applied, as --execute plans after them"
+          if planned_after else
+          f"the plan below is made on the files as they are now (the partition is larger than {DRY_RUN_COPY_ENV} "
+          "or the temporary directory's free space: no copy was made)")
     what = ("applied first, as 'kafkalog recover --execute' applies them" if execute else
             "--execute applies them first, as 'kafkalog recover --execute' does (--no-recover-first: not applied); "
-            "the plan below is made on the files as they are now")
+            + on)
     does = f"{loaded.summary}; " if loaded.summary else ""
     return (f"the broker's start-up recovery changes {len(names)} file(s) before it cleans or truncates (the "
             f"partition was left by a crash or holds leftovers: {does}files {shown}): {what}")
