@@ -60,7 +60,7 @@ from kafkalog_cli.ops.compact_io import (
     SegmentReader,
     SkimpyOffsetMap,
 )
-from kafkalog_cli.ops.load_first import NOTHING, load_first, load_note, plan_after_load, refused_after_load, relocated
+from kafkalog_cli.ops.load_first import NOTHING, dry_run_after_load, load_first, load_note, refused_after_load
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import AbortedTxn, encode_txn_index
 from kafkalog_cli.storage.paths import require_directory
@@ -1332,20 +1332,9 @@ def run(partition_dir: str, opts: CompactOptions, *, execute: bool = False, back
         opts = replace(opts, producer_id_expiration_ms=NEVER_EXPIRES)
     if names and not execute:
         # the dry run plans on a copy of the loaded partition (ops/load_first.loaded_copy): what --execute compacts
-        from kafkalog_cli.ops import safety
-
-        done = plan_after_load(partition_dir, cfg, opts.now_ms, lambda sim: repair_plan.drive(
-            sim, lambda: plan_repair(sim, opts, progress), execute=False, backup_dir=None))
-        if done is not None:
-            o, sim, real = done
-            plan = o.report
-            plan.partition_dir = real
-            copy_warnings = safety.log_dir_warnings(sim)
-            plan.notes = [relocated(n, sim, real) for n in plan.notes if n not in copy_warnings]
-            plan.notes.extend(safety.log_dir_warnings(partition_dir))
-            plan.load_first = names
-            plan.notes.insert(0, load_note(loaded, execute, planned_after=True))
-            return plan, [], None
+        planned = dry_run_after_load(partition_dir, loaded, cfg, opts.now_ms, lambda sim: plan_repair(sim, opts, progress))
+        if planned is not None:
+            return planned, [], None
     try:
         o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, opts, progress), execute=execute,
                               backup_dir=backup_dir, keep_backup=keep_backup)

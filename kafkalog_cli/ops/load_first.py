@@ -17,10 +17,13 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 from kafkalog_cli.broker import loader as ld
 from kafkalog_cli.errors import KafkalogError, RepairRefused
+
+if TYPE_CHECKING:
+    from kafkalog_cli.ops.repair_plan import RepairPlan
 
 R = TypeVar("R")
 
@@ -193,6 +196,44 @@ def refuse_loss(partition_dir: str, lp: ld.LoaderPlan) -> None:
                         expected="a start-up recovery that loses no intact record", found="; ".join(found))
     exc.hint = LOSS_HINT
     raise exc
+
+
+class Planned(Protocol):
+    """What a repair's plan (CompactPlan, TruncatePlan) holds that ``dry_run_after_load`` rewrites (a
+    ``repair_plan.Report`` with the partition's path and the start-up step's files)."""
+
+    partition_dir: str
+    notes: list[str]
+    load_first: list[str]
+
+    @property
+    def has_changes(self) -> bool: ...
+
+
+P = TypeVar("P", bound=Planned)
+
+
+def dry_run_after_load(partition_dir: str, loaded: Loaded, cfg: ld.TopicConfig, now_ms: int | None,
+                       plan_repair: Callable[[str], RepairPlan[P]]) -> P | None:
+    """The dry run of compact / truncate-to-epoch where the start-up step has changes: ``plan_repair`` (the command's
+    planner, given a partition path) runs on ``loaded_copy``, and its plan is returned naming the live partition, with
+    the live log dir's own warnings and the start-up note first; None where no copy is made (the caller plans on the
+    files as they are)."""
+    from kafkalog_cli.ops import repair_plan, safety
+
+    done = plan_after_load(partition_dir, cfg, now_ms, lambda sim: repair_plan.drive(
+        sim, lambda: plan_repair(sim), execute=False, backup_dir=None))
+    if done is None:
+        return None
+    o, sim, real = done
+    plan = o.report
+    plan.partition_dir = real
+    copy_warnings = safety.log_dir_warnings(sim)
+    plan.notes = [relocated(n, sim, real) for n in plan.notes if n not in copy_warnings]
+    plan.notes.extend(safety.log_dir_warnings(partition_dir))
+    plan.load_first = loaded.names
+    plan.notes.insert(0, load_note(loaded, False, planned_after=True))
+    return plan
 
 
 def needs_load_after_clean_shutdown(lp: ld.LoaderPlan) -> bool:

@@ -34,7 +34,7 @@ from kafkalog_cli.broker.leader_epoch_cache import end_offset_for, truncate_from
 from kafkalog_cli.errors import KafkalogError, RepairRefused
 from kafkalog_cli.format.batch import Batch
 from kafkalog_cli.ops import repair_plan
-from kafkalog_cli.ops.load_first import NOTHING, load_first, load_note, plan_after_load, refused_after_load, relocated
+from kafkalog_cli.ops.load_first import NOTHING, dry_run_after_load, load_first, load_note, refused_after_load
 from kafkalog_cli.storage import layout
 from kafkalog_cli.storage.companions import (
     SEGMENT_NAME,
@@ -560,22 +560,11 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
     names, load_backup = loaded.names, loaded.backup_dir
     if names and not execute:
         # the dry run plans on a copy of the loaded partition (ops/load_first.loaded_copy): what --execute truncates
-        from kafkalog_cli.ops import safety
-
-        done = plan_after_load(partition_dir, config or ld.TopicConfig(), now_ms, lambda sim: repair_plan.drive(
-            sim, lambda: plan_repair(sim, epoch, to_offset, now_ms=now_ms,
-                                     producer_id_expiration_ms=producer_id_expiration_ms,
-                                     recovered_segments=loaded.recovered), execute=False, backup_dir=None))
-        if done is not None:
-            o, sim, real = done
-            plan = o.report
-            plan.partition_dir = real
-            copy_warnings = safety.log_dir_warnings(sim)
-            plan.notes = [relocated(n, sim, real) for n in plan.notes if n not in copy_warnings]
-            plan.notes.extend(safety.log_dir_warnings(partition_dir))
-            plan.load_first = names
-            plan.notes.insert(0, load_note(loaded, execute, planned_after=True))
-            return plan, [], None
+        planned = dry_run_after_load(partition_dir, loaded, config or ld.TopicConfig(), now_ms, lambda sim: plan_repair(
+            sim, epoch, to_offset, now_ms=now_ms, producer_id_expiration_ms=producer_id_expiration_ms,
+            recovered_segments=loaded.recovered))
+        if planned is not None:
+            return planned, [], None
     # the segments that load recovered: their max timestamp is known to the truncation (_final_time_entry)
     recovered = loaded.recovered if execute else []
     try:
