@@ -185,8 +185,14 @@ def refuse_loss(partition_dir: str, lp: ld.LoaderPlan) -> None:
     zero-filled tail holds no intact batch and is cut as the broker cuts it."""
     if not lp.lost_records:
         return
-    cut = [r for r in lp.recovered if r.lost and r.lost.records]
-    found = [f"{r.base:020d}.log cut at byte {r.stop_position}" + (f" ({r.stop})" if r.stop else "") for r in cut]
+    found = []
+    for r in lp.recovered:
+        if r.outcome == "intact":
+            continue
+        why = r.stop or "an invalid batch"
+        if r.lost is not None and not r.lost.records:
+            why += ": a torn write, no intact batch after it in the segment"
+        found.append(f"{r.base:020d}.log cut at byte {r.stop_position} ({why})")
     gone = [d for d in lp.deleted_segments if d.records]
     if gone:
         found.append(f"{len(gone)} later segment(s) deleted ({sum(d.records for d in gone)} record(s))")
