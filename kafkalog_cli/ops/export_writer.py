@@ -62,6 +62,7 @@ class DirectWriter:
         self._written = 0  # bytes handed to the thread
         self._error: BaseException | None = None
         self._closed = False
+        self._aborted = False
         self._thread = threading.Thread(target=self._run, name="kafkalog-export-writer", daemon=True)
         self._thread.start()
 
@@ -131,6 +132,9 @@ class DirectWriter:
         self._check()
 
     def write(self, data: Any) -> int:
+        if self._aborted:
+            return len(memoryview(data).cast("B"))  # discarded: a buffer in front of this file (pyarrow's) flushes
+            # on its way out, and an error there would only be printed by pyarrow, the file being removed anyway
         if self._closed:
             raise ValueError("write to a closed file")
         self._check()
@@ -181,10 +185,11 @@ class DirectWriter:
             os.close(self._fd)
 
     def abort(self) -> None:
-        """Stop without writing what is buffered (an interrupted or failed export; the file is removed after)."""
+        """Stop without writing what is buffered (an interrupted or failed export; the file is removed after); later
+        writes are discarded."""
         if self._closed:
             return
-        self._closed = True
+        self._closed = self._aborted = True
         self._error = self._error or OSError(errno.ECANCELED, "export aborted")
         self._todo.put(None)
         self._thread.join()
