@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import array
 import os
-import struct
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kafkalog_cli.ops.export import BatchItem, PartitionStats, SourcePartition, record_control
+from kafkalog_cli.render.parquet_parts import ParallelParquetWriter
 from kafkalog_cli.scan.schema import LOCATION_FIELDS, RECORDS, TIMESTAMP, VERSION_KEY
 
 ROW_GROUP_ROWS = 64 * 1024
@@ -78,7 +77,6 @@ DICTIONARY_COLUMNS = ("log_dir", "broker_id", "topic", "partition", "partition_d
                       "magic", "codec", "header_keys")
 _I64, _I32 = pa.int64(), pa.int32()
 _ZERO = b"\0\0\0\0"
-_NATIVE = "<" if sys.byteorder == "little" else ">"
 
 
 def _Q(v: int) -> bytes:  # native-order int64 / int32 of the Arrow buffers (the C walk's byte order)
@@ -111,7 +109,7 @@ class Dictionaries:
                 self.values[j].append(v)
                 self._arrays[j] = None
             out.append(k)
-        return struct.pack(f"{_NATIVE}{len(out)}i", *out)
+        return array.array("i", out).tobytes()  # native order, as the C walk's
 
     def array(self, j: int) -> pa.Array:
         a = self._arrays[j]
@@ -270,7 +268,7 @@ class ParquetSink:
         self.single = single
         self.fast = fast
         self.kernels = kernels
-        self.writer: pq.ParquetWriter | None = None
+        self.writer: ParallelParquetWriter | None = None
         self.dicts = Dictionaries()
         self.rows = ColumnBuffers()
         self.output = ""
@@ -278,22 +276,16 @@ class ParquetSink:
         self._file = ""
         self._segment = ""
         self._run_codes: tuple[str, bytes, bytes] | None = None  # (file, CreateTime codes, LogAppendTime codes)
-        self._pending: Any = None  # the row group being written on the writer thread
-        self._sink: Any = None  # the file object the writer writes to (None: it opened a path itself)
-        self._stream: Any = None  # the native buffer in front of it (pyarrow writes to it without the GIL)
+        self._sink: Any = None  # the output file object
 
     def begin(self, part: SourcePartition) -> None:
         if self.writer is None:
-            path, self.output = self.open_path(part)
-            self._sink = path if not isinstance(path, str) else None
-            if self._sink is not None:
-                # pyarrow takes the GIL for every write to a Python file object (a page header, a page: several per
-                # column chunk), each a wait while the walk holds it; buffered natively, one write per 4 MiB
-                path = self._stream = pa.BufferedOutputStream(pa.PythonFile(path, mode="w"), buffer_size=4 << 20)
-            self.writer = pq.ParquetWriter(path, WIRE, compression="snappy",
-                                           use_dictionary=[*DICTIONARY_COLUMNS, *_BATCH_COLUMNS],
-                                           write_statistics=STATISTICS_COLUMNS, store_schema=False)
-            self.writer.add_key_value_metadata({k.decode(): v.decode() for k, v in (SCHEMA.metadata or {}).items()})
+            sink, self.output = self.open_path(part)
+            self._sink = open(sink, "xb") if isinstance(sink, str) else sink  # noqa: SIM115 - closed by close()
+            self.writer = ParallelParquetWriter(
+                self._sink, WIRE, {k.decode(): v.decode() for k, v in (SCHEMA.metadata or {}).items()},
+                compression="snappy", use_dictionary=[*DICTIONARY_COLUMNS, *_BATCH_COLUMNS],
+                write_statistics=STATISTICS_COLUMNS, store_schema=False)
             self.dicts = Dictionaries()
         d = part.dirs[0]
         self.loc = (os.path.dirname(d), part.broker if part.broker >= 0 else None, part.topic,
@@ -354,37 +346,14 @@ class ParquetSink:
         return npos, batches, records, first, last_taken, last
 
     def flush(self) -> None:
-        """Hand the rows to the writer thread (pyarrow encodes and compresses without the GIL, beside the walk of
-        the next row group); at most one row group waits, so memory holds two."""
+        """Hand the rows to the encoding threads (``ParallelParquetWriter``: pyarrow encodes and compresses without
+        the GIL, beside the walk of the next row group); at most ``parquet_parts.PENDING`` row groups wait."""
         rows = self.rows
         if not rows.n or self.writer is None:
             return
         table = rows.table(self.dicts, self.kernels)
         self.rows = ColumnBuffers()
-        self._wait()
-        import threading
-
-        writer = self.writer
-        box: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                writer.write_table(table)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the walk's thread by _wait
-                box.append(exc)
-
-        t = threading.Thread(target=write, name="kafkalog-parquet", daemon=True)
-        t.start()
-        self._pending = (t, box)
-
-    def _wait(self) -> None:
-        if self._pending is None:
-            return
-        t, box = self._pending
-        self._pending = None
-        t.join()
-        if box:
-            raise box[0]
+        self.writer.write_table(table)
 
     def end(self, part: SourcePartition, stats: PartitionStats) -> None:
         stats.output = self.output
@@ -393,13 +362,8 @@ class ParquetSink:
 
     def close(self) -> None:
         self.flush()
-        self._wait()
         if self.writer is not None:
             self.writer.close()
-            if self._stream is not None:
-                self._stream.close()
-            if self._sink is not None:
-                self._sink.close()  # a file object ParquetWriter was given: flushed and closed here
+            self._sink.close()  # flushed and closed here (a DirectWriter: the rest written, its thread joined)
         self.writer = None
         self._sink = None
-        self._stream = None
