@@ -62,7 +62,6 @@ class DirectWriter:
         self._written = 0  # bytes handed to the thread
         self._error: BaseException | None = None
         self._closed = False
-        self._aborted = False
         self._thread = threading.Thread(target=self._run, name="kafkalog-export-writer", daemon=True)
         self._thread.start()
 
@@ -132,9 +131,6 @@ class DirectWriter:
         self._check()
 
     def write(self, data: Any) -> int:
-        if self._aborted:
-            return len(memoryview(data).cast("B"))  # discarded: a buffer in front of this file (pyarrow's) flushes
-            # on its way out, and an error there would only be printed by pyarrow, the file being removed anyway
         if self._closed:
             raise ValueError("write to a closed file")
         self._check()
@@ -185,11 +181,10 @@ class DirectWriter:
             os.close(self._fd)
 
     def abort(self) -> None:
-        """Stop without writing what is buffered (an interrupted or failed export; the file is removed after); later
-        writes are discarded."""
+        """Stop without writing what is buffered (an interrupted or failed export; the file is removed after)."""
         if self._closed:
             return
-        self._closed = self._aborted = True
+        self._closed = True
         self._error = self._error or OSError(errno.ECANCELED, "export aborted")
         self._todo.put(None)
         self._thread.join()
