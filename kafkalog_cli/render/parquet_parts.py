@@ -50,6 +50,7 @@ class ParallelParquetWriter:
         self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="kafkalog-parquet")
         self._pending: deque[Future[pa.Buffer]] = deque()
         self._pos = 0  # bytes written to sink
+        self._first: pa.Buffer | None = None  # the first part, until a second one comes (``_take``)
         self._footer: list[Any] | None = None  # the first part's FileMetaData (parsed); row groups gathered into it
         self._row_groups: list[Any] = []
         self._rows = 0
@@ -69,6 +70,17 @@ class ParallelParquetWriter:
         self._pending.append(self._pool.submit(self._encode, table))
 
     def _take(self, part: pa.Buffer) -> None:
+        """A finished part, in order. The first is held until a second comes: a file of one row group (a small
+        partition of a directory export) is that part as it is, its footer not parsed (1-2 ms in Python each)."""
+        if self._first is None and self._footer is None:
+            self._first = part
+            return
+        if self._first is not None:
+            first, self._first = self._first, None
+            self._join(first)
+        self._join(part)
+
+    def _join(self, part: pa.Buffer) -> None:
         """Append one part's column chunks to the file and its row groups (offsets moved) to the footer."""
         data = memoryview(part)
         n = len(data)
@@ -97,8 +109,12 @@ class ParallelParquetWriter:
         try:
             while self._pending:
                 self._take(self._pending.popleft().result())
-            if self._footer is None:  # no row group: pyarrow's own empty file
-                self._take(self._encode(None))
+            if self._first is None and self._footer is None:  # no row group: pyarrow's own empty file
+                self._first = self._encode(None)
+            if self._first is not None:  # one part: the whole file
+                self.sink.write(memoryview(self._first))
+                self._first = None
+                return
             assert self._footer is not None
             tc.set_value(self._footer, _FMD_NUM_ROWS, tc.I64, self._rows)
             tc.set_value(self._footer, _FMD_ROW_GROUPS, tc.LIST, (tc.STRUCT, self._row_groups))
