@@ -36,6 +36,7 @@
 #include "accel/format_json.c"
 #include "accel/dump_run.c"
 #include "accel/export_records.c"
+#include "accel/export_columns.c"
 #include "accel/replay_records.c"
 #include "accel/metadata_replay.c"
 
@@ -65,6 +66,9 @@ static PyMethodDef methods[] = {
     {"export_ndjson", export_ndjson, METH_VARARGS, "export --format ndjson: one v2 batch's record lines, or None to fall back."},
     {"export_ndjson_run", export_ndjson_run, METH_VARARGS, "export --format ndjson: the lines of a run of plain v2 batches."},
     {"export_columns", export_columns, METH_VARARGS, "export --format parquet: one v2 batch's record columns, or -1 to fall back."},
+    {"export_columns_run", export_columns_run, METH_VARARGS, "export --format parquet: the columns of a run of plain v2 batches."},
+    {"export_codes", export_codes, METH_VARARGS, "export --format parquet: per-row dictionary indices from per-batch codes."},
+    {"export_valid", export_valid, METH_VARARGS, "export --format parquet: the validity bitmap of int32/int64 values (-1: null)."},
     {"replay_items", replay_items, METH_VARARGS, "replay: one v2 batch's records as produce() tuples, or None to fall back."},
     {"replay_count", replay_count, METH_VARARGS, "replay's plan: (taken, first, last) of one v2 batch's records, or None."},
     {"replay_map_lines", replay_map_lines, METH_VARARGS, "replay: a produced chunk's offset-map lines."},

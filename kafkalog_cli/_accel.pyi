@@ -193,6 +193,27 @@ def export_columns(buffer: Buffer, start: int, end: int, count: int, base_offset
     the batch) where ``export_ndjson`` declines and on a header key that is not strict UTF-8 or column bytes past
     int32 offsets."""
 
+def export_columns_run(buffer: Buffer, pos: int, end: int, next_offset: int, max_batch_size: int,
+                       outs: tuple[bytearray, ...], batch_outs: tuple[bytearray, ...], codes_create: Buffer,
+                       codes_append: Buffer, batch_no: int, rows: int, nbytes: int, max_rows: int, max_bytes: int,
+                       /) -> tuple[int, int, int, int, int, int, int]:
+    """``export --format parquet``: the columns of a run of consecutive plain v2 batches (``export_ndjson_run``'s
+    rules) from ``pos``: records into ``outs`` (``export_columns``' 15 bytearrays), batch fields into the 7
+    ``batch_outs`` (row batch numbers from ``batch_no``, position, leader epoch, producer id, producer epoch, base
+    offset, the batch's i32 dictionary codes: ``codes_create`` or ``codes_append``); stops before a batch it does not
+    take, or once the row group reaches ``max_rows`` rows or ``max_bytes`` batch bytes (``rows``, ``nbytes``: so
+    far). Returns (next position, batches with records, records, first base offset or -1, last offset of the last
+    taken batch or -1, last offset walked or INT64_MIN, batch bytes walked)."""
+
+def export_codes(codes: Buffer, k: int, batch_no: Buffer, /) -> list[tuple[bytes, bytes, int]]:
+    """``export --format parquet``: for each of the ``k`` i32 codes per batch entry in ``codes`` (-1: null), the
+    per-row dictionary indices (``batch_no``: each row's i32 batch entry), an Arrow validity bitmap (code >= 0) and
+    the null count."""
+
+def export_valid(buffer: Buffer, width: int, /) -> tuple[bytes, int]:
+    """``export --format parquet``: the Arrow validity bitmap (value != -1) of native int32 (``width`` 4) or int64
+    (8) values, and the null count."""
+
 # ------------------------------------------------------------------------------------------------ replay (replay_records.c)
 def replay_items(buffer: Buffer, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
                  max_timestamp: int, log_append: bool, after: int, header_name: str | None, prefix: Buffer,

@@ -116,3 +116,60 @@ def test_the_compiled_walk_takes_plain_batches_and_declines_malformed_ones():
     assert not any(outs)
     assert mod.export_columns(data, 61, len(data), 1, 3, 5, 5, False, -1, -(1 << 63), -(1 << 63), (1 << 63) - 1, -1,
                               outs) == 1
+
+
+def test_the_parquet_run_gives_the_rows_of_batch_by_batch_and_stops_where_python_must_go_on():
+    """``export_columns_run`` over plain batches: the record columns ``export_columns`` gives batch by batch, one
+    batch entry per batch with records, and it stops before a batch whose CRC fails (and at a row group's end)."""
+    mod = accel.module()
+    if not hasattr(mod, "export_columns_run"):
+        pytest.skip("accelerator without export_columns_run")
+    specs = [[RecordSpec(key=b"k%d" % i, value=None if i == 1 else b"v" * i, headers=[("h", b"x")] if i else [],
+                         timestamp=10 + i) for i in range(n)] for n in (3, 2, 4)]
+    bases = (0, 3, 5)
+    blobs = [encode_batch(s, base_offset=o, partition_leader_epoch=5, timestamp_type=1 if o == 3 else 0)
+             for s, o in zip(specs, bases)]
+    data = b"".join(blobs)
+    one = tuple(bytearray() for _ in range(15))
+    pos = 0
+    for b, s, o in zip(blobs, specs, bases):
+        assert mod.export_columns(data, pos + 61, pos + len(b), len(s), o, 10, 10 + len(s) - 1, o == 3, -1,
+                                  -(1 << 63), -(1 << 63), (1 << 63) - 1, -1, one) == len(s)
+        pos += len(b)
+    outs = tuple(bytearray() for _ in range(15))
+    bouts = tuple(bytearray() for _ in range(7))
+    create, append = b"\1\0\0\0", b"\2\0\0\0"
+    got = mod.export_columns_run(data, 0, len(data), -(1 << 63), 1 << 20, outs, bouts, create, append, 0, 0, 0,
+                                 1 << 20, 1 << 30)
+    assert got == (len(data), 3, 9, 0, 8, 8, len(data))
+    assert outs == one
+    bno = [int.from_bytes(bouts[0][i:i + 4], "little") for i in range(0, len(bouts[0]), 4)]
+    assert bno == [0, 0, 0, 1, 1, 2, 2, 2, 2]
+    assert bytes(bouts[6]) == create + append + create  # the second batch with records is LogAppendTime
+    bad = bytearray(data)
+    bad[len(blobs[0]) + len(blobs[1]) + 70] ^= 1  # inside the third batch's records (CRC-covered)
+    outs2 = tuple(bytearray() for _ in range(15))
+    bouts2 = tuple(bytearray() for _ in range(7))
+    got = mod.export_columns_run(bytes(bad), 0, len(bad), -(1 << 63), 1 << 20, outs2, bouts2, create, append, 0, 0,
+                                 0, 1 << 20, 1 << 30)
+    assert got[:3] == (len(blobs[0]) + len(blobs[1]), 2, 5) and bytes(outs2[0]) == bytes(one[0][:40])
+    got = mod.export_columns_run(data, 0, len(data), -(1 << 63), 1 << 20, tuple(bytearray() for _ in range(15)),
+                                 tuple(bytearray() for _ in range(7)), create, append, 0, 0, 0, 3, 1 << 30)
+    assert got[:3] == (len(blobs[0]), 1, 3)  # the row group is full after the first batch
+
+
+def test_the_parquet_codes_and_validity_kernels_match_the_python_ones():
+    from kafkalog_cli.render import export_parquet as ep
+
+    mod = accel.module()
+    if not hasattr(mod, "export_codes"):
+        pytest.skip("accelerator without export_codes")
+    rnd = random.Random(5)
+    k = 4
+    entries = 30
+    codes = b"".join(rnd.choice([-1, 0, 1, 7]).to_bytes(4, "little", signed=True) for _ in range(entries * k))
+    bno = b"".join(sorted(rnd.randrange(entries) for _ in range(203))[i].to_bytes(4, "little") for i in range(203))
+    assert mod.export_codes(codes, k, bno) == ep._codes_python(codes, k, bno)
+    for width in (4, 8):
+        vals = b"".join(rnd.choice([-1, 0, 5, -2]).to_bytes(width, "little", signed=True) for _ in range(77))
+        assert mod.export_valid(vals, width) == ep._valid_python(vals, width)

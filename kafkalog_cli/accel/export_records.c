@@ -10,8 +10,7 @@
  *     json.dumps(record_object(...), ensure_ascii=False, separators=(",", ":")) + "\n" prints; the batch-constant
  *     parts of each line come from Python as five pieces (p1 offset p2 ts p3 [headers] key payload [encodings] p4
  *     sequence p5);
- *   - export_columns: the per-record columns of kafkalog_cli/render/export_parquet.py into bytearrays (the layout
- *     is written above export_columns).
+ *   - export_columns (accel/export_columns.c): the per-record columns of kafkalog_cli/render/export_parquet.py.
  * Both select the records as kafkalog_cli/ops/export.py:Selection does (offset >= lo, start <= ts <= end, at most
  * `limit`; INT64 bounds / -1 mean none). Both decline (None / -1, nothing appended) where the Python reference might
  * differ: a record rec_next rejects, more than MAX_HEADERS_INLINE headers, offset or timestamp arithmetic that
@@ -292,128 +291,6 @@ error:
     PyMem_Free(p4);
     PyMem_Free(p5);
     Py_XDECREF(o.ba);
-    PyBuffer_Release(&view);
-    return NULL;
-}
-
-/* a bytearray grown once by an upper bound of what the batch can add, filled through a cursor, then cut to size */
-typedef struct {
-    PyObject *ba;
-    Py_ssize_t len0; /* its size before the call (restored on a decline) */
-    char *p;
-} excol;
-
-static inline void ex_put(excol *c, const void *s, Py_ssize_t n) {
-    memcpy(c->p, s, (size_t)n);
-    c->p += n;
-}
-static inline void ex_i32(excol *c, int32_t v) { ex_put(c, &v, 4); }
-static inline void ex_i64(excol *c, int64_t v) { ex_put(c, &v, 8); }
-
-/*
- * export_columns(buf, start, end, count, base_offset, base_ts, max_ts, log_append, base_seq,
- *                lo_offset, start_ms, end_ms, limit, outs) -> records appended, or -1 (declined: nothing appended)
- * outs: 15 bytearrays, native byte order (kafkalog_cli/render/export_parquet.py:ColumnBuffers):
- *   0 offset i64, 1 timestamp i64, 2 key_size i32, 3 value_size i32, 4 key bytes, 5 key end offsets i32,
- *   6 value bytes, 7 value end offsets i32, 8 header-key bytes, 9 header-key end offsets i32, 10 header-value bytes,
- *   11 header-value end offsets i32, 12 header-value sizes i32 (-1 null), 13 header-list end offsets i32 (counts),
- *   14 sequence i32.
- * One pass: every bytearray is first grown by what the batch can add at most (count rows; the records' bytes for
- * the data columns; a header takes at least two bytes of the records), filled, then cut to the bytes written; a
- * decline (a record rec_next rejects, a header key that is not strict UTF-8, data past int32 offsets) cuts every
- * bytearray back to its size before the call, so nothing is appended.
- */
-static PyObject *export_columns(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    Py_ssize_t start, end, count;
-    long long base_offset, base_ts, max_ts, lo, t_lo, t_hi, limit;
-    int log_append, base_seq;
-    PyObject *outs;
-    if (!PyArg_ParseTuple(args, "y*nnnLLLpiLLLLO!", &view, &start, &end, &count, &base_offset, &base_ts, &max_ts,
-                          &log_append, &base_seq, &lo, &t_lo, &t_hi, &limit, &PyTuple_Type, &outs))
-        return NULL;
-    excol col[15];
-    if (PyTuple_GET_SIZE(outs) != 15) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "outs must be 15 bytearrays");
-        return NULL;
-    }
-    for (int i = 0; i < 15; i++) {
-        col[i].ba = PyTuple_GET_ITEM(outs, i);
-        if (!PyByteArray_Check(col[i].ba)) {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_TypeError, "outs must be 15 bytearrays");
-            return NULL;
-        }
-        col[i].len0 = PyByteArray_GET_SIZE(col[i].ba);
-    }
-    const uint8_t *b = (const uint8_t *)view.buf;
-    dumpctx c = {base_offset, base_ts, max_ts, log_append, 0, 0, base_seq, NULL, NULL};
-    long long appended = -1;
-    int grown = 0;
-    if (start < 0 || start > end || end > view.len || count < 0 || count > end - start) goto done;
-    {
-        Py_ssize_t bytes = end - start, maxh = bytes / 2;
-        Py_ssize_t add[15] = {8 * count, 8 * count, 4 * count, 4 * count, bytes, 4 * count, bytes, 4 * count, bytes,
-                              4 * maxh, bytes, 4 * maxh, 4 * maxh, 4 * count, 4 * count};
-        for (int i = 0; i < 15; i++) {
-            if (PyByteArray_Resize(col[i].ba, col[i].len0 + add[i]) < 0) goto error;
-            col[i].p = PyByteArray_AS_STRING(col[i].ba) + col[i].len0;
-        }
-        grown = 1;
-        int64_t kbytes = col[4].len0, vbytes = col[6].len0, hkbytes = col[8].len0, hvbytes = col[10].len0;
-        int64_t hcount = col[9].len0 / 4;
-        Py_ssize_t pos = start, taken = 0;
-        for (Py_ssize_t i = 0; i < count; i++) {
-            dumprec d;
-            v2rec *r = &d.r;
-            int64_t offset, ts;
-            int sel = ex_next(b, &pos, end, i == count - 1, &c, lo, t_lo, t_hi, limit, taken, &d, &offset, &ts);
-            if (sel < 0) goto done;
-            if (!sel) continue;
-            taken++;
-            int32_t kl = r->klen > 0 ? r->klen : 0, vl = r->vlen > 0 ? r->vlen : 0;
-            kbytes += kl;
-            vbytes += vl;
-            ex_i64(&col[0], offset);
-            ex_i64(&col[1], ts);
-            ex_i32(&col[2], r->klen >= 0 ? r->klen : -1);
-            ex_i32(&col[3], r->vlen >= 0 ? r->vlen : -1);
-            if (kl) ex_put(&col[4], b + r->kpos, kl);
-            if (vl) ex_put(&col[6], b + r->vpos, vl);
-            for (int32_t h = 0; h < r->nh; h++) {
-                const v2rechdr *hd = &d.hdrs[h];
-                if (!utf8_valid(b + hd->kpos, hd->klen)) goto done;
-                ex_put(&col[8], b + hd->kpos, hd->klen);
-                hkbytes += hd->klen;
-                if (hd->vlen > 0) {
-                    ex_put(&col[10], b + hd->vpos, hd->vlen);
-                    hvbytes += hd->vlen;
-                }
-                if (hkbytes > INT32_MAX || hvbytes > INT32_MAX) goto done;
-                ex_i32(&col[9], (int32_t)hkbytes);
-                ex_i32(&col[11], (int32_t)hvbytes);
-                ex_i32(&col[12], hd->vlen >= 0 ? hd->vlen : -1);
-            }
-            hcount += r->nh;
-            if (kbytes > INT32_MAX || vbytes > INT32_MAX || hcount > INT32_MAX) goto done;
-            ex_i32(&col[5], (int32_t)kbytes);
-            ex_i32(&col[7], (int32_t)vbytes);
-            ex_i32(&col[13], (int32_t)hcount);
-            ex_i32(&col[14], base_seq >= 0 ? increment_sequence(base_seq, r->off_delta) : -1);
-        }
-        appended = taken;
-    }
-done:
-    if (grown) {
-        for (int i = 0; i < 15; i++) {
-            Py_ssize_t keep = appended >= 0 ? (Py_ssize_t)(col[i].p - PyByteArray_AS_STRING(col[i].ba)) : col[i].len0;
-            if (PyByteArray_Resize(col[i].ba, keep) < 0) goto error;
-        }
-    }
-    PyBuffer_Release(&view);
-    return PyLong_FromLongLong(appended);
-error:
     PyBuffer_Release(&view);
     return NULL;
 }

@@ -166,7 +166,7 @@ def _sink(fmt: str, out: str, plan: Any) -> tuple[Any, Any, Any]:
             from kafkalog_cli.cli.common import install_hint
 
             fail("--format parquet needs pyarrow", install_hint("parquet", "pyarrow"))
-        from kafkalog_cli.render.export_accel import parquet_fast
+        from kafkalog_cli.render.export_accel import parquet_fast, parquet_kernels
         from kafkalog_cli.render.export_parquet import ParquetSink
 
         dest = Destination(out, directory=not single)
@@ -176,7 +176,7 @@ def _sink(fmt: str, out: str, plan: Any) -> tuple[Any, Any, Any]:
             return (dest.open_file(dest.path()), dest.final()) if single else \
                 (dest.open_file(dest.path(name)), dest.final(name))
 
-        psink = ParquetSink(open_path, single, fast=parquet_fast())
+        psink = ParquetSink(open_path, single, fast=parquet_fast(), kernels=parquet_kernels())
         return dest, psink, psink.close
     from kafkalog_cli.render.export_accel import ndjson_fast, ndjson_run
     from kafkalog_cli.render.export_ndjson import NdjsonSink

@@ -901,8 +901,7 @@ class Destination:
 
     def commit(self) -> None:
         """fsync what was written, then rename the staging path to ``--out`` (and fsync the parent)."""
-        from kafkalog_cli.ops.safety.files import fsync_dir
-
+        fsync_dir = _fsync_dir
         if self.directory:
             for root, _dirs, files in os.walk(self.staging):
                 for n in files:
@@ -937,6 +936,16 @@ class Destination:
 
 def _fsync(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: str) -> None:
+    """``ops/safety/files.fsync_dir``'s four lines: importing that package (the repair framework: journal,
+    transaction, recovery) cost an export 40-80 ms of start-up, a tenth of a 128 MiB dump's whole run."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:

@@ -1,7 +1,8 @@
-"""The compiled fast paths of ``export`` (``_accel.export_ndjson``, ``_accel.export_columns``, accel/export_records.c):
+"""The compiled fast paths of ``export`` (``_accel.export_ndjson``, accel/export_records.c; ``_accel.export_columns``,
+accel/export_columns.c):
 a whole v2 batch's selected records formatted without a Python object per record. Each returns None where it
 declines (no accelerator, ``KAFKALOG_NO_ACCEL=1``, a legacy entry, a payload streamed in pieces, anything the C
-walk declines), and the Python reference (``render/export_ndjson.python_lines``, ``export_parquet.append_python``)
+walk declines), and the Python reference (``render/export_ndjson.python_lines``, ``export_parquet.ColumnBuffers.add_python``)
 runs instead; tests/test_export_accel.py compares the two on every fixture and on generated partitions."""
 
 from __future__ import annotations
@@ -77,3 +78,10 @@ def parquet_fast() -> Callable[[BatchItem, Any], int | None] | None:
         return None if n < 0 else n
 
     return fast
+
+
+def parquet_kernels() -> Any:
+    """The accelerator module for ``ParquetSink`` (``export_columns_run``, ``export_codes``, ``export_valid``), or
+    None without it (the sink then computes the same arrays in Python)."""
+    mod = _module()
+    return mod if mod is not None and hasattr(mod, "export_columns_run") else None
