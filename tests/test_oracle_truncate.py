@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 from kafka_real import Oracle, dir_digest
-from oracle_cases import assert_load_keeps, config_args, copy_partition, execute_as_predicted
+from oracle_cases import assert_load_keeps, config_args, copy_partition, execute_as_predicted, kafkalog
 from oracle_files import differences
 from oracle_plans import Profile, plan, seeds
 
@@ -63,9 +64,6 @@ def targets(rng: random.Random, part: Path, batches: list[tuple[int, int]]) -> l
 
 def compare(oracle: Oracle, tmp: Path, part: Path, config: dict[str, str], kind: str, value: int, now: int,
             extra: tuple[str, ...] = ()) -> None:
-    res = oracle.json("Truncate", "--in", str(part), "--work", str(tmp / "kafka"), f"--{kind}", str(value),
-                      "--now-ms", str(now), *config_args(dict(config, **{"file.delete.delay.ms": "0"})))
-    assert not res.get("error") and not res.get("closeError"), res
     ours = copy_partition(part, tmp / "kafkalog")
     before = dir_digest(ours)
     args = ["truncate-to-epoch", str(ours), "--now-ms", str(now), *extra]
@@ -73,9 +71,28 @@ def compare(oracle: Oracle, tmp: Path, part: Path, config: dict[str, str], kind:
         if key in config:
             args += [opt, config[key]]
     args += [str(value)] if kind == "epoch" else ["--to-offset", str(value)]
+    try:
+        res = oracle.json("Truncate", "--in", str(part), "--work", str(tmp / "kafka"), f"--{kind}", str(value),
+                          "--now-ms", str(now), *config_args(dict(config, **{"file.delete.delay.ms": "0"})))
+    except AssertionError as exc:
+        if "CorruptRecordException" not in str(exc):
+            raise
+        # Kafka's load throws (the broker does not start), so its truncation never runs: kafkalog refuses too
+        r = kafkalog(*args, "--execute", "--no-backup")
+        assert r.exit_code == 2 and "the broker cannot load this partition" in r.output, (str(exc)[-400:], r.output)
+        assert dir_digest(ours) == before
+        return
+    assert not res.get("error") and not res.get("closeError"), res
     r = execute_as_predicted(args, ours)  # its dry run first: it must plan exactly what --execute does
     if "unknownEpoch" in res:  # Kafka's leader has no end offset for it: nothing is truncated
         assert r.exit_code == 2 and dir_digest(ours) == before, r.output
+        return
+    m = re.search(r"drops \d+ intact record\(s\) before it cleans or truncates \(log end offset \d+ -> (\d+)\)",
+                  r.output)
+    if r.exit_code == 2 and m and res["logBefore"]["logEndOffset"] == int(m.group(1)):
+        # kept by design: the broker's start-up recovery drops intact records here (Kafka's own load ended at the
+        # log end kafkalog names); kafkalog refuses rather than lose them (ops/load_first.refuse_loss)
+        assert dir_digest(ours) == before, r.output
         return
     assert r.exit_code == 0, f"kafkalog {' '.join(args)}: exit {r.exit_code}\n{r.output}"
     theirs = Path(res["partitionDir"])

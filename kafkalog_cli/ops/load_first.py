@@ -60,14 +60,16 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     from kafkalog_cli.ops import recover as rc
 
     lp = ld.plan_load(partition_dir, ld.DEFAULT_VERSION, now_ms=now_ms, config=cfg)
+    if lp.fatal:
+        # whatever else the files hold (leftovers the command would refuse for their own sake): the broker's start
+        # fails first, so its cleaner and its truncation never run
+        raise RepairRefused("the broker cannot load this partition, so its cleaner and its truncation never run on it",
+                            file=partition_dir, expected="a partition the broker's loader accepts", found=lp.fatal[0])
     if not lp.has_changes or (lp.clean_shutdown and not needs_load_after_clean_shutdown(lp)):
         # after a clean shutdown the start-up only finishes leftovers and recovers segments whose index is missing;
         # its other changes (stale producer snapshots) are the command's own to make, as the cleaner or the
         # truncation makes them: the command's own checks stand as they are, before anything is written
         return NOTHING
-    if lp.fatal:
-        raise RepairRefused("the broker cannot load this partition, so its cleaner and its truncation never run on it",
-                            file=partition_dir, expected="a partition the broker's loader accepts", found=lp.fatal[0])
     refuse_loss(partition_dir, lp)
     if check is not None:
         check(lp)
