@@ -38,7 +38,7 @@ import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kafkalog_cli.errors import FileVanishedError, KafkalogError, UnreadableFileError
 from kafkalog_cli.format import codecs, control
@@ -52,6 +52,9 @@ from kafkalog_cli.storage.meta_properties import broker_id_of
 from kafkalog_cli.storage.segment import MappedFile, read_entry
 from kafkalog_cli.storage.segment_check import DEFAULT_MAX_BATCH_SIZE, intact_walk
 from kafkalog_cli.storage.verify_model import INFO
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.lock import HeldLock
 
 Isolation = Literal["read_committed", "read_uncommitted"]
 ISOLATIONS: tuple[str, ...] = ("read_committed", "read_uncommitted")
@@ -835,6 +838,7 @@ def timestamp_type_code(item: BatchItem) -> int:
 
 # ------------------------------------------------------------------------------------------------ output files
 STAGING_SUFFIX = ".kafkalog-partial"
+LOCK_SUFFIX = ".kafkalog-lock"
 _MARKER = ".kafkalog-export"
 
 
@@ -849,22 +853,29 @@ class Destination:
         self.directory = directory
         self.staging = self.out + STAGING_SUFFIX
         self._writers: list[DirectWriter] = []
-        if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory and not os.listdir(self.out)):
-            raise UnreadableFileError("the output exists already: export writes a new file or directory",
-                                      file=out, expected="a path that does not exist (or an empty directory)",
-                                      found="a non-empty directory" if os.path.isdir(self.out) else "a file",
-                                      hint="choose another --out, or move the old output away")
         parent = os.path.dirname(self.out)
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as exc:
             raise UnreadableFileError(f"cannot create the output's directory: {exc.strerror or exc}", file=parent,
                                       expected="a directory export can create", found="an error") from None
-        self._clear_staging()
-        if directory:
-            os.mkdir(self.staging)
-            with open(os.path.join(self.staging, _MARKER), "w") as f:
-                f.write(f"{os.getpid()}\n")
+        self._lock = _lock_output(out, self.out + LOCK_SUFFIX)
+        try:
+            if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory
+                                                  and not os.listdir(self.out)):
+                raise UnreadableFileError(
+                    "the output exists already: export writes a new file or directory", file=out,
+                    expected="a path that does not exist (or an empty directory)",
+                    found="a non-empty directory" if os.path.isdir(self.out) else "a file",
+                    hint="choose another --out, or move the old output away")
+            self._clear_staging()
+            if directory:
+                os.mkdir(self.staging)
+                with open(os.path.join(self.staging, _MARKER), "w") as f:
+                    f.write(f"{os.getpid()}\n")
+        except BaseException:
+            self._lock.release()
+            raise
 
     def _clear_staging(self) -> None:
         if not os.path.lexists(self.staging):
@@ -921,6 +932,7 @@ class Destination:
             # leaves it in the complete output (docs/export.md)
             os.unlink(os.path.join(self.out, _MARKER))
             fsync_dir(self.out)
+        self._lock.release()  # only once the output is in place: until then a second run is refused, then "exists"
 
     def abort(self) -> None:
         """Remove the staging path (an export that failed or was interrupted leaves nothing behind)."""
@@ -929,10 +941,34 @@ class Destination:
         for w in self._writers:
             w.abort()
 
-        if os.path.isdir(self.staging) and not os.path.islink(self.staging):
-            shutil.rmtree(self.staging, ignore_errors=True)
-        elif os.path.lexists(self.staging):
-            os.unlink(self.staging)
+        try:
+            if os.path.isdir(self.staging) and not os.path.islink(self.staging):
+                shutil.rmtree(self.staging, ignore_errors=True)
+            elif os.path.lexists(self.staging):
+                os.unlink(self.staging)
+        finally:
+            self._lock.release()
+
+
+def _lock_output(out: str, path: str) -> HeldLock:
+    """kafkalog's lock of one ``--out`` (``<out>.kafkalog-lock``, held from before the existence check to after the
+    rename or the clean-up): a second export to the same --out while the first runs is refused, never mixed into
+    the first's staging files (it would otherwise remove them as a killed run's partial export and write its own)."""
+    from kafkalog_cli.errors import RepairRefused
+    from kafkalog_cli.storage.lock import lock_file
+
+    try:
+        held, state = lock_file(path)
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot create the output's lock file: {exc.strerror or exc}", file=path,
+                                  expected="a file export can create beside --out", found="an error") from None
+    if held is None:
+        who = f" (pid {state.pid})" if state.pid else ""
+        raise RepairRefused(f"another kafkalog export{who} is writing this output: it holds {path}", file=out,
+                            expected="no other export to this --out", found=f"a running export{who}",
+                            hint="wait for it to finish (its output appears under this name when it is complete; "
+                                 "interrupted, it leaves nothing), or give another --out")
+    return held
 
 
 def _fsync(path: str) -> None:

@@ -876,7 +876,9 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
     if held is None:
         raise ReplayRefused("another kafkalog replay is running with this state dir"
                             + (f" (pid {st.pid})" if st.pid else ""), file=p.options.state_dir,
-                            hint="wait for it, or give another --state-dir")
+                            hint="wait for it to finish, or stop it (Ctrl-C or kill: the same command then resumes "
+                                 "where it stopped); another --state-dir would start a new replay and produce every "
+                                 "record again")
     try:
         return _execute(p, progress, log)
     finally:
