@@ -9,9 +9,12 @@ run has planned and begun writing) or the ``os.rename`` of the staging path to `
 written, nothing is in place yet). The test waits until the kernel reports the process stopped (``/proc/PID/stat``
 state T), runs the second command to its end, then sends SIGCONT. Nothing of kafkalog's code knows about the hook.
 
-Before the fix, the second export removed the first one's staging path as a killed run's partial export and wrote
-its own there: at ``commit`` the first run then renamed the second's half-written file into place (a torn output,
-both exits 0); at ``start`` the first run's files went into the second one's staging directory.
+Before the fix (checked with these tests on the unfixed code), the second export removed the first one's staging
+path, taking it for a killed run's partial export, wrote its own and exited 0; resumed, the first one failed with an
+internal error (exit 2, "please report it") at either pause point, or (a single NDJSON or Parquet file paused at
+``start``) exited 0 too after silently replacing the second one's output. Had the second run been the one to
+pause, the first one's commit would have renamed the second one's half-written staging file into place. The
+second replay used to be refused already (the state dir's flock); its test fails with that lock taken out.
 """
 
 from __future__ import annotations
