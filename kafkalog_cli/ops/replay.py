@@ -287,15 +287,19 @@ def _consumer_offsets_paths(sources: list[Source], groups_from: tuple[str, ...])
     if groups_from:
         return list(groups_from)
     out: list[str] = []
+    seen: set[str] = set()  # each log dir listed once: per source, a log dir of 20,000 partitions was O(n^2)
     for s in sources:
         if s.kind not in ("partition-dir", "segment"):
             continue
         d = os.path.dirname(s.path if s.kind == "partition-dir" else os.path.dirname(s.path))
+        if d in seen:
+            continue
+        seen.add(d)
         try:
             names = os.listdir(d)
         except OSError:
             continue
-        if d not in out and any(n.startswith("__consumer_offsets-") for n in names):
+        if any(n.startswith("__consumer_offsets-") for n in names):
             out.append(d)
     return out
 
