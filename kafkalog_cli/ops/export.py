@@ -976,6 +976,7 @@ def _lock_output(out: str, path: str) -> HeldLock:
 
 
 FSYNC_THREADS = 16
+FSYNC_SLICE = 1024
 
 
 def _fsync_all(paths: list[str], fsync: Callable[[str], None] | None = None) -> None:
@@ -991,8 +992,9 @@ def _fsync_all(paths: list[str], fsync: Callable[[str], None] | None = None) -> 
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=FSYNC_THREADS, thread_name_prefix="kafkalog-fsync") as pool:
-        for _ in pool.map(fn, paths):
-            pass
+        for i in range(0, len(paths), FSYNC_SLICE):  # a future per path at once: 100 MiB for 100,000 files
+            for _ in pool.map(fn, paths[i:i + FSYNC_SLICE]):
+                pass
 
 
 def _fsync(path: str) -> None:
