@@ -152,7 +152,7 @@ def main() -> None:
     ap.add_argument("--no-replay", action="store_true")
     ap.add_argument("--dir", default="/tmp/export-scale")
     a = ap.parse_args()
-    formats = a.formats.split(",")
+    formats = [f for f in a.formats.split(",") if f]  # --formats "": the replay alone
     base = Path(a.dir)
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
