@@ -846,7 +846,10 @@ class Destination:
     """``--out``: a new file or directory, written under ``<out>.kafkalog-partial`` and renamed into place at the
     end, so that a killed export never leaves a half-written file or partition directory under the final name
     (the partial one is ours: the next run replaces it). An existing file, or a directory that is not empty, is
-    refused (nothing is overwritten); missing parent directories are created."""
+    refused (nothing is overwritten); missing parent directories are created. ``<out>.kafkalog-lock`` is locked
+    (flock) from before the existence check until the commit's rename or the abort's clean-up: a second export to
+    the same --out is refused (``RepairRefused``, exit 2) instead of taking the first one's staging path for a
+    killed run's."""
 
     def __init__(self, out: str, *, directory: bool) -> None:
         self.out = os.path.abspath(out)
