@@ -19,7 +19,7 @@ import pytest
 from crash_driver import _sample, run_forked
 from partition_gen import random_partition
 
-from kafkalog_cli.ops.export import _MARKER, STAGING_SUFFIX
+from kafkalog_cli.ops.export import _MARKER, LOCK_SUFFIX, STAGING_SUFFIX
 
 SAMPLE = 25
 
@@ -57,7 +57,8 @@ def _kill_test(tmp_path: Path, fmt: str, out_name: str, sample: int | None) -> N
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"{at}: not killed ({status})"
         out = root / out_name
         staging = root / (out_name + STAGING_SUFFIX)
-        leftovers = sorted(n for n in os.listdir(root) if n not in (out_name, out_name + STAGING_SUFFIX))
+        lock = root / (out_name + LOCK_SUFFIX)  # a killed run's lock file: unlocked (the kernel dropped it)
+        leftovers = sorted(n for n in os.listdir(root) if n not in (out_name, out_name + STAGING_SUFFIX, lock.name))
         assert not leftovers, f"{at}: {leftovers}"
         if out.exists():
             got = tree(out)
@@ -76,9 +77,10 @@ def _kill_test(tmp_path: Path, fmt: str, out_name: str, sample: int | None) -> N
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"{at}: the rerun failed ({status})"
         assert tree(out) == complete, f"{at}: the rerun's output differs"
         assert not staging.exists(), f"{at}: the rerun left the staging path"
+        assert not lock.exists(), f"{at}: the rerun left the lock file"
         shutil.rmtree(root)
-    # a file output's last call is its rename; a directory's, the marker's unlink after the rename
-    assert seen == ({"none", "complete"} if (ref_root / out_name).is_dir() else {"none"}), seen
+    # the last calls come after the rename: a directory's marker unlink, then (every format) the lock file's unlink
+    assert seen == {"none", "complete"}, seen
 
 
 @pytest.mark.parametrize("fmt, out_name", [("kafka", "restored"), ("ndjson", "o.ndjson")])

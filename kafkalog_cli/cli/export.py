@@ -24,7 +24,8 @@ Examples:
   kafkalog export orders-0/ --isolation read_uncommitted --keep-control --out - | jq .
 
 Exit codes: 0 clean, 1 corrupt batches skipped (each reported), 2 usage error, unreadable
-input or refused output, 130 interrupted (nothing is left under --out).""",
+input or refused output (it exists, or another export is writing it), 130 interrupted
+(nothing is left under --out).""",
 )
 @click.argument("sources", nargs=-1, required=True, type=click.Path(), metavar="SOURCE...")
 @click.option("--out", "out", required=True, metavar="DEST",

@@ -61,6 +61,9 @@ PINNED = {"enable.idempotence": "true", "enable.gapless.guarantee": "true", "ack
 #: was acknowledged after the last write may be produced again
 CHECKPOINT_EVERY_S = 1.0
 CHECKPOINT_EVERY_S_NO_HEADER = 0.2
+#: the checkpoint interval is at least this many times the last save's duration (a large checkpoint is written less
+#: often: at most about 1/SAVE_BUDGET of the time goes to it)
+SAVE_BUDGET = 10
 
 
 class ReplayRefused(KafkalogError):
@@ -287,15 +290,19 @@ def _consumer_offsets_paths(sources: list[Source], groups_from: tuple[str, ...])
     if groups_from:
         return list(groups_from)
     out: list[str] = []
+    seen: set[str] = set()  # each log dir listed once: per source, a log dir of 20,000 partitions was O(n^2)
     for s in sources:
         if s.kind not in ("partition-dir", "segment"):
             continue
         d = os.path.dirname(s.path if s.kind == "partition-dir" else os.path.dirname(s.path))
+        if d in seen:
+            continue
+        seen.add(d)
         try:
             names = os.listdir(d)
         except OSError:
             continue
-        if d not in out and any(n.startswith("__consumer_offsets-") for n in names):
+        if any(n.startswith("__consumer_offsets-") for n in names):
             out.append(d)
     return out
 
@@ -591,6 +598,7 @@ class _Run:
         self.last_save = 0.0
         self.map_file = open(state.map_path, "ab")  # noqa: SIM115 (closed in close)
         self.every = CHECKPOINT_EVERY_S if self.opts.offset_header else CHECKPOINT_EVERY_S_NO_HEADER
+        self.base_every = self.every
         self.dest_field = ro.csv_field(self.opts.topic)
         self.prefix: dict[tuple[str, int], bytes] = {}  # offset-map line prefix per source partition
         self.middle: dict[int, bytes] = {}  # ... and its middle per destination partition
@@ -727,7 +735,12 @@ class _Run:
         os.fsync(self.map_file.fileno())
         self.state.map_bytes = self.map_file.tell()
         self.state.save()
-        self.last_save = now
+        # the checkpoint is rewritten whole: with many source partitions (20,000 partitions: 5 MB of JSON, 0.5 s)
+        # saving it every second made the replay O(partitions x duration); the interval now grows so that at most
+        # about a tenth of the time goes to it (bench/export_scale_bench.py)
+        done = time.monotonic()
+        self.every = max(self.base_every, SAVE_BUDGET * (done - now))
+        self.last_save = done
 
     def close(self) -> None:
         self.map_file.close()
@@ -876,7 +889,9 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
     if held is None:
         raise ReplayRefused("another kafkalog replay is running with this state dir"
                             + (f" (pid {st.pid})" if st.pid else ""), file=p.options.state_dir,
-                            hint="wait for it, or give another --state-dir")
+                            hint="wait for it to finish, or stop it (Ctrl-C or kill: the same command then resumes "
+                                 "where it stopped); another --state-dir would start a new replay and produce every "
+                                 "record again")
     try:
         return _execute(p, progress, log)
     finally:

@@ -85,11 +85,28 @@ class HeldLock:
 
     fd: int
     path: str
+    remove: bool = False  # a lock file of ``lock_file``: unlinked (while still locked) on release
 
     def release(self) -> None:
-        if self.fd >= 0:
+        if self.fd < 0:
+            return
+        try:
+            if self.remove and _same_file(self.fd, self.path):
+                os.unlink(self.path)  # still locked: a run that opened it meanwhile sees a stale inode and retries
+        except OSError:
+            pass  # a lock file left behind is harmless: empty, unlocked, reused by the next run
+        finally:
             os.close(self.fd)
             self.fd = -1
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    fst = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
 
 
 def acquire(path: str) -> tuple[HeldLock | None, LockState]:
@@ -174,6 +191,45 @@ def lock_directory(path: str) -> tuple[HeldLock | None, LockState]:
         finally:
             os.close(fd)
     return HeldLock(fd, path), LockState(False)
+
+
+def lock_file(path: str) -> tuple[HeldLock | None, LockState]:
+    """Take and keep a non-blocking exclusive flock(2) on the lock file ``path``, created when missing (mode 0644);
+    the holder's pid is written into it. ``release`` unlinks it while still holding the lock, so a finished run
+    leaves nothing; a killed one leaves an empty unlocked file (the kernel drops the lock), which the next run takes
+    over. A run that opened the file just before its holder unlinked it locks a deleted inode: it sees that (the
+    path no longer names its descriptor's file) and opens the path again. Returns ``(held, LockState(False))`` or
+    ``(None, LockState(True, "flock", pid))``; raises OSError when the file cannot be created or locked."""
+    for _ in range(100):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            try:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return None, LockState(True, "flock", _flock_holder(fd) or _pid_in(fd))
+                raise
+            finally:
+                os.close(fd)
+        if not _same_file(fd, path):
+            os.close(fd)
+            continue
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the pid is a courtesy for a reader of the file; /proc/locks names the holder anyway
+        return HeldLock(fd, path, remove=True), LockState(False)
+    raise OSError(errno.EAGAIN, "the lock file was replaced 100 times while it was being locked", path)
+
+
+def _pid_in(fd: int) -> int | None:
+    """The pid a ``lock_file`` holder wrote into the file (where ``/proc/locks`` cannot say)."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 0 else None
 
 
 def create_lock_file(path: str) -> bool:
