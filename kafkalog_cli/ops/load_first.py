@@ -138,8 +138,11 @@ def loaded_copy(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None) -> 
                 shutil.copy2(e.path, os.path.join(sim_logdir, e.name))
         for e in files:
             shutil.copy2(e.path, os.path.join(sim, e.name))  # mtimes kept: the cleaner and retention read them
-        rc.run([sim], ld.DEFAULT_VERSION, execute=True, backup_dir=os.path.join(scratch, "backup"),
-               keep_backup=False, now_ms=now_ms, config=cfg)
+        try:
+            rc.run([sim], ld.DEFAULT_VERSION, execute=True, backup_dir=os.path.join(scratch, "backup"),
+                   keep_backup=False, now_ms=now_ms, config=cfg)
+        except KafkalogError as exc:  # what --execute's own start-up step would say, of the live partition
+            raise relocated_error(exc, sim, src) from None
         yield sim
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
