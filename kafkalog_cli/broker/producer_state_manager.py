@@ -42,6 +42,7 @@ from kafkalog_cli.storage.companions import ProducerEntry, encode_producer_snaps
 
 NUM_BATCHES_TO_RETAIN = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+NEVER_EXPIRES = 1 << 62  # a producer.id.expiration.ms that expires nobody (a state read back as it was held)
 
 
 class InvalidTxnStateError(KafkalogError):

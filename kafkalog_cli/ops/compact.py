@@ -72,7 +72,7 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 INT_MAX = 2**31 - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # the broker's producer.id.expiration.ms
 DEFAULT_IO_BUFFER_BYTES = 512 * 1024  # the broker's log.cleaner.io.buffer.size (halved per read/write buffer)
-NEVER_EXPIRES = 1 << 62  # producer.id.expiration.ms that expires nobody
+NEVER_EXPIRES = pst.NEVER_EXPIRES  # producer.id.expiration.ms that expires nobody
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # max.message.bytes / message.max.bytes: how far the cleaner's read buffer grows
 CROSS_CHECK_BYTES = 16 << 20  # outputs up to this size are also checked with rebuild_index.rebuild_segment
 

@@ -101,6 +101,9 @@ class TruncatePlan:
     load_first: list[str] = field(default_factory=list)
     #: the segments that start-up recovered (LogSegment.recover): their max timestamp is known to the truncation
     recovered_segments: list[int] = field(default_factory=list)
+    #: that start-up's producer-state rebuild replayed the log after an older snapshot (LoaderPlan.
+    #: log_end_state_replayed): the broker's live state is the log-end snapshot it wrote, with no expiry applied again
+    state_replayed: bool = False
 
     @property
     def has_changes(self) -> bool:
@@ -135,10 +138,11 @@ def _headers(path: str) -> list:
 def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int | None = None, *,
                     now_ms: int | None = None,
                     producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                    recovered_segments: list[int] | None = None) -> TruncatePlan:
+                    recovered_segments: list[int] | None = None, state_replayed: bool = False) -> TruncatePlan:
     """What ``UnifiedLog.truncateTo`` (UnifiedLog.scala:1827-1862) does to this partition when it truncates to the end
     offset of ``epoch`` (or to ``to_offset``), as data: each step is a function named after the broker's.
-    ``recovered_segments``: the segments the same start-up recovered before the truncation (``--recover-first``)."""
+    ``recovered_segments``: the segments the same start-up recovered before the truncation (``--recover-first``);
+    ``state_replayed``: that start-up's producer state was replayed (``TruncatePlan.state_replayed``)."""
     pdir = os.path.abspath(partition_dir)
     require_directory(pdir)
     left = ps.leftovers(pdir)
@@ -162,7 +166,7 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
     target = to_offset if to_offset is not None else _end_offset_for(pdir, cache, epoch, leo)
     plan = TruncatePlan(pdir, epoch, target, leo, leo, checkpoint_before=list(cache or []),
                         checkpoint_after=list(cache or []), stray_deletes=stray,
-                        recovered_segments=sorted(recovered_segments or []))
+                        recovered_segments=sorted(recovered_segments or []), state_replayed=state_replayed)
     if stray:
         plan.notes.append(f"{len(stray)} file(s) already scheduled for deletion (.deleted) are deleted first, as the "
                           "broker's loader deletes them at start-up")
@@ -341,7 +345,9 @@ def _plan_snapshots(plan: TruncatePlan, pdir: str, segments: list[ps.Segment], c
     start = 0
     if snap is not None:
         start = snap[0]
-        loaded = pst.load_snapshot_state(snap[1], start, now_ms, expiration_ms)
+        # after a start-up that replayed the log (recovered segments, lost snapshots) the newest snapshot is that
+        # state as the broker holds it, its replayed producers not expired: read without expiry
+        loaded = pst.load_snapshot_state(snap[1], start, now_ms, pst.NEVER_EXPIRES if plan.state_replayed else expiration_ms)
         psm.state.producers, psm.state.ongoing, psm.state.inserted = loaded.producers, loaded.ongoing, loaded.inserted
     try:
         for s in segments:
@@ -536,11 +542,12 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
 
 def plan_repair(partition_dir: str, epoch: int | None, to_offset: int | None, *, now_ms: int | None = None,
                 producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                recovered_segments: list[int] | None = None) -> repair_plan.RepairPlan[TruncatePlan]:
+                recovered_segments: list[int] | None = None,
+                state_replayed: bool = False) -> repair_plan.RepairPlan[TruncatePlan]:
     """The repair plan: the truncation's findings (``plan_truncation``) and their steps (``truncation_steps``)."""
     report = plan_truncation(partition_dir, epoch, to_offset, now_ms=now_ms,
                              producer_id_expiration_ms=producer_id_expiration_ms,
-                             recovered_segments=recovered_segments)
+                             recovered_segments=recovered_segments, state_replayed=state_replayed)
     return repair_plan.RepairPlan(partition_dir, report, lambda: truncation_steps(report))
 
 
@@ -562,7 +569,7 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
         # the dry run plans on a copy of the loaded partition (ops/load_first.loaded_copy): what --execute truncates
         planned = dry_run_after_load(partition_dir, loaded, config or ld.TopicConfig(), now_ms, lambda sim: plan_repair(
             sim, epoch, to_offset, now_ms=now_ms, producer_id_expiration_ms=producer_id_expiration_ms,
-            recovered_segments=loaded.recovered))
+            recovered_segments=loaded.recovered, state_replayed=loaded.log_end_snapshot))
         if planned is not None:
             return planned, [], None
     # the segments that load recovered: their max timestamp is known to the truncation (_final_time_entry)
@@ -570,7 +577,8 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
     try:
         o = repair_plan.drive(partition_dir, lambda: plan_repair(partition_dir, epoch, to_offset, now_ms=now_ms,
                                                                  producer_id_expiration_ms=producer_id_expiration_ms,
-                                                                 recovered_segments=recovered),
+                                                                 recovered_segments=recovered,
+                                                                 state_replayed=bool(names) and loaded.log_end_snapshot),
                               execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
     except KafkalogError as exc:
         if loaded.names and execute:
