@@ -60,16 +60,14 @@ def load_first(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None, *, e
     from kafkalog_cli.ops import recover as rc
 
     lp = ld.plan_load(partition_dir, ld.DEFAULT_VERSION, now_ms=now_ms, config=cfg)
-    if lp.fatal:
-        # whatever else the files hold (leftovers the command would refuse for their own sake): the broker's start
-        # fails first, so its cleaner and its truncation never run
-        raise RepairRefused("the broker cannot load this partition, so its cleaner and its truncation never run on it",
-                            file=partition_dir, expected="a partition the broker's loader accepts", found=lp.fatal[0])
     if not lp.has_changes or (lp.clean_shutdown and not needs_load_after_clean_shutdown(lp)):
         # after a clean shutdown the start-up only finishes leftovers and recovers segments whose index is missing;
         # its other changes (stale producer snapshots) are the command's own to make, as the cleaner or the
         # truncation makes them: the command's own checks stand as they are, before anything is written
         return NOTHING
+    if lp.fatal:
+        raise RepairRefused("the broker cannot load this partition, so its cleaner and its truncation never run on it",
+                            file=partition_dir, expected="a partition the broker's loader accepts", found=lp.fatal[0])
     refuse_loss(partition_dir, lp)
     if check is not None:
         check(lp)
@@ -141,8 +139,11 @@ def loaded_copy(partition_dir: str, cfg: ld.TopicConfig, now_ms: int | None) -> 
         try:
             rc.run([sim], ld.DEFAULT_VERSION, execute=True, backup_dir=os.path.join(scratch, "backup"),
                    keep_backup=False, now_ms=now_ms, config=cfg)
-        except KafkalogError as exc:  # what --execute's own start-up step would say, of the live partition
-            raise relocated_error(exc, sim, src) from None
+        except KafkalogError:
+            # the start-up step fails on the copy (e.g. a directory whose name is no <topic>-<partition>): plan on
+            # the files as they are, as before; --execute meets the same failure itself
+            yield None
+            return
         yield sim
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -289,8 +290,8 @@ def load_note(loaded: Loaded, execute: bool, planned_after: bool = False) -> str
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     on = ("the plan below is made on a copy of the partition with them applied, as --execute plans after them"
           if planned_after else
-          f"the plan below is made on the files as they are now (the partition is larger than {DRY_RUN_COPY_ENV} "
-          "or the temporary directory's free space: no copy was made)")
+          "the plan below is made on the files as they are now (no loaded copy to plan on: the partition is larger "
+          f"than {DRY_RUN_COPY_ENV} or the temporary directory's free space, or the start-up step failed on the copy)")
     what = ("applied first, as 'kafkalog recover --execute' applies them" if execute else
             "--execute applies them first, as 'kafkalog recover --execute' does (--no-recover-first: not applied); "
             + on)
