@@ -369,25 +369,26 @@ def compress_snappy(data: bytes) -> bytes:
 def compress_lz4(data: bytes, *, magic: int = 2) -> bytes:
     """Kafka's LZ4 frame: FLG 0x60 (v1, independent blocks), BD 0x40 (64 KiB), no checksums.
 
+    The blocks are liblz4's frame compressor's (``lz4.frame``), not ``lz4.block``'s: Kafka's Lz4BlockOutputStream
+    compresses each 64 KiB block with lz4-java's fastCompressor, which for an input under 64 KiB + 11 bytes uses
+    LZ4's 16-bit position table and 4-byte hash (LZ4_compress_fast_extState's byU16 path). ``lz4.frame`` with
+    independent 64 KiB blocks takes that path and gives lz4-java 1.11's bytes exactly (tests/test_codecs_lz4_java.py);
+    ``lz4.block.compress`` takes the 32-bit table with the 5-byte hash and framed other sizes (about 8% larger), so
+    a batch the cleaner re-encodes came out with other bytes than Kafka's. A block that does not shrink is stored
+    raw in both (Lz4BlockOutputStream: compressedLength >= bufferOffset; LZ4F: no room below the input's size).
     For magic v0 the header checksum is computed the broken way Kafka does it (over magic + FLG + BD).
     """
-    import lz4.block
+    import lz4.frame
 
+    frame = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                               content_checksum=False, block_checksum=False, store_size=False, compression_level=0)
     flg, bd = 0x60, 0x40
     header = struct.pack("<I", LZ4_MAGIC) + bytes([flg, bd])
+    if frame[:6] != header or not frame.endswith(b"\x00\x00\x00\x00"):
+        raise CompressionError("lz4.frame wrote another frame layout than Kafka's",
+                               expected=header.hex(), found=bytes(frame[:6]).hex())
     hc_input = header if magic == 0 else header[4:]
-    out = bytearray(header)
-    out.append((xxh32(hc_input) >> 8) & 0xFF)
-    block_size = 64 * 1024
-    for i in range(0, len(data), block_size):
-        chunk = data[i : i + block_size]
-        comp = lz4.block.compress(chunk, store_size=False)
-        if len(comp) >= len(chunk):
-            out += struct.pack("<I", len(chunk) | 0x80000000) + chunk
-        else:
-            out += struct.pack("<I", len(comp)) + comp
-    out += b"\x00\x00\x00\x00"
-    return bytes(out)
+    return header + bytes([(xxh32(hc_input) >> 8) & 0xFF]) + frame[7:]
 
 
 def compress_zstd(data: bytes) -> bytes:
@@ -404,7 +405,8 @@ def compress_kafka(codec: int, data: bytes, *, magic: int = 2) -> bytes:
     place of the broker (compact): gzip as GzipCompression writes it (GZIPOutputStream's header, Deflater's default
     level 6, CRC-32 and size), zstd as zstd-jni's stream under ZstdCompression (level 3, the data in blocks not
     marked last because the builder's close flushes, then an empty last block). Checked byte for byte against the
-    batches of kafka-real (1eb7644): 284 of 284 gzip, 238 of 238 zstd. snappy and lz4 as ``compress``."""
+    batches of kafka-real (1eb7644): 284 of 284 gzip, 238 of 238 zstd. lz4 as ``compress`` (already Kafka's bytes:
+    compress_lz4); snappy as ``compress`` (cramjam's snappy: not always snappy-java's bytes, docs/testing.md)."""
     import zlib
 
     if codec == GZIP:
