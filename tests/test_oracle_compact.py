@@ -361,3 +361,17 @@ def test_merged_segment_whose_recovery_would_fill_its_time_index(kafka_real, tmp
                                               "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})
     part = tmp_path / "kafkalog" / "t-0"
     assert not [n.name for n in part.iterdir() if n.name.endswith(".cleaned")]
+
+
+def test_open_transaction_below_the_log_start_holds_the_last_stable_offset(kafka_real, tmp_path):
+    """A transaction left open at offset 0 whose segment a DeleteRecords removed: the broker's producer state (the
+    snapshot) still has it ongoing, and the first unstable offset below the log start counts as the log start
+    (UnifiedLog.maybeIncrementFirstUnstableOffset, UnifiedLog.scala:959-973), so the last stable offset 3 stops the
+    clean before anything (LogCleanerManager.scala:652-678). kafkalog took the open transactions from the remaining
+    segments only and compacted segment 3 (explore_oracle compact seed 249)."""
+    txn = {"op": "append", "count": 3, "keyFormat": "t%d", "producerId": 9, "transactional": True}
+    p = {"config": {"cleanup.policy": "compact"},
+         "ops": [txn, {"op": "roll"}, _keys(3, 3), {"op": "roll"}, {"op": "deleteRecords", "offset": 3}, _keys(3, 1)],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})

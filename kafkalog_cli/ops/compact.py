@@ -624,7 +624,11 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
     log_start, _src = log_start_offset(pdir, [s.base for s in segments])
 
     notes: list[str] = []
-    lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes, log_start)
+    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it); its
+    # ongoing transactions hold the last stable offset, also one whose batches a DeleteRecords already removed
+    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts, now, opts.producer_id_expiration_ms)
+    ongoing = [e.current_txn_first_offset for e in last_batches.values() if e.current_txn_first_offset >= 0]
+    lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes, log_start, ongoing)
     plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
                        index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes,
                        stray_deletes=stray)
@@ -638,8 +642,6 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
         plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
         return plan
     parts = _split_overflowed_segments(plan, clean_segs, seg_facts, opts)
-    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
-    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts, now, opts.producer_id_expiration_ms)
     cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts, log_start)
     cleaned_parts = _build_offset_map(plan, cleaner, parts, progress)
     # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
@@ -660,12 +662,16 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
 
 
 def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts, leo: int, opts: CompactOptions,
-                       now: int, notes: list[str], log_start: int) -> tuple[int, int]:
+                       now: int, notes: list[str], log_start: int,
+                       ongoing: list[int] | None = None) -> tuple[int, int]:
     """``LogCleanerManager.cleanableOffsets`` (LogCleanerManager.scala:622-683): (last stable offset, first
     uncleanable offset). Cleaning stops at the last stable offset, the high watermark, the active segment (unless
     ``include_active``) and the first segment younger than min.compaction.lag.ms among those from the first dirty
-    offset (``log_start``) on, rounded down to a segment base; never below the first dirty offset."""
-    lso = min(facts.open_txns.values(), default=leo)
+    offset (``log_start``) on, rounded down to a segment base; never below the first dirty offset. ``ongoing``: the
+    first offsets of the producer state's open transactions; a first unstable offset below the log start counts as
+    the log start (maybeIncrementFirstUnstableOffset, UnifiedLog.scala:959-973)."""
+    lso = min([*facts.open_txns.values(), *(ongoing or [])], default=leo)
+    lso = min(max(lso, log_start), leo)
     cap = lso
     hw, hw_unknown = high_watermark(pdir)
     if hw is None:
