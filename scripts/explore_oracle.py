@@ -6,6 +6,7 @@ Usage (from the worktree, one Batch JVM per process)::
     PYTHONPATH=. python scripts/explore_oracle.py compact 0 100 [--out results.jsonl]
     PYTHONPATH=. python scripts/explore_oracle.py truncate 0 100
     PYTHONPATH=. python scripts/explore_oracle.py seek 0 100
+    PYTHONPATH=. python scripts/explore_oracle.py salvage 0 100
 
 Each seed prints one line: seed, outcome (ok / skip / FAIL) and the start of a failure; the last line counts them
 (``cases``: compact rounds compared per seed count 1, truncate counts targets, seek counts lookups).
@@ -24,14 +25,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import pytest  # noqa: E402
-from oracle_explore import REFUSED, run_compact, run_seek, run_truncate  # noqa: E402
+from oracle_explore import REFUSED, run_compact, run_salvage, run_seek, run_truncate  # noqa: E402
 
 
 def main() -> int:
     from kafka_real import Oracle, launcher
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("command", choices=["compact", "truncate", "seek"])
+    ap.add_argument("command", choices=["compact", "truncate", "seek", "salvage"])
     ap.add_argument("start", type=int)
     ap.add_argument("stop", type=int)
     ap.add_argument("--out")
@@ -49,6 +50,10 @@ def main() -> int:
             try:
                 if a.command == "compact":
                     run_compact(oracle, tmp, seed)
+                    counts["cases"] += 1
+                elif a.command == "salvage":
+                    if run_salvage(oracle, tmp, seed) == "refused":
+                        REFUSED.append((seed, "salvage", 0))
                     counts["cases"] += 1
                 elif a.command == "seek":
                     counts["cases"] += run_seek(oracle, tmp, seed)

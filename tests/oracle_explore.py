@@ -312,3 +312,38 @@ def run_seek(oracle, tmp: Path, seed: int) -> int:
     return len(k["offsets"]) + len(k["timestamps"])
 
 
+
+
+def run_salvage(oracle, tmp: Path, seed: int) -> str:
+    """``salvage --execute`` (pinned to 4.0) on a damaged partition of the truncate plans (tests/oracle_fuzz.py's
+    fuzz_damage: any file, any byte offset), then Kafka's Load, with and without the clean-shutdown marker, and its
+    clean close must change no file of the partition. Returns "refused" when salvage refuses (exit 2), else "ok"."""
+    from oracle_cases import assert_load_keeps, copy_partition, kafkalog
+    from oracle_fuzz import fuzz_damage
+
+    p = explore_plan(seed, compact=False)
+    w = oracle.json("Write", "--out", str(tmp / "written"), "--plan-json", json.dumps(p))
+    if w.get("error"):
+        pytest.skip(f"{w['error']['class']}: {w['error']['message']}")
+    part = Path(w["partitionDir"])
+    muts = fuzz_damage(seed, part)
+    reference = copy_partition(part, tmp / "reference")
+    # a clock just after the plan's own: no producer expires at Kafka's load (the plan's clock moves by its
+    # advanceTime ops and a step per record)
+    now = T0 + sum(o.get("ms", 0) for o in p["ops"] if o["op"] == "advanceTime") + 3_600_000
+    cfg = [a for k in ("index.interval.bytes", "segment.index.bytes") if k in p["config"]
+           for a in ("--config", f"{k}={p['config'][k]}")]
+    r = kafkalog("salvage", "--kafka-version", "4.0", "--execute", "--now-ms", str(now), *cfg,
+                 "--allow-lost-marker", "--allow-unknown-in-transaction", str(part))
+    if r.exit_code == 2:
+        return "refused"
+    assert r.exit_code == 0, f"salvage exit {r.exit_code} ({muts}):\n{r.output}"
+    try:
+        # a change Kafka's load also makes to the same, untouched file of the damaged input is the broker's own
+        # start-up (e.g. an unflushed segment's live per-append index rebuilt by the recovery rule), not salvage's
+        assert_load_keeps(oracle, reference, part, tmp / "load", now, p["config"])
+    except AssertionError as exc:
+        if "Kafka's Load failed" in str(exc) and "on " + str(reference) in str(exc):
+            return "ok"  # the input itself does not load: nothing to exempt, the salvaged partition loaded (checked)
+        raise AssertionError(f"{muts}: {exc}") from None
+    return "ok"

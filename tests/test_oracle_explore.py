@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from oracle_explore import run_compact, run_seek, run_truncate
+from oracle_explore import run_compact, run_salvage, run_seek, run_truncate
 
 pytestmark = pytest.mark.oracle
 
@@ -54,3 +54,12 @@ def test_explore_truncate_matches_kafka_long(kafka_real, tmp_path, seed):
 @pytest.mark.parametrize("seed", range(BASE, BASE + LONG // 2))
 def test_explore_seek_matches_kafka_long(kafka_real, tmp_path, seed):
     run_seek(kafka_real, tmp_path, seed)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_salvage_rebuilds_indexes_with_the_topic_config(kafka_real, tmp_path, seed):
+    """salvage rebuilt every index with Kafka's default index.interval.bytes (it had no --config), so an unclean
+    start's recovery of the active segment, which follows the topic's index.interval.bytes, rewrote it (explore_oracle
+    salvage seeds 0 and 2: topics with index.interval.bytes 1 and 17). ``salvage --config`` takes the topic's, as
+    ``recover --config`` does."""
+    assert run_salvage(kafka_real, tmp_path, seed) in ("ok", "refused")
