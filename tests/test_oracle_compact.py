@@ -312,3 +312,66 @@ def test_compact_with_leftovers_after_a_clean_shutdown_matches_kafka_cleaner(kaf
 @pytest.mark.parametrize("seed", seeds(300, base=140_000))
 def test_compact_with_leftovers_after_a_clean_shutdown_matches_kafka_cleaner_long(kafka_real, tmp_path, seed):
     leftovers_case(kafka_real, tmp_path, seed)
+
+
+# ------------------------------------------------------------------------------------------ scripts/explore_oracle.py
+def test_snapshot_at_the_log_start_is_deleted_by_the_load_before_the_clean(kafka_real, tmp_path):
+    """A DeleteRecords to a segment's base leaves a producer snapshot at the log start; at a clean start the load's
+    rebuildProducerState still calls truncateAndReload, which deletes every snapshot at or below the log start
+    (ProducerStateManager.java:355-361, UnifiedLog.java:100-104), and Kafka's cleaner runs on that. kafkalog
+    compacted the files as they were and kept the snapshot (explore_oracle compact seed 1)."""
+    p = {"config": {"cleanup.policy": "compact"},
+         "ops": [_keys(3, 2), {"op": "roll"}, _keys(3, 2), {"op": "roll"}, {"op": "deleteRecords", "offset": 6},
+                 _keys(3, 1), {"op": "roll"}],
+         "shutdown": "clean"}
+    part = write_partition(kafka_real, tmp_path / "probe", p)
+    assert (part / f"{6:020d}.snapshot").exists(), "the plan must leave a snapshot at the log start"
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})
+
+
+def test_first_dirty_offset_is_the_log_start_inside_a_segment(kafka_real, tmp_path):
+    """A DeleteRecords moved the log start to 3, inside segment 0: with no cleaner checkpoint the first dirty offset
+    is the log start (LogCleanerManager.scala:625-644) and the offset map starts there (LogCleaner.scala:612,
+    1119), so the two values of ``dup`` at 0 and 1, below it, both stay while ``k0`` at 2 goes (its key is in the
+    map). kafkalog started the map at the first segment's base and removed ``dup`` at 0 (explore_oracle compact
+    seed 3)."""
+    dup = {"op": "append", "records": [{"key": "dup", "value": "old"}], "batches": 2}
+    p = {"config": {"cleanup.policy": "compact"},
+         "ops": [dup, _keys(3, 1), {"op": "deleteRecords", "offset": 3}, {"op": "roll"}, _keys(3, 1), {"op": "roll"}],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})
+
+
+def test_merged_segment_whose_recovery_would_fill_its_time_index(kafka_real, tmp_path):
+    """segment.index.bytes 48: four source segments of two batches each have 12-byte time indexes, so
+    groupSegmentsBySize merges them (LogCleaner.scala:976-1001); the cleaner appends once per source segment and
+    indexes 3 of its 4 appends (LogSegment.append), within the time index's 3 usable slots (TimeIndex.java:123-125).
+    The per-batch recovery rule would want 7 entries; kafkalog's cross-check of its output refused that as 'time
+    index over capacity' (and left the staged .index.cleaned behind) where Kafka cleans (explore_oracle compact seed
+    58, round 1)."""
+    ops: list[dict] = []
+    for i in range(4):
+        ops += [{"op": "append", "count": 1, "keyFormat": f"s{i}-%d", "batches": 2}, {"op": "roll"}]
+    ops.append(_keys(1, 1))
+    p = {"config": {"cleanup.policy": "compact", "segment.index.bytes": "48", "index.interval.bytes": "1"},
+         "ops": ops, "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})
+    part = tmp_path / "kafkalog" / "t-0"
+    assert not [n.name for n in part.iterdir() if n.name.endswith(".cleaned")]
+
+
+def test_open_transaction_below_the_log_start_holds_the_last_stable_offset(kafka_real, tmp_path):
+    """A transaction left open at offset 0 whose segment a DeleteRecords removed: the broker's producer state (the
+    snapshot) still has it ongoing, and the first unstable offset below the log start counts as the log start
+    (UnifiedLog.maybeIncrementFirstUnstableOffset, UnifiedLog.scala:959-973), so the last stable offset 3 stops the
+    clean before anything (LogCleanerManager.scala:652-678). kafkalog took the open transactions from the remaining
+    segments only and compacted segment 3 (explore_oracle compact seed 249)."""
+    txn = {"op": "append", "count": 3, "keyFormat": "t%d", "producerId": 9, "transactional": True}
+    p = {"config": {"cleanup.policy": "compact"},
+         "ops": [txn, {"op": "roll"}, _keys(3, 3), {"op": "roll"}, {"op": "deleteRecords", "offset": 3}, _keys(3, 1)],
+         "shutdown": "clean"}
+    compare_rounds(kafka_real, tmp_path, p, {"delete_retention_ms": 86_400_000, "min_compaction_lag_ms": 0,
+                                              "now_ms": START + 10_000, "advance_ms": 1000, "rounds": 2})

@@ -223,3 +223,17 @@ def test_recovered_segment_emptied_time_index_gets_the_largest_kept_timestamp(ka
     p = {"config": {"index.interval.bytes": "1"},
          "ops": [{"op": "append", "count": 2, "keyFormat": "k%d", "batches": 4}], "shutdown": "crash"}
     _case(kafka_real, tmp_path, p, "offset", 2)  # --recover-first: the default
+
+
+def test_target_below_the_log_start_lowers_the_log_start_checkpoint(kafka_real, tmp_path):
+    """A DeleteRecords moved the log start to 7 inside segment 0; a truncation to 2 keeps segment 0 and, in
+    UnifiedLog.truncateTo, sets logStartOffset = min(target, logStartOffset) (UnifiedLog.scala:1853), which its
+    clean shutdown checkpoints. kafkalog left log-start-offset-checkpoint at 7, above the new log end, so Kafka's
+    next load deleted every segment and started an empty one at 7 (LogLoader.java:425-434; explore_oracle truncate
+    seeds 5, 7, 14, 27, 29)."""
+    p = {"ops": [{"op": "append", "count": 3, "keyFormat": "k%d", "batches": 3},
+                 {"op": "deleteRecords", "offset": 7}, {"op": "append", "count": 2, "keyFormat": "k%d"}],
+         "shutdown": "clean"}
+    _case(kafka_real, tmp_path, p, "offset", 2)
+    text = (tmp_path / "kafkalog" / "log-start-offset-checkpoint").read_text()
+    assert text.splitlines()[2:] == ["t 0 2"], text

@@ -125,6 +125,25 @@ def test_transaction_commit_abort_and_modes(tmp_path, monkeypatch):
     assert safety.recover_interrupted(str(pdir)) == []
 
 
+def test_a_writer_that_raises_leaves_no_staged_file(tmp_path, monkeypatch):
+    """A writer refusing its own output mid-stage (compact's cross-check of a cleaned segment) left its half-written
+    ``.index.cleaned`` behind: not yet registered as staged, the abort did not remove it, although the refusal said
+    nothing was changed (scripts/explore_oracle.py compact seed 58)."""
+    monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))
+    pdir = tmp_path / "logs" / "t-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(b"L")
+
+    def refuses(f):
+        f.write(b"half")
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError), safety.Transaction(str(pdir), None) as t:
+        t.stage("00000000000000000000.log", b"new log")
+        t.stage("00000000000000000000.index", refuses)
+    assert sorted(os.listdir(pdir)) == ["00000000000000000000.log"]
+
+
 def test_plain_names_are_staged_as_tmp_never_cleaned_or_swap(tmp_path, monkeypatch):
     """Kafka parses the prefix of every *.cleaned/*.swap as an offset: a checkpoint staged that way stops the broker."""
     monkeypatch.setenv(safety.BACKUP_ENV, str(tmp_path / "bk"))

@@ -46,6 +46,20 @@ def read_offset_checkpoint(logdir: str, name: str, tp: tuple[str, int] | None) -
 
 
 
+def log_start_offset(partition_dir: str, bases: list[int]) -> tuple[int, str]:
+    """(the log start offset the broker holds, where it came from): its ``log-start-offset-checkpoint`` entry
+    (DeleteRecords moves it) or the first segment's base offset, whichever is greater (LogLoader.java:215-217)."""
+    topic, part = checkpoint_key(os.path.basename(os.path.realpath(partition_dir)))
+    try:
+        tp = (topic, int(part))
+    except ValueError:
+        tp = None
+    cp, _src = read_offset_checkpoint(log_dir_of(partition_dir), LOG_START_FILE, tp)
+    if cp is not None and cp > bases[0]:
+        return cp, f"{LOG_START_FILE} of the log dir"
+    return bases[0], "the first segment's base offset"
+
+
 def partition_offset(log_dir: str, topic: str, partition: str, filename: str) -> tuple[int | None, str]:
     """``topic partition``'s entry in one of ``log_dir``'s checkpoints, or ``(None, why)``
     (``companions.partition_checkpoint_offset``)."""

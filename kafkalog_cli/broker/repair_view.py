@@ -231,10 +231,14 @@ def read_txn_index(path: str) -> list[AbortedTxn]:
     return entries
 
 
-def collect_aborted(segments: list[Segment], start: int, upper: int) -> list[AbortedTxn]:
+def collect_aborted(segments: list[Segment], start: int, upper: int, fetch: int | None = None) -> list[AbortedTxn]:
     """LocalLog.collectAbortedTransactions(start, upper): scan ``.txnindex`` files from the segment containing
-    ``start`` onwards; keep entries with lastOffset >= start and firstOffset < upper; stop at the first entry whose
-    lastStableOffset >= upper (errata E1: an overstated LSO hides later entries, exactly as in the broker)."""
+    ``start`` onwards; keep entries with lastOffset >= ``fetch`` (default ``start``) and firstOffset < upper; stop at
+    the first entry whose lastStableOffset >= upper (errata E1: an overstated LSO hides later entries, exactly as in
+    the broker). The cleaner's searches go through UnifiedLog.collectAbortedTransactions, whose ``fetch`` is the log
+    start offset whatever the segment searched (UnifiedLog.scala:1248-1250, LocalLog.scala:445-451)."""
+    if fetch is None:
+        fetch = start
     out: list[AbortedTxn] = []
     first = 0
     for i, s in enumerate(segments):
@@ -242,7 +246,7 @@ def collect_aborted(segments: list[Segment], start: int, upper: int) -> list[Abo
             first = i
     for s in segments[first:]:
         for e in read_txn_index(s.path("txnindex")):
-            if e.last_offset >= start and e.first_offset < upper:
+            if e.last_offset >= fetch and e.first_offset < upper:
                 out.append(e)
             if e.last_stable_offset >= upper:
                 return out

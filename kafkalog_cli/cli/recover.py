@@ -117,6 +117,10 @@ bytes inside an open transaction (--allow-unknown-in-transaction).
 @click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
               help="Where replaced files go (default: <parent of log dir>/kafkalog-backups).")
 @click.option("--now-ms", type=int, default=None, help="Clock for producer-id expiry when snapshots are loaded.")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="A topic config the rebuilt indexes follow and the loader reads (index.interval.bytes, "
+                   "segment.index.bytes); repeatable, other keys are ignored. Default: Kafka's defaults (4096, "
+                   "10485760).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--allow-lost-marker", is_flag=True,
               help="Salvage even when a cut holds the COMMIT/ABORT marker of an open transaction (its header is "
@@ -126,8 +130,10 @@ bytes inside an open transaction (--allow-unknown-in-transaction).
                    "marker); the plan warns which transaction and its consumers are at risk.")
 @click.option("--verbose", "-v", is_flag=True, help=_VERBOSE_HELP)
 def salvage(paths: tuple[str, ...], kafka_version: str | None, execute: bool, backup_dir: str | None, now_ms: int | None,
-            fmt: str, allow_lost_marker: bool, allow_unknown_in_transaction: bool, verbose: bool) -> None:
+            configs: tuple[str, ...], fmt: str, allow_lost_marker: bool, allow_unknown_in_transaction: bool,
+            verbose: bool) -> None:
     """Keep every intact batch; cut out only the corrupt ranges; rebuild what the loader needs."""
+    from kafkalog_cli.broker import loader as ld
     from kafkalog_cli.ops import salvage as sv
     from kafkalog_cli.render import repairs as rr
 
@@ -135,7 +141,8 @@ def salvage(paths: tuple[str, ...], kafka_version: str | None, execute: bool, ba
     kafka_version = assumed_kafka_version(kafka_version, paths=list(paths))
     results = _errors(lambda: sv.run(list(paths), kafka_version=kafka_version, execute=execute,
                                      backup_dir=backup_dir, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
-                                     allow_unknown_in_transaction=allow_unknown_in_transaction))
+                                     allow_unknown_in_transaction=allow_unknown_in_transaction,
+                                     config=ld.TopicConfig.from_pairs(configs)))
     for line in rr.recovered_lines(line for _plan, recovered, _written in results for line in recovered):
         err(line)
     plans = [plan for plan, _recovered, _written in results]

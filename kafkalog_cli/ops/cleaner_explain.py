@@ -176,7 +176,7 @@ def _scan_dirty(copy: PartitionCopy, segs: list[SegmentInfo], first_dirty: int, 
     notes: list[str] = []
     plist = ps.list_segments(copy.path)
     try:
-        aborted = ps.collect_aborted(plist, first_dirty, upper)
+        aborted = ps.collect_aborted(plist, first_dirty, upper, log_start)  # fetch: the log start (UnifiedLog.scala:1248-1250)
     except KafkalogError as exc:
         aborted = []
         notes.append(f"aborted transactions unknown ({exc.describe()}): their keys are counted as dirty keys")

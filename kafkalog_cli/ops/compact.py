@@ -44,7 +44,7 @@ from typing import BinaryIO
 
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker import repair_view as ps
-from kafkalog_cli.broker.checkpoints import high_watermark
+from kafkalog_cli.broker.checkpoints import high_watermark, log_start_offset
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError, RepairRefused
 from kafkalog_cli.format import codecs
 from kafkalog_cli.format.batch import ATTR_TIMESTAMP_TYPE, LOG_APPEND_TIME, Batch, Record
@@ -463,13 +463,14 @@ def _split_parts(seg: ps.Segment, opts: CompactOptions) -> list[Part]:
 
 
 def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start: int,
-                       ranges: list[tuple[int, int]]) -> None:
+                       ranges: list[tuple[int, int]], fetch: int | None = None) -> None:
     """Errata E1: every aborted transaction the log proves must be in the ``.txnindex`` files the cleaner reads,
     and every entry there must describe an ABORT the log holds. Otherwise refuse: compaction would delete committed
     data (or keep aborted data) for good.
 
     ``ranges`` are exactly the (start, upper) searches the planner then makes: the offset map's, and one per source
-    segment as ``cleanSegments`` makes them. An entry whose lastStableOffset exceeds lastOffset + 1 cannot have been
+    segment as ``cleanSegments`` makes them, each keeping entries that end at or after ``fetch`` (the broker's log
+    start offset: an aborted transaction that ended below it is taken for committed by the cleaner, as by Kafka's). An entry whose lastStableOffset exceeds lastOffset + 1 cannot have been
     written by a broker (the LSO is the first offset of the earliest *other* open transaction, or lastOffset + 1);
     it would end the broker's early-stopping search too soon and hide later entries, so it is refused outright."""
     entries: list[tuple[ps.Segment, AbortedTxn]] = []
@@ -510,9 +511,9 @@ def _check_txn_indexes(segments: list[ps.Segment], facts: ps.LogFacts, log_start
             )
     # what the cleaner will learn, range by range, with its own early-stopping search
     for start, end in ranges:
-        known = {(e.producer_id, e.last_offset): e for e in ps.collect_aborted(segments, start, end)}
+        known = {(e.producer_id, e.last_offset): e for e in ps.collect_aborted(segments, start, end, fetch)}
         for t in facts.txns:
-            if not t.aborted or not (t.first_offset < end and t.marker_offset >= start):
+            if not t.aborted or not (t.first_offset < end and t.marker_offset >= max(start, fetch or start)):
                 continue
             if t.records == 0:
                 # only empty batches are left of it (a cleaner kept them for producer state after removing the data,
@@ -618,31 +619,38 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
             leo = max(leo, seg_facts[seg.base].next_offset)
             break
     facts.log_end_offset = leo
-    log_start = segments[0].base
+    # the broker's logStartOffset (a DeleteRecords moves it into a segment): the first dirty offset of a round with no
+    # cleaner checkpoint (LogCleanerManager.scala:625-644), where the offset map starts (LogCleaner.scala:612)
+    log_start, _src = log_start_offset(pdir, [s.base for s in segments])
 
     notes: list[str] = []
-    lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes)
+    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it); its
+    # ongoing transactions hold the last stable offset, also one whose batches a DeleteRecords already removed
+    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts, now, opts.producer_id_expiration_ms)
+    ongoing = [e.current_txn_first_offset for e in last_batches.values() if e.current_txn_first_offset >= 0]
+    lso, upper = _cleanable_offsets(pdir, segments, facts, leo, opts, now, notes, log_start, ongoing)
     plan = CompactPlan(pdir, now, log_start, leo, lso, upper, notes=notes,
                        index_interval_bytes=opts.index_interval_bytes, segment_index_bytes=opts.segment_index_bytes,
                        stray_deletes=stray)
     if stray:
         plan.notes.append(f"{len(stray)} file(s) already scheduled for deletion (.deleted) are deleted first, as the "
                           "broker's loader deletes them at start-up")
-    clean_segs = [s for s in segments if s.base < upper]
+    # nothing cleanable below the first dirty offset: Kafka's map over logSegments(firstDirty, firstDirty) is empty,
+    # so its round cleans logSegments(0, 0) (LogCleaner.scala:612-624)
+    clean_segs = [s for s in segments if s.base < upper] if upper > log_start else []
     if not clean_segs:
         plan.notes.append("nothing is cleanable (only the active segment, or everything is above the last stable offset)")
         return plan
     parts = _split_overflowed_segments(plan, clean_segs, seg_facts, opts)
-    # producers' last batches, as the broker's producer state has them (newest snapshot, then the log after it)
-    last_batches = _active_producers(pdir, segments, seg_facts, ctypes, leo, facts, now, opts.producer_id_expiration_ms)
-    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts)
+    cleaner = _Cleaner(parts, segments, ctypes, last_batches, upper, now, opts, log_start)
     cleaned_parts = _build_offset_map(plan, cleaner, parts, progress)
     # the broker's searches of the .txnindex files: one for the offset map, one per source segment (cleanSegments
     # collects each segment's aborted transactions with that segment's own bounds, not the group's)
     groups = _group_segments(cleaned_parts, upper, opts)
     cleaner.groups = groups
     cleaner.seg_ranges = {p.base: r for g in groups for p, r in zip(g, _segment_ranges(g))}
-    _check_txn_indexes(segments, facts, log_start, [(log_start, upper), *cleaner.seg_ranges.values()])
+    _check_txn_indexes(segments, facts, segments[0].base, [(log_start, upper), *cleaner.seg_ranges.values()],
+                       fetch=log_start)
     _clean_segments(plan, cleaner, groups, progress)
     _replace_segments(plan)
     plan.notes.append(
@@ -654,12 +662,16 @@ def plan_compaction(partition_dir: str, opts: CompactOptions | None = None,
 
 
 def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts, leo: int, opts: CompactOptions,
-                       now: int, notes: list[str]) -> tuple[int, int]:
+                       now: int, notes: list[str], log_start: int,
+                       ongoing: list[int] | None = None) -> tuple[int, int]:
     """``LogCleanerManager.cleanableOffsets`` (LogCleanerManager.scala:622-683): (last stable offset, first
     uncleanable offset). Cleaning stops at the last stable offset, the high watermark, the active segment (unless
-    ``include_active``) and the first segment younger than min.compaction.lag.ms, rounded down to a segment base."""
-    log_start = segments[0].base
-    lso = min(facts.open_txns.values(), default=leo)
+    ``include_active``) and the first segment younger than min.compaction.lag.ms among those from the first dirty
+    offset (``log_start``) on, rounded down to a segment base; never below the first dirty offset. ``ongoing``: the
+    first offsets of the producer state's open transactions; a first unstable offset below the log start counts as
+    the log start (maybeIncrementFirstUnstableOffset, UnifiedLog.scala:959-973)."""
+    lso = min([*facts.open_txns.values(), *(ongoing or [])], default=leo)
+    lso = min(max(lso, log_start), leo)
     cap = lso
     hw, hw_unknown = high_watermark(pdir)
     if hw is None:
@@ -673,9 +685,11 @@ def _cleanable_offsets(pdir: str, segments: list[ps.Segment], facts: ps.LogFacts
     if not opts.include_active:
         cap = min(cap, segments[-1].base)
     if opts.min_compaction_lag_ms > 0:
-        for s in segments:
+        for i, s in enumerate(segments):
             if s.base >= cap:
                 break
+            if i + 1 < len(segments) and segments[i + 1].base <= log_start:
+                continue  # nonActiveLogSegmentsFrom(firstDirtyOffset): from the segment holding it
             largest = _largest_timestamp(s, notes)
             if largest > now - opts.min_compaction_lag_ms:
                 cap = s.base
@@ -840,7 +854,8 @@ class _Cleaner:
     execution with the staged file, so both see the same batches, in the same order, with the same decisions."""
 
     def __init__(self, parts: list[Part], segments: list[ps.Segment], ctypes: dict[int, int | None],
-                 producers: dict[int, pst.ProducerStateEntry], upper: int, now: int, opts: CompactOptions) -> None:
+                 producers: dict[int, pst.ProducerStateEntry], upper: int, now: int, opts: CompactOptions,
+                 first_dirty: int | None = None) -> None:
         self.parts = parts
         self.segments = segments
         self.ctypes = ctypes
@@ -852,7 +867,10 @@ class _Cleaner:
         self.full = False
         self.groups: list[list[Part]] = []
         self.seg_ranges: dict[int, tuple[int, int]] = {}
-        self.legacy_delete_horizon_ms = legacy_delete_horizon(segments, segments[0].base if segments else 0,
+        if first_dirty is None:
+            first_dirty = segments[0].base if segments else 0
+        self.first_dirty = first_dirty  # the log start offset (a kafkalog round has no cleaner checkpoint)
+        self.legacy_delete_horizon_ms = legacy_delete_horizon(segments, first_dirty,
                                                               opts.delete_retention_ms)
 
     def build_offset_map(self, start: int, progress: Progress | None = None) -> int:
@@ -861,7 +879,7 @@ class _Cleaner:
         ``buildOffsetMapForSegment`` returns, and later segments are not read."""
         omap = self.omap
         dirty = [p for p in self.parts if p.base < self.upper]
-        tracker = TxnTracker(ps.collect_aborted(self.segments, start, self.upper))
+        tracker = TxnTracker(ps.collect_aborted(self.segments, start, self.upper, self.first_dirty))
         progress = progress or Progress()
         progress.add_total(sum(p.size for p in dirty))
         for i, part in enumerate(dirty):
@@ -898,7 +916,7 @@ class _Cleaner:
         out.appends = []
         io_buffer = max(1, self.opts.io_buffer_bytes // 2)  # LogCleaner: ioBufferSize / numThreads / 2, one thread
         for part, st in zip(group, stats):
-            tracker.add(ps.collect_aborted(self.segments, *self.seg_ranges[part.base]))
+            tracker.add(ps.collect_aborted(self.segments, *self.seg_ranges[part.base], self.first_dirty))
             path = part.seg.path("log")
             chunk = _Chunk(io_buffer, self.opts.max_message_bytes, self.opts.message_max_bytes)
             # cleanSegments' retainLegacyDeletesAndTxnMarkers: the source segment's lastModified (ms, as Java's
@@ -1125,7 +1143,8 @@ def legacy_delete_horizon(segments: list[ps.Segment], first_dirty: int, delete_r
     """``doClean``'s legacyDeleteHorizonMs (LogCleaner.scala:596-603): the lastModified of the last segment below the
     first dirty offset (``logSegments(0, firstDirtyOffset)``) minus delete.retention.ms, 0 when there is none. A
     v0/v1 tombstone is removed only in a source segment last modified at or before it (``cleanSegments``,
-    LogCleaner.scala:679); a kafkalog round starts at the log start, where there is no such segment."""
+    LogCleaner.scala:679); a kafkalog round starts at the log start, below which there is such a segment only
+    when a DeleteRecords moved the log start into one."""
     below = [s for s in segments if s.base < first_dirty]
     if not below:
         return 0
@@ -1303,7 +1322,9 @@ def _indexes_of(staged: str, base: int, plan: CompactPlan, appends: list[tuple[i
     if os.path.getsize(staged) <= CROSS_CHECK_BYTES:
         with MappedFile(staged) as mf:
             rb = rebuild_segment(mf.buf, base, plan.index_interval_bytes, segment_index_bytes=plan.segment_index_bytes)
-        if rb.problem is not None:
+        # a full index under the recovery rule is not a cut: Kafka's cleaner writes the same segment (its appends are
+        # per source segment, LogSegment.append), only a later recovery of it fills the index first
+        if rb.problem is not None and not rb.problem.message.endswith("index over capacity (segment.index.bytes)"):
             raise CorruptRecordError(f"compacted output failed validation: {rb.problem.describe()}", file=staged)
     return index, timeindex
 

@@ -256,8 +256,11 @@ def needs_load_after_clean_shutdown(lp: ld.LoaderPlan) -> bool:
     first here too. kafka-real ``Clean``/``Truncate`` on such inputs: tests/test_oracle_compact.py and
     tests/test_oracle_truncate.py (``leftovers after a clean shutdown``)."""
     # .deleted leftovers alone do not count: the load's other changes (e.g. a leader-epoch checkpoint written for a
-    # legacy log) are not the broker's at a clean start
-    return bool(lp.recovered) or any(c.phase == "leftovers" and not c.name.endswith(".deleted") for c in lp.changes)
+    # legacy log) are not the broker's at a clean start. A producer snapshot the load deletes does count: even at a clean start rebuildProducerState's truncateAndReload removes
+    # every snapshot at or below the log start (a DeleteRecords or retention past a segment's base) or above the log
+    # end (ProducerStateManager.java:355-361, UnifiedLog.java:100-104)
+    return (bool(lp.recovered) or bool(lp.snapshots_deleted)
+            or any(c.phase == "leftovers" and not c.name.endswith(".deleted") for c in lp.changes))
 
 
 def summary(lp: ld.LoaderPlan) -> str:

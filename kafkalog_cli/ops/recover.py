@@ -81,17 +81,22 @@ def changes_data(plan: ld.LoaderPlan) -> bool:
 
 
 def write_recovery_point(pdir: str, offset: int) -> None:
-    """Set this partition's entry of the log dir's ``recovery-point-offset-checkpoint`` to ``offset``, keeping the
-    other entries and their order, as Kafka's CheckpointFile writes it (a ``.tmp`` file, fsync, atomic rename,
-    CheckpointFile.java): a kill leaves the old or the new file, and both load. Called when the entry is above
-    the new log end, where the broker holds ``min(entry, log end)`` anyway (LogLoader.java:517-518) and writes it at
-    its next checkpoint (left above, the next start would recover the active segment again), and after an unclean
-    shutdown's recovery, when the entry is below the log end or absent (the file is created, or the entry added, as
-    the broker's clean close checkpoints it)."""
+    """Set this partition's entry of the log dir's ``recovery-point-offset-checkpoint`` to ``offset``
+    (``write_checkpoint_entry``). Called when the entry is above the new log end, where the broker holds ``min(entry,
+    log end)`` anyway (LogLoader.java:517-518) and writes it at its next checkpoint (left above, the next start would
+    recover the active segment again), and after an unclean shutdown's recovery, when the entry is below the log end
+    or absent (the file is created, or the entry added, as the broker's clean close checkpoints it)."""
+    write_checkpoint_entry(pdir, ld.RECOVERY_POINT_FILE, offset)
+
+
+def write_checkpoint_entry(pdir: str, name: str, offset: int) -> None:
+    """Set this partition's entry of the log dir's checkpoint ``name`` to ``offset``, keeping the other entries and
+    their order, as Kafka's CheckpointFile writes it (a ``.tmp`` file, fsync, atomic rename, CheckpointFile.java): a
+    kill leaves the old or the new file, and both load."""
     from kafkalog_cli.storage import companions as comp
 
     logdir = os.path.dirname(os.path.realpath(pdir))
-    path = os.path.join(logdir, ld.RECOVERY_POINT_FILE)
+    path = os.path.join(logdir, name)
     tp = live_partition(pdir)
     assert tp is not None
     version, entries = 0, []

@@ -124,7 +124,7 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
         raise UnreadableFileError("no segment (.log) files in the directory", file=pdir, expected="NNN.log files",
                                   found="none")
     plan = SalvagePlan(pdir, kafka_version=str(version))
-    broker = _broker_loss(plan, kafka_version, now_ms)
+    broker = _broker_loss(plan, kafka_version, now_ms, ld.TopicConfig(index_interval_bytes, segment_index_bytes))
     kept, infos, prev_last = _resync_map(plan, bases)
     err_cuts = _salvage_loss(plan, bases)
     aborted, snaps = _replay(plan, bases, infos, prev_last, err_cuts, version, broker.log_start_checkpoint,
@@ -142,9 +142,10 @@ def plan_salvage(partition_dir: str, *, kafka_version: str = ld.DEFAULT_VERSION,
     return plan
 
 
-def _broker_loss(plan: SalvagePlan, kafka_version: str, now_ms: int | None) -> ld.LoaderPlan:
+def _broker_loss(plan: SalvagePlan, kafka_version: str, now_ms: int | None,
+                 config: ld.TopicConfig | None = None) -> ld.LoaderPlan:
     """What the broker's own recovery (``loader.plan_load``) would lose, for the comparison the plan shows."""
-    broker = ld.plan_load(plan.partition_dir, kafka_version, now_ms=now_ms)
+    broker = ld.plan_load(plan.partition_dir, kafka_version, now_ms=now_ms, config=config or ld.TopicConfig())
     plan.broker_lost_records = broker.lost_records
     plan.broker_log_end_offset = broker.log_end_offset
     plan.broker_unrepaired = list(broker.unrepaired)
@@ -518,8 +519,14 @@ def salvage_steps(plan: SalvagePlan) -> list[repair_plan.Step]:
 def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: bool = False,
         backup_dir: str | None = None, keep_backup: bool = True,
         now_ms: int | None = None, allow_lost_marker: bool = False,
-        allow_unknown_in_transaction: bool = False) -> list[tuple[SalvagePlan, list[str], str | None]]:
+        allow_unknown_in_transaction: bool = False,
+        config: ld.TopicConfig | None = None) -> list[tuple[SalvagePlan, list[str], str | None]]:
+    """Per partition: (plan, interrupted work finished first, backup dir). ``config``: the topic's
+    index.interval.bytes and segment.index.bytes, which the rebuilt indexes follow as the broker's recovery does
+    (Kafka's defaults when None; with others, an unclean start's recovery rewrote the active segment's indexes)."""
     from kafkalog_cli.storage.paths import partition_dirs
+
+    cfg = config or ld.TopicConfig()
 
     out: list[tuple[SalvagePlan, list[str], str | None]] = []
     explicit = {os.path.abspath(p) for p in paths}
@@ -530,7 +537,8 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
         # already rewritten ("exit 2, nothing written"); the plans are recomputed under the lock below
         for pdir in pdirs:
             if pdir in explicit or layout.segment_bases(pdir):
-                plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow)
+                plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, **allow,
+                             index_interval_bytes=cfg.index_interval_bytes, segment_index_bytes=cfg.segment_index_bytes)
     for pdir in pdirs:
         if pdir not in explicit and not layout.segment_bases(pdir):
             # one partition of a log dir without any segment (nothing to salvage there) must not stop the others;
@@ -538,16 +546,20 @@ def run(paths: list[str], *, kafka_version: str = ld.DEFAULT_VERSION, execute: b
             out.append((SalvagePlan(pdir, notes=["no segment (.log) file: nothing to salvage (the broker creates an "
                                                  "empty segment at load, see 'kafkalog recover')"]), [], None))
             continue
-        o = repair_plan.drive(pdir, partial(plan_repair, pdir, kafka_version=kafka_version, now_ms=now_ms, **allow),
+        o = repair_plan.drive(pdir, partial(plan_repair, pdir, kafka_version=kafka_version, now_ms=now_ms, **allow,
+                                            index_interval_bytes=cfg.index_interval_bytes,
+                                            segment_index_bytes=cfg.segment_index_bytes),
                               execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
         out.append((o.report, o.recovered, o.backup_dir))
     return out
 
 
 def plan_repair(pdir: str, *, kafka_version: str = ld.DEFAULT_VERSION, now_ms: int | None = None,
-                allow_lost_marker: bool = False,
-                allow_unknown_in_transaction: bool = False) -> repair_plan.RepairPlan[SalvagePlan]:
+                allow_lost_marker: bool = False, allow_unknown_in_transaction: bool = False,
+                index_interval_bytes: int = ri.DEFAULT_INTERVAL,
+                segment_index_bytes: int = ri.DEFAULT_SEGMENT_INDEX_BYTES) -> repair_plan.RepairPlan[SalvagePlan]:
     """The repair plan: salvage's findings (``plan_salvage``) and their steps (``salvage_steps``)."""
     report = plan_salvage(pdir, kafka_version=kafka_version, now_ms=now_ms, allow_lost_marker=allow_lost_marker,
-                          allow_unknown_in_transaction=allow_unknown_in_transaction)
+                          allow_unknown_in_transaction=allow_unknown_in_transaction,
+                          index_interval_bytes=index_interval_bytes, segment_index_bytes=segment_index_bytes)
     return repair_plan.RepairPlan(pdir, report, lambda: salvage_steps(report))

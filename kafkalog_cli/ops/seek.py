@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
+from kafkalog_cli.broker.checkpoints import log_start_offset
 from kafkalog_cli.errors import (
     CompressionError,
     CorruptIndexError,
@@ -50,8 +50,7 @@ from kafkalog_cli.storage.index import (
     largest_lower_bound,
     trimmed_count,
 )
-from kafkalog_cli.storage.layout import log_dir_of
-from kafkalog_cli.storage.paths import checkpoint_key, require_directory
+from kafkalog_cli.storage.paths import require_directory
 from kafkalog_cli.storage.segment import Entry, MappedFile, read_entry, walk
 
 _LEGACY_ATTRIBUTES = LEGACY_V0.offset("attributes")  # 17
@@ -120,20 +119,6 @@ def list_segments(partition_dir: str) -> list[int]:
             raise OffsetNotFound(err.message, file=partition_dir, expected=err.expected, found=err.found)
         raise err
     return bases
-
-
-def log_start_offset(partition_dir: str, bases: list[int]) -> tuple[int, str]:
-    """(the log start offset the broker holds, where it came from): its ``log-start-offset-checkpoint`` entry
-    (DeleteRecords moves it) or the first segment's base offset, whichever is greater (LogLoader.java:215-217)."""
-    topic, part = checkpoint_key(os.path.basename(os.path.realpath(partition_dir)))
-    try:
-        tp = (topic, int(part))
-    except ValueError:
-        tp = None
-    cp, _src = read_offset_checkpoint(log_dir_of(partition_dir), LOG_START_FILE, tp)
-    if cp is not None and cp > bases[0]:
-        return cp, f"{LOG_START_FILE} of the log dir"
-    return bases[0], "the first segment's base offset"
 
 
 def seg_path(partition_dir: str, base: int, ext: str) -> str:

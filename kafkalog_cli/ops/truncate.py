@@ -104,11 +104,14 @@ class TruncatePlan:
     #: that start-up's producer-state rebuild replayed the log after an older snapshot (LoaderPlan.
     #: log_end_state_replayed): the broker's live state is the log-end snapshot it wrote, with no expiry applied again
     state_replayed: bool = False
+    #: the new entry of the log dir's log-start-offset-checkpoint: a target below the log start lowers it
+    log_start_rewrite: int | None = None
 
     @property
     def has_changes(self) -> bool:
         return (bool(self.lost) or self.checkpoint_after != self.checkpoint_before or bool(self.snapshot_deletes)
-                or bool(self.snapshot_writes) or bool(self.stray_deletes) or bool(self.load_first))
+                or bool(self.snapshot_writes) or bool(self.stray_deletes) or bool(self.load_first)
+                or self.log_start_rewrite is not None)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -181,6 +184,14 @@ def plan_truncation(partition_dir: str, epoch: int | None = None, to_offset: int
             "whole log (the broker would start an empty segment there); refusing",
             file=pdir, expected=f"offset >= {log_start}", found=str(target),
         )
+    broker_start = _log_start(pdir, log_start)
+    if target < broker_start:
+        # UnifiedLog.truncateTo: logStartOffset = min(targetOffset, logStartOffset) (UnifiedLog.scala:1853), which the
+        # broker's next checkpoint writes; left above the new log end, the next load would delete every segment
+        # (LogLoader.java:425-434)
+        plan.log_start_rewrite = target
+        plan.notes.append(f"the target is below the log start offset {broker_start} ({LOG_START_FILE}): the entry "
+                          f"is lowered to {target}, as the broker's truncation lowers its log start")
     seg = max((s for s in segments if s.base <= target), key=lambda s: s.base)
     cut = _truncate_segment(plan, seg, heads[seg.base], target)
     _delete_later_segments(plan, segments, seg, heads)
@@ -540,6 +551,14 @@ def truncation_steps(plan: TruncatePlan) -> list[repair_plan.Step]:
     return steps
 
 
+def _after_execute(plan: TruncatePlan) -> None:
+    """After the steps, under the lock: the log-start-offset-checkpoint entry a target below it lowers."""
+    if plan.log_start_rewrite is not None:
+        from kafkalog_cli.ops.recover import write_checkpoint_entry
+
+        write_checkpoint_entry(plan.partition_dir, LOG_START_FILE, plan.log_start_rewrite)
+
+
 def plan_repair(partition_dir: str, epoch: int | None, to_offset: int | None, *, now_ms: int | None = None,
                 producer_id_expiration_ms: int = pst.DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                 recovered_segments: list[int] | None = None,
@@ -579,7 +598,7 @@ def run(partition_dir: str, epoch: int | None, to_offset: int | None, *, execute
                                                                  producer_id_expiration_ms=producer_id_expiration_ms,
                                                                  recovered_segments=recovered,
                                                                  state_replayed=bool(names) and loaded.log_end_snapshot),
-                              execute=execute, backup_dir=backup_dir, keep_backup=keep_backup)
+                              execute=execute, backup_dir=backup_dir, keep_backup=keep_backup, after=_after_execute)
     except KafkalogError as exc:
         if loaded.names and execute:
             raise refused_after_load(exc, loaded) from None

@@ -140,6 +140,11 @@ class Transaction:
         except OSError as exc:
             unlink_quiet(tmp)
             raise write_failed(exc, "cannot write the staged file (removed again; nothing was changed)", tmp) from None
+        except BaseException:
+            # a writer that refuses (e.g. its own output check) leaves no half-written staged file either: it is not
+            # in self.staged yet, so the abort would not find it (a stray .cleaned the broker's next load deletes)
+            unlink_quiet(tmp)
+            raise
         files.count_step()
         self.staged[final_name] = os.path.exists(final)
         self.digests[final_name] = digest(tmp)
