@@ -683,8 +683,44 @@ class Exporter:
                 if self.progress is not None:
                     self.progress(mf.size - src.position - self._reported)
                 self._reported = 0
+        if self._stopped or (state is not None and state.done):
+            self._closing_markers(part, stats, next_offset)
         self.sink.end(part, stats)
         return stats
+
+    def _closing_markers(self, part: SourcePartition, stats: PartitionStats, next_offset: int | None) -> None:
+        """A window that ends inside a transaction (``--count``, ``--end-time``): a Kafka directory gets the
+        transaction's marker from after the window's end (its first COMMIT/ABORT of that producer in the source), so
+        that the restored log holds no transaction the source had closed open (a read_committed consumer would wait
+        at its first offset forever). Only the markers are taken; the walk reads batch headers."""
+        pending = getattr(self.sink, "open_producers", None)
+        wanted = pending() if pending is not None and next_offset is not None else set()
+        for src in part.files:
+            if not wanted:
+                return
+            try:
+                mf = MappedFile(src.path)
+            except KafkalogError:
+                continue
+            with mf:
+                for entry in _entries(src.path, mf.buf, src.position, self.opts, None, transactional_only=True):
+                    assert next_offset is not None
+                    if not entry.is_control or entry.producer_id not in wanted or entry.base_offset < next_offset:
+                        continue
+                    try:
+                        marker = control_of(entry, mf.buf)
+                        n = self.sink.batch(BatchItem(entry, mf.buf, src.path, None, marker, Selection(), part,
+                                                      self.opts.decompress_limit))
+                    except KafkalogError:
+                        continue  # reported where the export walk took it, or never reached: the next marker
+                    stats.control_records += n
+                    if n:
+                        stats.batches += 1
+                        stats.last_offset = entry.last_offset
+                    next_offset = entry.last_offset + 1
+                    wanted = pending() if pending is not None else set()
+                    if not wanted:
+                        return
 
     def _file(self, src: SourceFile, mf: MappedFile, part: SourcePartition, view: TxnView,
               state: WindowState | None, stats: PartitionStats, problem: Callable[[Finding], None],
@@ -783,10 +819,13 @@ class Exporter:
                         next_offset = entry.last_offset + 1
                         continue
                 sel = Selection()
-                if next_offset is not None and entry.base_offset < next_offset:
+                # a legacy compressed wrapper's offset is its last inner message's (its first one's is inside it):
+                # an offset bound always applies to its records
+                legacy = entry.is_legacy
+                if next_offset is not None and (legacy or entry.base_offset < next_offset):
                     sel.lo_offset = next_offset
                 if window is not None:
-                    if window.offset is not None and entry.base_offset < window.offset:
+                    if window.offset is not None and (legacy or entry.base_offset < window.offset):
                         sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
                     if window.start_ms is not None:
                         sel.start_ms = window.start_ms
@@ -814,15 +853,30 @@ class Exporter:
                         state.taken += n
                 if n:
                     stats.batches += 1
+                    # a batch written in part (a window's edge, --count): its first and last written records' offsets
+                    # (a legacy wrapper's first offset is inside it)
+                    partial = not sel.everything and (legacy or n < _count(entry))
+                    span = _written_span(item) if partial or (stats.first_offset is None and legacy and entry.codec) \
+                        else None
                     if stats.first_offset is None:
-                        stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
-                    stats.last_offset = entry.last_offset
+                        stats.first_offset = span[0] if span is not None else entry.base_offset
+                    stats.last_offset = span[1] if span is not None and partial else entry.last_offset
                 if entry.is_legacy and sink.keeps_markers and n:
                     stats.converted_entries += 1
                 next_offset = entry.last_offset + 1
             if not more or self._stopped:
                 break
         return next_offset
+
+
+def _written_span(item: BatchItem) -> tuple[int, int] | None:
+    """(first, last) offset of the records a sink wrote of a batch taken in part: its selection's records (decoded
+    again: only a window's edge batches and legacy wrappers come here)."""
+    try:
+        recs = item.records()
+    except KafkalogError:
+        return None
+    return (recs[0].offset, recs[-1].offset) if recs else None
 
 
 def _count(entry: Entry) -> int:

@@ -156,6 +156,10 @@ class KafkaDirSink:
         self.next_offset = b.last_offset + 1
         return written
 
+    def open_producers(self) -> set[int]:
+        """The producers whose transaction is open in what was written so far (their marker not yet written)."""
+        return set(self.state.ongoing.values())
+
     def _roll(self, base: int) -> None:
         if self.log is not None:  # the producer snapshot a broker takes when it rolls (UnifiedLog.roll)
             self._write(layout.segment_name(base, "snapshot"), self.state.snapshot_bytes(java_map=True))

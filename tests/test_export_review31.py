@@ -1,0 +1,124 @@
+"""Regressions found by the black-box review of issue 31 (export on sources the other tests did not use):
+
+- a legacy compressed wrapper (its offset field is its *last* inner message's) under ``--offset``: the window's
+  bound applies to its inner messages (it used to write the wrapper's first messages), and the summary's offsets
+  are those of the records written (it said ``41..41`` for offsets 0..41);
+- a batch written in part (``--count`` inside a batch): the summary's last offset is the last record written;
+- ``--format kafka`` with a window that ends inside a transaction: the transaction's marker from after the window's
+  end is written, so that Kafka's loader finds no transaction open that the source had closed (a read_committed
+  consumer of the restored log would wait at its first offset forever)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalog_cli.cli.main import cli
+from kafkalog_cli.format.control import ABORT, COMMIT, encode_control_key, encode_end_txn_marker
+from kafkalog_cli.format.encoder import RecordSpec, encode_batch, encode_legacy_wrapper
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, ["export", *args], catch_exceptions=False)
+
+
+def summary(tmp_path: Path, args: list[str]) -> dict:
+    out = tmp_path / f"o{len(list(tmp_path.glob('o*.ndjson')))}.ndjson"
+    r = run(*args, "--out", str(out), "--summary-format", "json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def ndjson_lines(args: list[str]) -> list[dict]:
+    r = run(*args, "--out", "-")
+    assert r.exit_code == 0, r.output
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith('{"topic"')]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_a_legacy_wrapper_under_an_offset_window(tmp_path: Path, magic: int) -> None:
+    pdir = tmp_path / "old-0"
+    pdir.mkdir()
+    inner = [(f"k{i}".encode(), f"v{i}".encode(), 1_600_000_000_000 + i) for i in range(12)]
+    seg = encode_legacy_wrapper(inner, offset=11, codec=1, magic=magic)
+    (pdir / "00000000000000000000.log").write_bytes(seg)
+    recs = ndjson_lines([str(pdir), "--offset", "5", "--count", "3"])
+    assert [r["offset"] for r in recs] == [5, 6, 7]
+    assert [r["key"] for r in recs] == ["k5", "k6", "k7"]
+    s = summary(tmp_path, [str(pdir), "--offset", "5", "--count", "3"])["partitions"][0]
+    assert (s["records"], s["first_offset"], s["last_offset"]) == (3, 5, 7)
+    s = summary(tmp_path, [str(pdir)])["partitions"][0]
+    assert (s["records"], s["first_offset"], s["last_offset"]) == (12, 0, 11)
+
+
+def test_a_count_inside_a_batch_reports_the_last_record_written(tmp_path: Path) -> None:
+    pdir = tmp_path / "t-0"
+    pdir.mkdir()
+    specs = [RecordSpec(key=b"k%d" % i, value=b"v", timestamp=1_700_000_000_000 + i, offset_delta=i)
+             for i in range(6)]
+    (pdir / "00000000000000000000.log").write_bytes(encode_batch(specs, base_offset=0))
+    s = summary(tmp_path, [str(pdir), "--offset", "2", "--count", "2"])["partitions"][0]
+    assert (s["records"], s["first_offset"], s["last_offset"]) == (2, 2, 3)
+
+
+def _txn_partition(pdir: Path) -> None:
+    """Producer 7: a transaction 0..3 (two batches), COMMIT at 4; producer 8: 5..6, ABORT at 7; a plain batch."""
+    pdir.mkdir(parents=True)
+    ts = 1_700_000_000_000
+
+    def data(base: int, n: int, pid: int, seq: int) -> bytes:
+        specs = [RecordSpec(key=b"k%d" % (base + i), value=b"v", timestamp=ts + base + i, offset_delta=i)
+                 for i in range(n)]
+        return encode_batch(specs, base_offset=base, transactional=True, producer_id=pid, producer_epoch=0,
+                            base_sequence=seq, partition_leader_epoch=0)
+
+    def marker(off: int, pid: int, kind: int) -> bytes:
+        spec = RecordSpec(key=encode_control_key(kind), value=encode_end_txn_marker(0), timestamp=ts + off,
+                          offset_delta=0)
+        return encode_batch([spec], base_offset=off, transactional=True, control=True, producer_id=pid,
+                            producer_epoch=0, partition_leader_epoch=0)
+
+    plain = encode_batch([RecordSpec(key=b"p", value=b"v", timestamp=ts + 8, offset_delta=0)], base_offset=8,
+                         partition_leader_epoch=0)
+    (pdir / "00000000000000000000.log").write_bytes(
+        data(0, 2, 7, 0) + data(2, 2, 7, 2) + marker(4, 7, COMMIT) + data(5, 2, 8, 0) + marker(7, 8, ABORT) + plain)
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_a_kafka_export_window_ending_in_a_transaction_gets_its_marker(tmp_path: Path, isolation: str) -> None:
+    from kafkalog_cli.format.batch import Batch
+    from kafkalog_cli.storage import layout
+
+    src = tmp_path / "src" / "t-0"
+    _txn_partition(src)
+    out = tmp_path / "out"
+    r = run(str(src), "--format", "kafka", "--out", str(out), "--count", "1", "--isolation", isolation)
+    assert r.exit_code == 0, r.output
+    seen = []
+    for _base, path in layout.segment_logs(str(out / "t-0")):
+        data = Path(path).read_bytes()
+        pos = 0
+        while pos < len(data):
+            b = Batch(data, pos)
+            seen.append((b.base_offset, b.producer_id, b.is_control))
+            pos += b.size
+    assert seen == [(0, 7, False), (4, 7, True)]  # the window's record, then its transaction's COMMIT
+
+
+def test_kafka_loads_a_windowed_export_with_no_open_transaction(kafka_real, tmp_path: Path) -> None:
+    src = tmp_path / "src" / "t-0"
+    _txn_partition(src)
+    out = tmp_path / "out"
+    r = run(str(src), "--format", "kafka", "--out", str(out), "--offset", "1", "--count", "4")
+    assert r.exit_code == 0, r.output
+    res = kafka_real.json("Load", "--in", str(out / "t-0"), "--work", str(tmp_path / "load"), "--now-ms",
+                          "1700000100000", "--clean-shutdown", "true", "--close")
+    assert not res.get("error"), res["error"]
+    assert res["log"]["firstUnstableOffset"] is None, res["log"]
+    assert res["log"]["logEndOffset"] == 8
+    assert {f["name"]: f["sha256"] for f in res["filesBefore"]} == {f["name"]: f["sha256"]
+                                                                    for f in res["filesAfterClose"]}
+
