@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,69 @@ def test_kafka_loads_a_windowed_export_with_no_open_transaction(kafka_real, tmp_
     assert {f["name"]: f["sha256"] for f in res["filesBefore"]} == {f["name"]: f["sha256"]
                                                                     for f in res["filesAfterClose"]}
 
+
+# ------------------------------------------------------------------------------ --out on a file system without flock
+def _no_flock(monkeypatch: pytest.MonkeyPatch, *, lockf_too: bool) -> None:
+    import errno
+    import fcntl
+
+    real_lockf = fcntl.lockf
+
+    def flock(fd: int, op: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    def lockf(fd: int, op: int, *args: int) -> None:
+        if lockf_too:
+            raise OSError(errno.ENOLCK, "No locks available")
+        real_lockf(fd, op, *args)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    monkeypatch.setattr(fcntl, "lockf", lockf)
+
+
+def test_no_flock_falls_back_to_a_posix_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalog_cli.storage.lock import lock_file
+
+    _no_flock(monkeypatch, lockf_too=False)
+    p = str(tmp_path / "o.kafkalog-lock")
+    held, state = lock_file(p)
+    assert held is not None and state.kind == "fcntl"
+    held.release()
+    assert not (tmp_path / "o.kafkalog-lock").exists()
+
+
+def test_no_lock_at_all_exports_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src" / "t-0"
+    _txn_partition(src)
+    _no_flock(monkeypatch, lockf_too=True)
+    out = tmp_path / "o.ndjson"
+    r = run(str(src), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert "kafkalog: warning:" in r.stderr and "supports no file lock" in r.stderr, r.stderr
+    assert out.exists() and sorted(os.listdir(tmp_path)) == ["o.ndjson", "src"]
+
+
+def test_no_flock_still_refuses_a_held_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """flock unsupported, another process holds the POSIX lock of the lock file: refused (exit 2), its pid named."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "src" / "t-0"
+    _txn_partition(src)
+    out = tmp_path / "o.ndjson"
+    lock = str(out) + ".kafkalog-lock"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({lock!r}, os.O_RDWR | os.O_CREAT, 0o644)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        _no_flock(monkeypatch, lockf_too=False)
+        r = run(str(src), "--out", str(out))
+        assert r.exit_code == 2, r.output
+        assert "another kafkalog export" in r.stderr and f"pid {holder.pid}" in r.stderr, r.stderr
+        assert not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()

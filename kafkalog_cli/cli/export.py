@@ -101,6 +101,8 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
         dest, sink, finish = _sink(fmt, out, plan)
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint)
+    for warning in dest.warnings if dest is not None else []:
+        err(f"kafkalog: warning: {warning}")
     total = sum(_size(s.path) - s.position for p in plan.partitions for s in p.files)
     summary = None
     try:

@@ -910,13 +910,14 @@ class Destination:
         self.directory = directory
         self.staging = self.out + STAGING_SUFFIX
         self._writers: list[DirectWriter] = []
+        self.warnings: list[str] = []  # for the caller to print (stderr)
         parent = os.path.dirname(self.out)
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as exc:
             raise UnreadableFileError(f"cannot create the output's directory: {exc.strerror or exc}", file=parent,
                                       expected="a directory export can create", found="an error") from None
-        self._lock = _lock_output(out, self.out + LOCK_SUFFIX)
+        self._lock = _lock_output(out, self.out + LOCK_SUFFIX, self.warnings)
         try:
             if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory
                                                   and not os.listdir(self.out)):
@@ -1010,7 +1011,7 @@ class Destination:
             self._lock.release()
 
 
-def _lock_output(out: str, path: str) -> HeldLock:
+def _lock_output(out: str, path: str, warnings: list[str]) -> HeldLock:
     """kafkalog's lock of one ``--out`` (``<out>.kafkalog-lock``, held from before the existence check to after the
     rename or the clean-up): a second export to the same --out while the first runs is refused, never mixed into
     the first's staging files (it would otherwise remove them as a killed run's partial export and write its own)."""
@@ -1028,6 +1029,10 @@ def _lock_output(out: str, path: str) -> HeldLock:
                             expected="no other export to this --out", found=f"a running export{who}",
                             hint="wait for it to finish (its output appears under this name when it is complete; "
                                  "interrupted, it leaves nothing), or give another --out")
+    if state.kind == "unsupported":
+        warnings.append(f"{path}: the file system of --out supports no file lock (flock and fcntl both refused): "
+                        "the export goes on unlocked, so a second export to the same --out at the same time is not "
+                        "detected; run only one")
     return held
 
 

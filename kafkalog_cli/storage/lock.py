@@ -27,7 +27,7 @@ _FLOCK = struct.Struct("hhqqi4x")
 @dataclass
 class LockState:
     locked: bool
-    kind: str = ""  # "fcntl" | "flock"
+    kind: str = ""  # "fcntl" | "flock"; a lock_file taken without any lock: "unsupported"
     pid: int | None = None
 
 
@@ -202,15 +202,24 @@ def lock_file(path: str) -> tuple[HeldLock | None, LockState]:
     ``(None, LockState(True, "flock", pid))``; raises OSError when the file cannot be created or locked."""
     for _ in range(100):
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        kind = "flock"
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            try:
-                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    return None, LockState(True, "flock", _flock_holder(fd) or _pid_in(fd))
-                raise
-            finally:
-                os.close(fd)
+            if exc.errno in UNSUPPORTED_LOCK_ERRNOS:
+                kind = _posix_lock_fallback(fd)  # a file system without flock(2) (some FUSE and network ones)
+                if kind == "locked":
+                    try:
+                        return None, LockState(True, "fcntl", _holder_pid(fd, fcntl.F_WRLCK) or _pid_in(fd))
+                    finally:
+                        os.close(fd)
+            else:
+                try:
+                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        return None, LockState(True, "flock", _flock_holder(fd) or _pid_in(fd))
+                    raise
+                finally:
+                    os.close(fd)
         if not _same_file(fd, path):
             os.close(fd)
             continue
@@ -219,8 +228,29 @@ def lock_file(path: str) -> tuple[HeldLock | None, LockState]:
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except OSError:
             pass  # the pid is a courtesy for a reader of the file; /proc/locks names the holder anyway
-        return HeldLock(fd, path, remove=True), LockState(False)
+        return HeldLock(fd, path, remove=True), LockState(False, kind)
     raise OSError(errno.EAGAIN, "the lock file was replaced 100 times while it was being locked", path)
+
+
+# flock(2) / fcntl(2) locks the file system does not provide (not "held by another process")
+UNSUPPORTED_LOCK_ERRNOS = frozenset(e for e in (getattr(errno, "EOPNOTSUPP", None), getattr(errno, "ENOTSUP", None),
+                                                getattr(errno, "ENOSYS", None), getattr(errno, "ENOLCK", None))
+                                    if e is not None)
+
+
+def _posix_lock_fallback(fd: int) -> str:
+    """Where flock(2) is not supported, an exclusive POSIX record lock (fcntl F_SETLK) on the same file, which
+    some file systems provide instead: ``"fcntl"`` (held), ``"locked"`` (another process holds it) or
+    ``"unsupported"`` (no lock of either kind: the caller proceeds unlocked, with a warning)."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return "locked"
+        if exc.errno in UNSUPPORTED_LOCK_ERRNOS:
+            return "unsupported"
+        raise
+    return "fcntl"
 
 
 def _pid_in(fd: int) -> int | None:
