@@ -39,15 +39,18 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format.partitioners import java_default
 from kafkalog_cli.ops import replay_offsets as ro
 from kafkalog_cli.ops.replay_source import Item, Source, SourceBatch, SourceRecord
 from kafkalog_cli.storage.verify_model import Problem
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.lock import HeldLock
 
 DEFAULT_OFFSET_HEADER = "kafkalog.source.offset"
 CHECKPOINT = "checkpoint.json"
@@ -893,9 +896,78 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
                                  "where it stopped); another --state-dir would start a new replay and produce every "
                                  "record again")
     try:
-        return _execute(p, progress, log)
+        others = _lock_sources(p, log)
+        try:
+            return _execute(p, progress, log)
+        finally:
+            if others is not None:
+                others.release()
     finally:
         held.release()
+
+
+DESTINATION_LOCK = "kafkalog-replay-sources.lock"
+
+
+def destination_lock_path() -> str:
+    """The lock file every replay on this host shares (``$KAFKALOG_LOCK_DIR``, else the temporary directory)."""
+    import tempfile
+
+    return os.path.join(os.environ.get("KAFKALOG_LOCK_DIR") or tempfile.gettempdir(), DESTINATION_LOCK)
+
+
+def source_lock_keys(cluster: str, topic: str, sources: Iterable[tuple[str, int]]) -> list[int]:
+    """One byte offset per (destination cluster, topic, source topic-partition): two replays on this host that
+    would produce the same source partition into the same topic lock the same byte."""
+    import hashlib
+
+    return [int.from_bytes(hashlib.sha256(f"{cluster}\n{topic}\n{st}\n{sp}".encode()).digest()[:7], "big")
+            for st, sp in sources]
+
+
+def _cluster_identity(opts: ReplayOptions) -> str:
+    """The destination cluster's id (the same cluster whatever broker --bootstrap-server names), else the sorted
+    bootstrap list."""
+    boot = ",".join(sorted(s.strip().lower() for s in opts.bootstrap.split(",") if s.strip()))
+    try:
+        from confluent_kafka.admin import AdminClient
+
+        conf = {k: v for k, v in client_config(opts).items() if k in ("bootstrap.servers",) or k.startswith(
+            ("security.", "sasl.", "ssl.", "client."))}
+        md = AdminClient({**conf, "logger": _logger(None)}).list_topics(opts.topic, timeout=opts.timeout_s)
+        cid = md.cluster_id
+    except Exception:  # noqa: BLE001 - the id is a better key, not a requirement: the produce loop reports errors
+        cid = None
+    return f"cluster {cid}" if cid else f"bootstrap {boot}"
+
+
+def _lock_sources(p: Plan, log: Callable[[str], None] | None) -> HeldLock | None:
+    """Refuse a second replay on this host that produces any of the same source partitions into the same topic
+    with another state dir (the state dir's own lock cannot see it; both would produce every record): a POSIX lock
+    of one byte per (cluster, topic, source partition) in a file every replay shares. Disjoint replays (other
+    source partitions, another topic) go on side by side. Where the file cannot be locked, a warning."""
+    from kafkalog_cli.storage.lock import lock_ranges
+
+    opts = p.options
+    cluster = _cluster_identity(opts)
+    path = destination_lock_path()
+    try:
+        held, st = lock_ranges(path, source_lock_keys(cluster, opts.topic, p.partitions))
+    except OSError as exc:
+        if log is not None:
+            log(f"kafkalog: warning: {path}: cannot lock ({exc.strerror or exc}): another replay of the same "
+                f"records into {opts.topic!r} with another state dir would not be detected; run only one")
+        return None
+    if held is None:
+        who = f" (pid {st.pid})" if st.pid else ""
+        raise ReplayRefused(f"another kafkalog replay{who} is producing some of the same source partitions into "
+                            f"{opts.topic!r} ({cluster}) with another state dir", file=opts.state_dir,
+                            expected="one replay per source partition and destination topic",
+                            found=f"a running replay{who}, locked in {path}",
+                            hint="wait for it to finish; two replays of the same records, each with its own state "
+                                 "dir, would both produce every record (a state dir recognises only its own "
+                                 "deliveries)")
+    return held
 
 
 def _execute(p: Plan, progress: Callable[[int], None] | None, log: Callable[[str], None] | None) -> ReplayResult:

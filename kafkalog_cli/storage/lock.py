@@ -271,3 +271,45 @@ def create_lock_file(path: str) -> bool:
         return False
     os.close(fd)
     return True
+
+
+def lock_ranges(path: str, keys: list[int]) -> tuple[HeldLock | None, LockState]:
+    """Take and keep a non-blocking exclusive POSIX record lock (fcntl F_SETLK) of one byte at each offset of
+    ``keys`` in the lock file ``path`` (created when missing, mode 0666 so that every user's runs share it; it is
+    never unlinked: other runs may hold other bytes of it). One file holds the locks of many unrelated runs, each
+    keyed by what it must not share with another run (``keys`` below 2**62); the kernel drops them when the process
+    dies. Returns ``(held, LockState(False))``, or ``(None, LockState(True, "fcntl", pid))`` when another process holds
+    one of the bytes (what it took so far is released). Raises OSError when the file cannot be opened or locked
+    (a file system without POSIX locks: ``UNSUPPORTED_LOCK_ERRNOS``)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    ok = False
+    try:
+        try:
+            if os.fstat(fd).st_uid == os.geteuid():
+                os.fchmod(fd, 0o666)  # the umask narrowed it: another user's replay must be able to lock it too
+        except OSError:
+            pass
+        for key in sorted(set(keys)):
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, key, os.SEEK_SET)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EAGAIN):
+                    return None, LockState(True, "fcntl", _range_holder(fd, key))
+                raise
+        ok = True
+        return HeldLock(fd, path), LockState(False)
+    finally:
+        if not ok:
+            os.close(fd)
+
+
+def _range_holder(fd: int, key: int) -> int | None:
+    """The pid holding a POSIX lock over byte ``key`` (F_GETLK), or None."""
+    try:
+        res = fcntl.fcntl(fd, fcntl.F_GETLK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, key, 1, 0))
+        l_type, _w, _s, _l, pid = _FLOCK.unpack(res[: _FLOCK.size])
+        if l_type != fcntl.F_UNLCK and pid > 0:
+            return pid
+    except (OSError, struct.error):
+        pass
+    return None

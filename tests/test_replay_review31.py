@@ -1,0 +1,127 @@
+"""Regressions found by the black-box review of issue 31 (replay):
+
+- two replays of the same source partition into the same topic, each with its own ``--state-dir``, running at the
+  same time on one host: both produced every record (the state dir's lock cannot see the other one). The second
+  is now refused (exit 2, the first one's pid, before it produces anything); a replay of *other* source partitions
+  into the same topic still runs side by side; the first one finishes with every record exactly once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("confluent_kafka")
+
+from replay_world import MockCluster, Part  # noqa: E402
+from test_replay import _wait_for_map_lines, check_consumed  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mock() -> MockCluster:
+    return MockCluster(3)
+
+
+def _replay(args: list[str], env: dict[str, str], **kw):  # noqa: ANN003, ANN202
+    return subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "replay", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, **kw)
+
+
+def test_a_second_replay_of_the_same_sources_with_another_state_dir_is_refused(mock: MockCluster,
+                                                                               tmp_path: Path) -> None:
+    topic = "rv31-concurrent"
+    assert mock.create_topic(topic) == 4
+    parts = {}
+    for sp in (0, 1):
+        p = Part(str(tmp_path / "logs" / f"orders-{sp}"))
+        for b in range(30):
+            p.batch([(b"k%d-%d" % (b, i), b"value %d %d" % (b, i)) for i in range(10)])
+        p.write()
+        parts[sp] = p
+    env = {**os.environ, "KAFKALOG_LOCK_DIR": str(tmp_path)}
+    common = ["--bootstrap-server", mock.bootstrap, "--topic", topic, "--execute", "--format", "json"]
+    st1 = tmp_path / "state-1"
+    first = _replay([parts[0].path, parts[1].path, *common, "--state-dir", str(st1), "--rate", "300"], env)
+    try:
+        _wait_for_map_lines(st1 / "offset-map.csv", 20, first)
+        # the same partition orders-1 (with orders-9 beside it: one shared source partition is enough)
+        second = subprocess.run([sys.executable, "-m", "kafkalog_cli", "replay", parts[1].path, *common,
+                                 "--state-dir", str(tmp_path / "state-2")], capture_output=True, text=True, env=env,
+                                timeout=300)
+        assert second.returncode == 2, (second.returncode, second.stderr)
+        assert "another kafkalog replay" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
+        assert "with another state dir" in second.stderr and "Traceback" not in second.stderr, second.stderr
+        assert not (tmp_path / "state-2" / "offset-map.csv").exists()
+    finally:
+        if first.poll() is None:
+            first.send_signal(signal.SIGINT)
+        first.communicate(timeout=300)
+    assert first.returncode in (0, 130)
+    # resumed, the first one completes: every record once
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "replay", parts[0].path, parts[1].path, *common,
+                        "--state-dir", str(st1)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    check_consumed(mock.consume(topic), {sp: p.committed_view() for sp, p in parts.items()}, topic, {0: 0, 1: 1})
+    with open(doc["offset_map"], newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    assert len(rows) == 600
+
+
+def test_replays_of_other_source_partitions_run_side_by_side(mock: MockCluster, tmp_path: Path) -> None:
+    topic = "rv31-disjoint"
+    assert mock.create_topic(topic) == 4
+    parts = {}
+    for sp in (0, 1):
+        p = Part(str(tmp_path / "logs" / f"orders-{sp}"))
+        for b in range(20):
+            p.batch([(b"k%d-%d" % (b, i), b"v") for i in range(10)])
+        p.write()
+        parts[sp] = p
+    env = {**os.environ, "KAFKALOG_LOCK_DIR": str(tmp_path)}
+    common = ["--bootstrap-server", mock.bootstrap, "--topic", topic, "--execute", "--format", "json"]
+    first = _replay([parts[0].path, *common, "--state-dir", str(tmp_path / "s0"), "--rate", "200"], env)
+    try:
+        _wait_for_map_lines(tmp_path / "s0" / "offset-map.csv", 10, first)
+        other = subprocess.run([sys.executable, "-m", "kafkalog_cli", "replay", parts[1].path, *common,
+                                "--state-dir", str(tmp_path / "s1")], capture_output=True, text=True, env=env,
+                               timeout=300)
+        assert other.returncode == 0, other.stderr
+    finally:
+        out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    check_consumed(mock.consume(topic), {sp: p.committed_view() for sp, p in parts.items()}, topic, {0: 0, 1: 1})
+
+
+def test_lock_ranges_semantics(tmp_path: Path) -> None:
+    """One byte per key; another process holding one of them refuses the whole set and is named; the set taken so
+    far is given back; disjoint sets coexist."""
+    from kafkalog_cli.storage.lock import lock_ranges
+
+    path = str(tmp_path / "x.lock")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+        "from kafkalog_cli.storage.lock import lock_ranges\n"
+        f"held, st = lock_ranges({path!r}, [5, 1 << 55])\n"
+        "print('held' if held else 'no', flush=True)\nsys.stdin.read()\n")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        held, st = lock_ranges(path, [7, 1 << 55])
+        assert held is None and st.locked and st.pid == holder.pid
+        held, st = lock_ranges(path, [6, 8])
+        assert held is not None and not st.locked
+        held.release()
+    finally:
+        holder.kill()
+        holder.wait()
+    held, st = lock_ranges(path, [5, 7, 1 << 55])
+    assert held is not None
+    held.release()
