@@ -3,7 +3,11 @@
 - two replays of the same source partition into the same topic, each with its own ``--state-dir``, running at the
   same time on one host: both produced every record (the state dir's lock cannot see the other one). The second
   is now refused (exit 2, the first one's pid, before it produces anything); a replay of *other* source partitions
-  into the same topic still runs side by side; the first one finishes with every record exactly once."""
+  into the same topic still runs side by side; the first one finishes with every record exactly once;
+- a lone segment given by name (``orders-2/00000000000000000000.log``) whose transactions' markers are in the later
+  segments of its directory: replay took them for open (no marker) and left them out, where export (and a consumer
+  of the whole partition) has them committed or aborted. Its markers are now read from the later segments too
+  (their findings are not the segment's)."""
 
 from __future__ import annotations
 
@@ -97,6 +101,36 @@ def test_replays_of_other_source_partitions_run_side_by_side(mock: MockCluster, 
         out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
     check_consumed(mock.consume(topic), {sp: p.committed_view() for sp, p in parts.items()}, topic, {0: 0, 1: 1})
+
+
+def test_a_lone_segment_takes_the_markers_of_the_later_segments(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli.main import cli
+
+    p = Part(str(tmp_path / "orders-2"))
+    p.batch([(b"a", b"1")])
+    p.batch([(b"c", b"committed")], pid=5, txn=True)
+    p.batch([(b"x", b"aborted")], pid=6, txn=True)
+    p.roll()
+    p.batch([(b"c2", b"committed")], pid=5, txn=True)
+    p.marker(5, abort=False)
+    p.corrupt_next()
+    p.batch([(b"bad", b"crc")])  # a finding of the later segment: not the lone segment's
+    p.marker(6, abort=True)
+    p.write()
+    seg = os.path.join(p.path, "00000000000000000000.log")
+    r = CliRunner().invoke(cli, ["replay", seg, "--bootstrap-server", "nowhere:9092", "--topic", "t", "--partitions",
+                                 "4", "--format", "json", "--state-dir", str(tmp_path / "st")])
+    assert r.exit_code == 1, r.output  # a dry run with records to produce
+    doc = json.loads(r.stdout)
+    (pp,) = doc["partitions"]
+    assert (pp["records"], pp["aborted"], pp["open"]) == (2, 1, 0), pp
+    assert doc["findings"] == []
+    # the same as export says of that segment
+    r = CliRunner().invoke(cli, ["export", seg, "--out", str(tmp_path / "e.ndjson")])
+    assert r.exit_code == 0, r.output
+    assert [json.loads(line)["key"] for line in (tmp_path / "e.ndjson").read_text().splitlines()] == ["a", "c"]
 
 
 def test_lock_ranges_semantics(tmp_path: Path) -> None:

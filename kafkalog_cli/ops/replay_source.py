@@ -293,20 +293,38 @@ def resolve(args: list[str]) -> tuple[list[Source], list[str]]:
 
 
 # ------------------------------------------------------------------------------------------ partition dirs
-def _txn_outcomes(segments: list[str], src: Source) -> dict[int, list[tuple[int, int, bool]]]:
+def _later_segments(path: str) -> list[str]:
+    """The segments after ``path`` in its directory (a lone segment given by name: the markers of its open
+    transactions may be in them, as export reads them), [] when the file is not a segment of a directory."""
+    from kafkalog_cli.storage import layout
+
+    name = os.path.basename(path)
+    if not layout.is_segment_name(name):
+        return []
+    base = int(name[:20])
+    try:
+        return [p for b, p in layout.segment_logs(os.path.dirname(path)) if b > base]
+    except (KafkalogError, OSError):
+        return []
+
+
+def _txn_outcomes(segments: list[str], src: Source,
+                  markers_only: list[str] | None = None) -> dict[int, list[tuple[int, int, bool]]]:
     """pid -> [(first offset, marker offset, aborted)] of the transactions the partition's markers close, from its
     intact batches (``repair_view.replay_log`` over them, in offset order); the findings of the walk go to ``src``.
-    A transactional batch in none of them is in a transaction still open (no marker)."""
+    A transactional batch in none of them is in a transaction still open (no marker). ``markers_only``: later
+    segments read for their markers alone (their findings are not the source's)."""
     from kafkalog_cli.broker import repair_view as rv
     from kafkalog_cli.format.batch import Batch
     from kafkalog_cli.storage.segment import MappedFile, read_entry
     from kafkalog_cli.storage.segment_check import map_segment
 
     items: list[tuple[Batch, int | None]] = []
-    for path in segments:
+    for path in [*segments, *(markers_only or [])]:
         report, smap = map_segment(path)
-        for p in report.problems:
-            src.findings.append(p)
+        if path in segments:
+            for p in report.problems:
+                src.findings.append(p)
         if not smap.entries:
             continue
         with MappedFile(path) as mf:
@@ -359,11 +377,13 @@ def _partition_batches(src: Source) -> Iterator[SourceBatch]:
     from kafkalog_cli.storage.segment import MappedFile, read_entry
     from kafkalog_cli.storage.segment_check import map_segment
 
+    later: list[str] = []
     if src.kind == "segment":
         segments = [src.path]
+        later = _later_segments(src.path)
     else:
         segments = [p for _b, p in segment_logs(src.path)]
-    closed = _txn_outcomes(segments, src)
+    closed = _txn_outcomes(segments, src, later)
     topic = src.topic or "?"
     partition = src.partition if src.partition is not None else -1
     tsnames = {LOG_APPEND_TIME: "logappend", NO_TIMESTAMP_TYPE: "none"}
