@@ -189,3 +189,28 @@ def test_no_flock_still_refuses_a_held_lock(tmp_path: Path, monkeypatch: pytest.
     finally:
         holder.kill()
         holder.wait()
+
+
+# ------------------------------------------------------------------------------ --out inside a source
+def test_an_output_inside_a_source_partition_or_log_dir_is_refused(tmp_path: Path) -> None:
+    """``--out`` in the partition directory being read, or in its Kafka log dir: refused (exit 2) before anything
+    is written (a broker would load the log dir with the output in it: a directory it takes for a partition; a
+    later export of the directory would read it). Beside the log dir, or beside a folder of copied segments: fine."""
+    logdir = tmp_path / "kafka-logs"
+    src = logdir / "t-0"
+    _txn_partition(src)
+    (logdir / "meta.properties").write_text("version=1\nnode.id=3\n")
+    before = sorted(p.name for p in logdir.rglob("*"))
+    for out, fmt in ((src / "x.ndjson", "ndjson"), (src / "sub" / "x.ndjson", "ndjson"),
+                     (logdir / "restored", "kafka"), (logdir / "x.parquet", "parquet")):
+        r = run(str(src), "--format", fmt, "--out", str(out))
+        assert r.exit_code == 2, (out, r.output)
+        assert "--out is inside the source directory" in r.stderr and "hint:" in r.stderr, r.stderr
+    assert sorted(p.name for p in logdir.rglob("*")) == before  # nothing written, not even a lock file
+    r = run(str(src), "--out", str(tmp_path / "beside.ndjson"))
+    assert r.exit_code == 0, r.output
+    loose = tmp_path / "copied"
+    loose.mkdir()
+    (loose / "00000000000000000000.log").write_bytes((src / "00000000000000000000.log").read_bytes())
+    r = run(str(loose / "00000000000000000000.log"), "--out", str(loose / "out.ndjson"))
+    assert r.exit_code == 0, r.output

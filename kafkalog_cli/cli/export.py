@@ -92,6 +92,12 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
         for note in plan.notes:
             err(f"kafkalog: note: {note}")
         fail("nothing to export: no segment found in " + ", ".join(sources))
+    inside = ex.output_inside_source(plan, out) if out != "-" else None
+    if inside is not None:
+        fail(f"{out}: --out is inside the source directory {inside} (expected an output outside the partition "
+             "directories and log dirs it reads, found a path inside one)",
+             "write the export elsewhere (another disk, or beside the log dir): in a partition directory or log dir "
+             "a broker would load or trip on it, and a later export of that directory would read it as a source")
     if fmt == "kafka":
         unnamed = [p for p in plan.partitions if p.partition < 0 or not p.named]
         if unnamed:

@@ -106,6 +106,31 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
+_LOG_DIR_MARKS = ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", ".lock")
+
+
+def output_inside_source(p: Plan, out: str) -> str | None:
+    """The source directory ``out`` (or its staging and lock files beside it) would be written into, None when it is
+    outside them all: a partition directory the export reads (named ``<topic>-<partition>``, suffixed or not), or
+    the Kafka log dir holding one (a directory with ``meta.properties`` or the broker's checkpoints; a directory the
+    broker would take for a partition, or a file in a partition directory, left where a broker loads the log dir;
+    and a later export of that directory would read the output as a source)."""
+    target = os.path.realpath(os.path.dirname(os.path.abspath(out)))
+    dirs: set[str] = set()
+    for part in p.partitions:
+        for d in part.dirs:
+            real = os.path.realpath(d)
+            if part.named and part.partition >= 0 and os.path.isdir(real):
+                dirs.add(real)  # a partition directory (a folder of copied segments is not one)
+            parent = os.path.dirname(real)
+            if any(os.path.exists(os.path.join(parent, m)) for m in _LOG_DIR_MARKS):
+                dirs.add(parent)
+    for d in sorted(dirs, key=len, reverse=True):
+        if target == d or target.startswith(d.rstrip(os.sep) + os.sep):
+            return d
+    return None
+
+
 def _leftover_logs(d: str) -> list[str]:
     return sorted(os.path.join(d, n) for n in layout.list_directory(d)
                   if n.endswith(LEFTOVER_LOG_SUFFIXES) and layout.loader_offset(n) is not None)
