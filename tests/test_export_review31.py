@@ -6,7 +6,12 @@
 - a batch written in part (``--count`` inside a batch): the summary's last offset is the last record written;
 - ``--format kafka`` with a window that ends inside a transaction: the transaction's marker from after the window's
   end is written, so that Kafka's loader finds no transaction open that the source had closed (a read_committed
-  consumer of the restored log would wait at its first offset forever)."""
+  consumer of the restored log would wait at its first offset forever);
+- flock unsupported on --out's file system: a POSIX lock instead, else a warning (no longer exit 2);
+- --out inside a source partition directory or its log dir: refused;
+- records below the log start offset (DeleteRecords inside the first segment) were exported, and the Kafka
+  directory lost the log start offset: left out now (counted), kept with --below-log-start, and the Kafka directory
+  keeps the source's log start offset and leader-epoch start."""
 
 from __future__ import annotations
 
@@ -214,3 +219,44 @@ def test_an_output_inside_a_source_partition_or_log_dir_is_refused(tmp_path: Pat
     (loose / "00000000000000000000.log").write_bytes((src / "00000000000000000000.log").read_bytes())
     r = run(str(loose / "00000000000000000000.log"), "--out", str(loose / "out.ndjson"))
     assert r.exit_code == 0, r.output
+
+
+# ------------------------------------------------------------------------------ the log start offset
+DELETED = {"topic": "del", "partition": 0,
+           "ops": [{"op": "append", "count": 5, "keyFormat": "k%d", "leaderEpoch": 0},
+                   {"op": "append", "count": 5, "keyFormat": "m%d", "leaderEpoch": 1},
+                   {"op": "highWatermark"}, {"op": "deleteRecords", "offset": 3}],
+           "shutdown": "clean"}
+
+
+def test_records_below_the_log_start_offset_are_left_out(kafka_real, tmp_path: Path) -> None:
+    """DeleteRecords at 3 inside the first segment: offsets 0..2 stay on disk, below the log start offset the log
+    dir's checkpoint holds; no consumer reads them. Export leaves them out (counted, a note), --below-log-start keeps
+    them; the Kafka directory keeps the log start offset (Kafka's Load: unchanged, log start 3, as the source)."""
+    import shutil
+
+    from kafka_real import write_partition
+
+    src = write_partition(kafka_real, tmp_path / "data", DELETED)
+    doc = summary(tmp_path, [str(src)])
+    (p,) = doc["partitions"]
+    assert (p["records"], p["first_offset"], p["below_log_start"], p["log_start"]) == (7, 3, 3, 3), p
+    assert any("below the log start offset 3" in n for n in p["notes"])
+    assert summary(tmp_path, [str(src), "--below-log-start"])["partitions"][0]["records"] == 10
+    # a -delete copy of the partition is not the checkpoint entry's log: everything
+    gone = tmp_path / "data" / "del-0.0123456789abcdef0123456789abcdef-delete"
+    shutil.copytree(src, gone)
+    assert summary(tmp_path, [str(gone)])["partitions"][0]["records"] == 10
+    for extra in ([], ["--below-log-start"]):
+        out = tmp_path / f"k{len(extra)}"
+        r = run(str(src), "--format", "kafka", "--out", str(out), *extra)
+        assert r.exit_code == 0, r.output
+        res = kafka_real.json("Load", "--in", str(out / "del-0"), "--work", str(tmp_path / f"load{len(extra)}"),
+                              "--now-ms", "1700000100000", "--clean-shutdown", "true", "--close")
+        assert not res.get("error"), res["error"]
+        assert {f["name"]: f["sha256"] for f in res["filesBefore"]} == {f["name"]: f["sha256"]
+                                                                        for f in res["filesAfterClose"]}
+        ref = kafka_real.json("Load", "--in", str(src), "--work", str(tmp_path / f"ref{len(extra)}"),
+                              "--now-ms", "1700000100000", "--clean-shutdown", "true")
+        for k in ("logStartOffset", "logEndOffset", "leaderEpochs"):
+            assert res["log"][k] == ref["log"][k], k

@@ -7,7 +7,10 @@
 - a lone segment given by name (``orders-2/00000000000000000000.log``) whose transactions' markers are in the later
   segments of its directory: replay took them for open (no marker) and left them out, where export (and a consumer
   of the whole partition) has them committed or aborted. Its markers are now read from the later segments too
-  (their findings are not the segment's)."""
+  (their findings are not the segment's);
+- records below a live partition directory's log start offset (its log dir's ``log-start-offset-checkpoint``:
+  DeleteRecords, retention) were replayed: no consumer of the source reads them. Left out now (``below_log_start``
+  in the plan), ``--below-log-start`` replays them; a ``-delete`` copy is replayed whole."""
 
 from __future__ import annotations
 
@@ -159,3 +162,44 @@ def test_lock_ranges_semantics(tmp_path: Path) -> None:
     held, st = lock_ranges(path, [5, 7, 1 << 55])
     assert held is not None
     held.release()
+
+
+@pytest.mark.parametrize("accel", ["1", "0"], ids=["compiled", "python"])
+def test_records_below_the_log_start_offset_are_not_replayed(mock: MockCluster, tmp_path: Path, accel: str) -> None:
+    """A live partition directory whose log dir's log-start-offset-checkpoint says 13 (DeleteRecords inside the
+    second batch): offsets 0..12 are on disk but no consumer of the source reads them; replay leaves them out
+    (counted, ``below_log_start``); ``--below-log-start`` replays them; a ``-delete`` copy (another log's name in
+    the checkpoint) is replayed whole."""
+    import shutil
+
+    topic = f"rv31-lso-{accel}"
+    assert mock.create_topic(topic) == 4
+    logdir = tmp_path / "logs"
+    p = Part(str(logdir / "orders-1"))
+    for b in range(4):
+        p.batch([(b"k%d-%d" % (b, i), b"v") for i in range(10)])
+    p.write()
+    (logdir / "log-start-offset-checkpoint").write_text("0\n1\norders 1 13\n")
+    env = {**os.environ, "KAFKALOG_LOCK_DIR": str(tmp_path)}
+    if accel == "0":
+        env["KAFKALOG_NO_ACCEL"] = "1"
+
+    def plan(*extra: str, src: str = p.path) -> dict:
+        r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "replay", src, "--bootstrap-server", "x:1",
+                            "--topic", topic, "--partitions", "4", "--format", "json", "--state-dir",
+                            str(tmp_path / "dry"), *extra], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 1, r.stderr
+        return json.loads(r.stdout)["partitions"][0]
+
+    pp = plan()
+    assert (pp["records"], pp["first_offset"], pp["below_log_start"], pp["log_start"]) == (27, 13, 13, 13), pp
+    assert plan("--below-log-start")["records"] == 40
+    gone = logdir / "orders-1.0123456789abcdef0123456789abcdef-delete"
+    shutil.copytree(p.path, gone)
+    assert plan(src=str(gone))["records"] == 40
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "replay", p.path, "--bootstrap-server", mock.bootstrap,
+                        "--topic", topic, "--execute", "--format", "json", "--state-dir", str(tmp_path / "st")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    check_consumed(mock.consume(topic), {1: [rec for rec in p.records if rec.offset >= 13]}, topic, {1: 1})
+

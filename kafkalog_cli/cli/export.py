@@ -44,6 +44,10 @@ input or refused output (it exists, or another export is writing it), 130 interr
 @click.option("--leftovers", is_flag=True,
               help="Also read the loader's leftovers (*.log.deleted, *.log.cleaned, *.log.swap) of each directory, "
                    "for offsets no segment holds.")
+@click.option("--below-log-start", is_flag=True,
+              help="Also the records below a partition's log start offset (its log dir's "
+                   "log-start-offset-checkpoint: deleted by DeleteRecords or retention, still in the first segment; "
+                   "a consumer never reads them, so they are left out by default).")
 @click.option("--merge", is_flag=True,
               help="Merge several source directories of one topic-partition in offset order (else refused).")
 @click.option("--topic", default=None, metavar="T", help="The topic name when the directory names none.")
@@ -63,7 +67,7 @@ input or refused output (it exists, or another export is writing it), 130 interr
 @click.option("--max-decompressed-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest decompressed batch accepted; larger ones are reported, never allocated.")
 def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, keep_control: bool, leftovers: bool,
-           merge: bool, topic: str | None, partition: int | None, win_offset: int | None, win_count: int | None,
+           below_log_start: bool, merge: bool, topic: str | None, partition: int | None, win_offset: int | None, win_count: int | None,
            start_time: str | None, end_time: str | None, producer_id: int | None, summary_format: str,
            max_batch_size: int, max_decompressed_size: int) -> None:
     """Export the records of SOURCE (segments, partition directories including -delete/-stray/-future ones, log
@@ -81,6 +85,7 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
     window = _window(win_offset, win_count, start_time, end_time, producer_id, False)
     opts = ex.ExportOptions(window=window, isolation=iso, keep_control=keep_control,  # type: ignore[arg-type]
                             leftovers=leftovers, merge=merge, topic=topic, partition=partition,
+                            below_log_start=below_log_start,
                             max_batch_size=max_batch_size, decompress_limit=max_decompressed_size)
     _out, err = line_writers()
     report = sys.stderr if out == "-" else sys.stdout

@@ -74,6 +74,7 @@ class ExportOptions:
     partition: int | None = None
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     decompress_limit: int = codecs.DEFAULT_LIMIT
+    below_log_start: bool = False  # also the records below the partition's log start offset (DeleteRecords)
 
 
 # ------------------------------------------------------------------------------------------------ the plan
@@ -94,6 +95,7 @@ class SourcePartition:
     files: list[SourceFile] = field(default_factory=list)
     broker: int = -1  # meta.properties node.id / broker.id of the source log dir, -1 when unknown
     named: bool = True  # the name comes from the directory (or --topic/--partition), not a guess
+    log_start: int | None = None  # the log dir's log-start-offset-checkpoint entry (a live directory), else None
 
     @property
     def name(self) -> str:
@@ -217,6 +219,9 @@ def plan(args: list[str], opts: ExportOptions) -> Plan:
                      "(offsets the first file holds win)")
         if sp is None:
             sp = parts[key] = SourcePartition(topic, part, [], broker=_broker(d), named=named)
+        lso = _log_start(d, topic, part)
+        sp.log_start = lso if not sp.dirs else (min(sp.log_start, lso) if sp.log_start is not None
+                                                  and lso is not None else None)
         sp.dirs.append(d)
         sp.files += _targets(d, files, explicit, opts, p.notes)
     for sp in parts.values():
@@ -224,6 +229,19 @@ def plan(args: list[str], opts: ExportOptions) -> Plan:
             sp.files.sort(key=lambda s: (_file_base(s.path), s.leftover))
     p.partitions = sorted(parts.values(), key=lambda s: (s.topic, s.partition, s.dirs[0]))
     return p
+
+
+def _log_start(d: str, topic: str, partition: int) -> int | None:
+    """The partition's log start offset from its log dir's ``log-start-offset-checkpoint`` (DeleteRecords, or
+    retention that advanced it before deleting a segment: the records below are on disk but no consumer reads
+    them), for a live partition directory only (a ``-delete`` or ``-stray`` copy's name is another log's entry);
+    None when unknown."""
+    from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
+
+    if partition < 0 or os.path.basename(d) != f"{topic}-{partition}":
+        return None
+    off, _why = read_offset_checkpoint(os.path.dirname(d), LOG_START_FILE, (topic, partition))
+    return off if off is not None and off > 0 else None
 
 
 def _broker(d: str) -> int:
@@ -504,6 +522,8 @@ class PartitionStats:
     open_records: int = 0  # dropped: transactions without a marker (read_committed)
     control_dropped: int = 0  # control records not written
     duplicate_records: int = 0  # offsets an earlier file held already
+    below_log_start: int = 0  # records below the log start offset (log_start), left out
+    log_start: int | None = None
     converted_entries: int = 0  # v0/v1 entries written as v2 batches (a Kafka directory)
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -625,6 +645,7 @@ class Exporter:
         self.summary = ExportSummary(isolation=opts.isolation)
         self._stopped = False
         self._reported = 0  # bytes of the current file the progress callback has had
+        self._floor: int | None = None  # the current partition's log start offset, when its records below are left out
 
     def run(self, p: Plan) -> ExportSummary:
         self.summary.notes += p.notes
@@ -667,11 +688,13 @@ class Exporter:
 
     def _partition(self, part: SourcePartition) -> PartitionStats:
         opts = self.opts
-        stats = PartitionStats(part.topic, part.partition, list(part.dirs))
+        stats = PartitionStats(part.topic, part.partition, list(part.dirs), log_start=part.log_start)
         view = self._txn_view(part, stats)
         state = WindowState(opts.window) if opts.window is not None else None
         self.sink.begin(part)
-        next_offset: int | None = None  # offsets below were written already (an earlier file held them)
+        # offsets below were written already (an earlier file held them), or lie below the log start offset
+        self._floor = None if opts.below_log_start else part.log_start
+        next_offset: int | None = self._floor
         findings = stats.findings
 
         def problem(f: Finding) -> None:
@@ -710,6 +733,10 @@ class Exporter:
                 self._reported = 0
         if self._stopped or (state is not None and state.done):
             self._closing_markers(part, stats, next_offset)
+        if stats.below_log_start:
+            stats.notes.append(f"{stats.below_log_start} record(s) below the log start offset {part.log_start} (the log "
+                               "dir's log-start-offset-checkpoint: deleted by DeleteRecords or retention, still on "
+                               "disk) left out, as a consumer never reads them; --below-log-start exports them")
         self.sink.end(part, stats)
         return stats
 
@@ -818,8 +845,14 @@ class Exporter:
                     if verdict == "skip":
                         continue
                 if next_offset is not None and entry.last_offset < next_offset:
-                    stats.duplicate_records += _count(entry)
+                    if self._floor is not None and entry.last_offset < self._floor:
+                        stats.below_log_start += _count(entry)
+                    else:
+                        stats.duplicate_records += _count(entry)
                     continue
+                if self._floor is not None and entry.base_offset < self._floor <= entry.last_offset \
+                        and not entry.is_control:
+                    stats.below_log_start += _below(entry, buf, self._floor, opts.decompress_limit)
                 txn: str | None = None
                 marker = None
                 if entry.is_control:
@@ -892,6 +925,14 @@ class Exporter:
             if not more or self._stopped:
                 break
         return next_offset
+
+
+def _below(entry: Entry, buf: Any, floor: int, limit: int) -> int:
+    """How many records of the batch straddling the log start offset lie below it (a legacy wrapper: decoded)."""
+    try:
+        return sum(1 for r in entry.iter_records(buf, limit) if r.offset < floor)
+    except KafkalogError:
+        return 0
 
 
 def _written_span(item: BatchItem) -> tuple[int, int] | None:

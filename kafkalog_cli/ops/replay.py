@@ -97,14 +97,18 @@ class ReplayOptions:
     producer_props: tuple[tuple[str, str], ...] = ()
     groups_from: tuple[str, ...] = ()
     timeout_s: float = 30.0  # metadata lookups
+    below_log_start: bool = False  # also a partition directory's records below its log start offset
     stall_s: float = 120.0  # no delivery report for this long with records outstanding: stop (resumable)
 
     def identity(self, sources: list[Source], partitions: int) -> dict[str, Any]:
         """What a checkpoint must match to be resumed by this run (not the bootstrap: addresses change; the
         destination's partition count: records were bound to partitions by it)."""
-        return {"inputs": [s.path for s in sources], "topic": self.topic, "partitions": partitions,
-                "partitioner": self.partitioner, "offset_header": self.offset_header, "isolation": self.isolation,
-                "source_topics": list(self.source_topics)}
+        ident = {"inputs": [s.path for s in sources], "topic": self.topic, "partitions": partitions,
+                 "partitioner": self.partitioner, "offset_header": self.offset_header, "isolation": self.isolation,
+                 "source_topics": list(self.source_topics)}
+        if self.below_log_start:  # only when given: the checkpoints of earlier replays stay resumable
+            ident["below_log_start"] = True
+        return ident
 
 
 @dataclass
@@ -121,6 +125,8 @@ class PartitionPlan:
     open: int = 0  # transactional records with no marker in the source
     control: int = 0
     duplicates: int = 0  # offsets at or below one already read for this partition (another copy)
+    below_log_start: int = 0  # a partition directory's records below its log start offset (never read by consumers)
+    log_start: int | None = None
     destinations: dict[int, int] = field(default_factory=dict)  # destination partition -> records
     delivered: int = 0  # acknowledged (this run and earlier ones)
 
@@ -147,7 +153,7 @@ class Plan:
 
     @property
     def left_out(self) -> int:
-        return sum(p.aborted + p.open + p.control + p.duplicates for p in self.partitions.values())
+        return sum(p.aborted + p.open + p.control + p.duplicates + p.below_log_start for p in self.partitions.values())
 
 
 def _wanted(rec: SourceRecord, isolation: str) -> str | None:
@@ -338,7 +344,14 @@ def load_groups(paths: list[str]) -> tuple[dict[str, dict[tuple[str, int], int]]
 def plan(sources: list[Source], opts: ReplayOptions, partitions: int) -> Plan:
     """Read every input once and count; ``partitions`` is the destination's partition count (0: unknown)."""
     parts: dict[tuple[str, int], PartitionPlan] = {}
+    for s in sources:
+        s.keep_below_log_start = opts.below_log_start
     _count(sources, opts, partitions, parts)
+    for s in sources:
+        if s.below_log_start and s.topic is not None and s.partition is not None:
+            pp = parts.setdefault((s.topic, s.partition), PartitionPlan(s.topic, s.partition))
+            pp.below_log_start += s.below_log_start
+            pp.log_start = s.log_start
     findings = [p for s in sources for p in s.findings]
     notes: list[str] = []
     topics = sorted({t for t, _p in parts})
