@@ -10,7 +10,9 @@
   (their findings are not the segment's);
 - records below a live partition directory's log start offset (its log dir's ``log-start-offset-checkpoint``:
   DeleteRecords, retention) were replayed: no consumer of the source reads them. Left out now (``below_log_start``
-  in the plan), ``--below-log-start`` replays them; a ``-delete`` copy is replayed whole."""
+  in the plan), ``--below-log-start`` replays them; a ``-delete`` copy is replayed whole;
+- ``--rate N`` was exceeded (about 2x) while delivery reports arrived: the wait was one poll(), which returns as
+  soon as it has served a report."""
 
 from __future__ import annotations
 
@@ -203,3 +205,28 @@ def test_records_below_the_log_start_offset_are_not_replayed(mock: MockCluster, 
     assert r.returncode == 0, r.stderr
     check_consumed(mock.consume(topic), {1: [rec for rec in p.records if rec.offset >= 13]}, topic, {1: 1})
 
+
+@pytest.mark.parametrize("partitioner", ["same", "murmur2"])
+def test_the_rate_limit_holds_while_delivery_reports_arrive(mock: MockCluster, tmp_path: Path,
+                                                            partitioner: str) -> None:
+    """--rate N: record n is not produced before n/N seconds. The wait was one poll(), which returns as soon as it
+    has served a delivery report: with reports arriving, 40 records at --rate 20 took 0.9 s instead of >= 1.95 s."""
+    import time
+
+    topic = f"rv31-rate-{partitioner}"
+    assert mock.create_topic(topic) == 4
+    p = Part(str(tmp_path / "logs" / "orders-0"))
+    for b in range(40):
+        p.batch([(b"k%d" % b, b"v")])
+    p.write()
+    env = {**os.environ, "KAFKALOG_LOCK_DIR": str(tmp_path)}
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "replay", p.path, "--bootstrap-server", mock.bootstrap,
+                        "--topic", topic, "--execute", "--format", "json", "--rate", "20", "--partitioner",
+                        partitioner, "--state-dir", str(tmp_path / "st")], capture_output=True, text=True, env=env,
+                       timeout=300)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["produced"] == 40
+    assert doc["seconds"] >= 39 / 20 - 0.05 and took >= 39 / 20, (doc["seconds"], took)

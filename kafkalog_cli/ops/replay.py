@@ -1108,11 +1108,16 @@ def _produce_one(run: _Run, producer: Any, opts: ReplayOptions, it: Item, dp: in
                  rate_t0: float) -> bool:
     """One record, waiting for ``--rate`` and for room in the client's queue; False when the replay stops."""
     if rate:
-        wait = rate_t0 + run.sent / rate - time.monotonic()
-        if wait > 0:
+        due = rate_t0 + run.sent / rate
+        while True:  # poll() returns as soon as it has served a delivery report: wait again until the record is due
+            wait = due - time.monotonic()
+            if wait <= 0:
+                break
             producer.poll(wait)
             run.drain()
             run.checkpoint()
+            if run.stopping:
+                return False
     while True:
         try:
             producer.produce(opts.topic, it[3], it[2], dp, on_delivery=run.on_delivery, timestamp=it[1],
