@@ -44,6 +44,10 @@ input or refused output (it exists, or another export is writing it), 130 interr
 @click.option("--leftovers", is_flag=True,
               help="Also read the loader's leftovers (*.log.deleted, *.log.cleaned, *.log.swap) of each directory, "
                    "for offsets no segment holds.")
+@click.option("--below-log-start", is_flag=True,
+              help="Also the records below a partition's log start offset (its log dir's "
+                   "log-start-offset-checkpoint: deleted by DeleteRecords or retention, still in the first segment; "
+                   "a consumer never reads them, so they are left out by default).")
 @click.option("--merge", is_flag=True,
               help="Merge several source directories of one topic-partition in offset order (else refused).")
 @click.option("--topic", default=None, metavar="T", help="The topic name when the directory names none.")
@@ -63,7 +67,7 @@ input or refused output (it exists, or another export is writing it), 130 interr
 @click.option("--max-decompressed-size", type=int, default=256 * 1024 * 1024, show_default=True,
               help="Largest decompressed batch accepted; larger ones are reported, never allocated.")
 def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, keep_control: bool, leftovers: bool,
-           merge: bool, topic: str | None, partition: int | None, win_offset: int | None, win_count: int | None,
+           below_log_start: bool, merge: bool, topic: str | None, partition: int | None, win_offset: int | None, win_count: int | None,
            start_time: str | None, end_time: str | None, producer_id: int | None, summary_format: str,
            max_batch_size: int, max_decompressed_size: int) -> None:
     """Export the records of SOURCE (segments, partition directories including -delete/-stray/-future ones, log
@@ -81,6 +85,7 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
     window = _window(win_offset, win_count, start_time, end_time, producer_id, False)
     opts = ex.ExportOptions(window=window, isolation=iso, keep_control=keep_control,  # type: ignore[arg-type]
                             leftovers=leftovers, merge=merge, topic=topic, partition=partition,
+                            below_log_start=below_log_start,
                             max_batch_size=max_batch_size, decompress_limit=max_decompressed_size)
     _out, err = line_writers()
     report = sys.stderr if out == "-" else sys.stdout
@@ -92,6 +97,12 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
         for note in plan.notes:
             err(f"kafkalog: note: {note}")
         fail("nothing to export: no segment found in " + ", ".join(sources))
+    inside = ex.output_inside_source(plan, out) if out != "-" else None
+    if inside is not None:
+        fail(f"{out}: --out is inside the source directory {inside} (expected an output outside the partition "
+             "directories and log dirs it reads, found a path inside one)",
+             "write the export elsewhere (another disk, or beside the log dir): in a partition directory or log dir "
+             "a broker would load or trip on it, and a later export of that directory would read it as a source")
     if fmt == "kafka":
         unnamed = [p for p in plan.partitions if p.partition < 0 or not p.named]
         if unnamed:
@@ -101,6 +112,8 @@ def export(sources: tuple[str, ...], out: str, fmt: str, isolation: str | None, 
         dest, sink, finish = _sink(fmt, out, plan)
     except KafkalogError as exc:
         fail(exc.describe(), exc.hint)
+    for warning in dest.warnings if dest is not None else []:
+        err(f"kafkalog: warning: {warning}")
     total = sum(_size(s.path) - s.position for p in plan.partitions for s in p.files)
     summary = None
     try:

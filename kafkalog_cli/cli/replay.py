@@ -66,11 +66,14 @@ refused or client error, 130 interrupted (resumable).""",
               help="A librdkafka producer setting (security, compression, ...); repeatable.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, metavar="SECONDS",
               help="Metadata lookups' timeout.")
+@click.option("--below-log-start", is_flag=True,
+              help="Also a partition directory's records below its log start offset (its log dir's "
+                   "log-start-offset-checkpoint; left out by default: no consumer of the source reads them).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def replay(inputs: tuple[str, ...], bootstrap: str, topic: str, execute: bool, partitioner: str, offset_header: str,
            no_offset_header: bool, rate: float | None, isolation: str, source_topics: tuple[str, ...],
            state_dir: str | None, partitions: int | None, groups_from: tuple[str, ...], props: tuple[str, ...],
-           timeout: float, fmt: str) -> None:
+           timeout: float, below_log_start: bool, fmt: str) -> None:
     """Produce the records of EXPORT... (kafkalog export's NDJSON or Parquet, partition directories, -delete
     copies, log dirs) into TOPIC with an idempotent producer, keeping keys, values, headers and timestamps; write an
     offset map and, for the consumer groups of the source's __consumer_offsets, kafka-consumer-groups reset CSVs."""
@@ -86,7 +89,8 @@ def replay(inputs: tuple[str, ...], bootstrap: str, topic: str, execute: bool, p
         offset_header=None if no_offset_header else offset_header, isolation=isolation,
         source_topics=tuple(source_topics), rate=rate,
         state_dir=os.path.abspath(state_dir or f"kafkalog-replay-{topic}"), partitions=partitions,
-        producer_props=_props(props), groups_from=tuple(groups_from), timeout_s=timeout)
+        producer_props=_props(props), groups_from=tuple(groups_from), timeout_s=timeout,
+        below_log_start=below_log_start)
     try:
         ops.client_config(opts)  # refuse a contradicting -X before reading anything
         sources, notes = ops.open_sources(list(inputs))

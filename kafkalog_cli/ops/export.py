@@ -74,6 +74,7 @@ class ExportOptions:
     partition: int | None = None
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     decompress_limit: int = codecs.DEFAULT_LIMIT
+    below_log_start: bool = False  # also the records below the partition's log start offset (DeleteRecords)
 
 
 # ------------------------------------------------------------------------------------------------ the plan
@@ -94,6 +95,7 @@ class SourcePartition:
     files: list[SourceFile] = field(default_factory=list)
     broker: int = -1  # meta.properties node.id / broker.id of the source log dir, -1 when unknown
     named: bool = True  # the name comes from the directory (or --topic/--partition), not a guess
+    log_start: int | None = None  # the log dir's log-start-offset-checkpoint entry (a live directory), else None
 
     @property
     def name(self) -> str:
@@ -104,6 +106,31 @@ class SourcePartition:
 class Plan:
     partitions: list[SourcePartition] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+_LOG_DIR_MARKS = ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", ".lock")
+
+
+def output_inside_source(p: Plan, out: str) -> str | None:
+    """The source directory ``out`` (or its staging and lock files beside it) would be written into, None when it is
+    outside them all: a partition directory the export reads (named ``<topic>-<partition>``, suffixed or not), or
+    the Kafka log dir holding one (a directory with ``meta.properties`` or the broker's checkpoints; a directory the
+    broker would take for a partition, or a file in a partition directory, left where a broker loads the log dir;
+    and a later export of that directory would read the output as a source)."""
+    target = os.path.realpath(os.path.dirname(os.path.abspath(out)))
+    dirs: set[str] = set()
+    for part in p.partitions:
+        for d in part.dirs:
+            real = os.path.realpath(d)
+            if part.named and part.partition >= 0 and os.path.isdir(real):
+                dirs.add(real)  # a partition directory (a folder of copied segments is not one)
+            parent = os.path.dirname(real)
+            if any(os.path.exists(os.path.join(parent, m)) for m in _LOG_DIR_MARKS):
+                dirs.add(parent)
+    for d in sorted(dirs, key=len, reverse=True):
+        if target == d or target.startswith(d.rstrip(os.sep) + os.sep):
+            return d
+    return None
 
 
 def _leftover_logs(d: str) -> list[str]:
@@ -192,6 +219,9 @@ def plan(args: list[str], opts: ExportOptions) -> Plan:
                      "(offsets the first file holds win)")
         if sp is None:
             sp = parts[key] = SourcePartition(topic, part, [], broker=_broker(d), named=named)
+        lso = _log_start(d, topic, part)
+        sp.log_start = lso if not sp.dirs else (min(sp.log_start, lso) if sp.log_start is not None
+                                                  and lso is not None else None)
         sp.dirs.append(d)
         sp.files += _targets(d, files, explicit, opts, p.notes)
     for sp in parts.values():
@@ -199,6 +229,19 @@ def plan(args: list[str], opts: ExportOptions) -> Plan:
             sp.files.sort(key=lambda s: (_file_base(s.path), s.leftover))
     p.partitions = sorted(parts.values(), key=lambda s: (s.topic, s.partition, s.dirs[0]))
     return p
+
+
+def _log_start(d: str, topic: str, partition: int) -> int | None:
+    """The partition's log start offset from its log dir's ``log-start-offset-checkpoint`` (DeleteRecords, or
+    retention that advanced it before deleting a segment: the records below are on disk but no consumer reads
+    them), for a live partition directory only (a ``-delete`` or ``-stray`` copy's name is another log's entry);
+    None when unknown."""
+    from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
+
+    if partition < 0 or os.path.basename(d) != f"{topic}-{partition}":
+        return None
+    off, _why = read_offset_checkpoint(os.path.dirname(d), LOG_START_FILE, (topic, partition))
+    return off if off is not None and off > 0 else None
 
 
 def _broker(d: str) -> int:
@@ -479,6 +522,8 @@ class PartitionStats:
     open_records: int = 0  # dropped: transactions without a marker (read_committed)
     control_dropped: int = 0  # control records not written
     duplicate_records: int = 0  # offsets an earlier file held already
+    below_log_start: int = 0  # records below the log start offset (log_start), left out
+    log_start: int | None = None
     converted_entries: int = 0  # v0/v1 entries written as v2 batches (a Kafka directory)
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -600,6 +645,7 @@ class Exporter:
         self.summary = ExportSummary(isolation=opts.isolation)
         self._stopped = False
         self._reported = 0  # bytes of the current file the progress callback has had
+        self._floor: int | None = None  # the current partition's log start offset, when its records below are left out
 
     def run(self, p: Plan) -> ExportSummary:
         self.summary.notes += p.notes
@@ -642,11 +688,13 @@ class Exporter:
 
     def _partition(self, part: SourcePartition) -> PartitionStats:
         opts = self.opts
-        stats = PartitionStats(part.topic, part.partition, list(part.dirs))
+        stats = PartitionStats(part.topic, part.partition, list(part.dirs), log_start=part.log_start)
         view = self._txn_view(part, stats)
         state = WindowState(opts.window) if opts.window is not None else None
         self.sink.begin(part)
-        next_offset: int | None = None  # offsets below were written already (an earlier file held them)
+        # offsets below were written already (an earlier file held them), or lie below the log start offset
+        self._floor = None if opts.below_log_start else part.log_start
+        next_offset: int | None = self._floor
         findings = stats.findings
 
         def problem(f: Finding) -> None:
@@ -683,8 +731,48 @@ class Exporter:
                 if self.progress is not None:
                     self.progress(mf.size - src.position - self._reported)
                 self._reported = 0
+        if self._stopped or (state is not None and state.done):
+            self._closing_markers(part, stats, next_offset)
+        if stats.below_log_start:
+            stats.notes.append(f"{stats.below_log_start} record(s) below the log start offset {part.log_start} (the log "
+                               "dir's log-start-offset-checkpoint: deleted by DeleteRecords or retention, still on "
+                               "disk) left out, as a consumer never reads them; --below-log-start exports them")
         self.sink.end(part, stats)
         return stats
+
+    def _closing_markers(self, part: SourcePartition, stats: PartitionStats, next_offset: int | None) -> None:
+        """A window that ends inside a transaction (``--count``, ``--end-time``): a Kafka directory gets the
+        transaction's marker from after the window's end (its first COMMIT/ABORT of that producer in the source), so
+        that the restored log holds no transaction the source had closed open (a read_committed consumer would wait
+        at its first offset forever). Only the markers are taken; the walk reads batch headers."""
+        pending = getattr(self.sink, "open_producers", None)
+        wanted = pending() if pending is not None and next_offset is not None else set()
+        for src in part.files:
+            if not wanted:
+                return
+            try:
+                mf = MappedFile(src.path)
+            except KafkalogError:
+                continue
+            with mf:
+                for entry in _entries(src.path, mf.buf, src.position, self.opts, None, transactional_only=True):
+                    assert next_offset is not None
+                    if not entry.is_control or entry.producer_id not in wanted or entry.base_offset < next_offset:
+                        continue
+                    try:
+                        marker = control_of(entry, mf.buf)
+                        n = self.sink.batch(BatchItem(entry, mf.buf, src.path, None, marker, Selection(), part,
+                                                      self.opts.decompress_limit))
+                    except KafkalogError:
+                        continue  # reported where the export walk took it, or never reached: the next marker
+                    stats.control_records += n
+                    if n:
+                        stats.batches += 1
+                        stats.last_offset = entry.last_offset
+                    next_offset = entry.last_offset + 1
+                    wanted = pending() if pending is not None else set()
+                    if not wanted:
+                        return
 
     def _file(self, src: SourceFile, mf: MappedFile, part: SourcePartition, view: TxnView,
               state: WindowState | None, stats: PartitionStats, problem: Callable[[Finding], None],
@@ -757,8 +845,14 @@ class Exporter:
                     if verdict == "skip":
                         continue
                 if next_offset is not None and entry.last_offset < next_offset:
-                    stats.duplicate_records += _count(entry)
+                    if self._floor is not None and entry.last_offset < self._floor:
+                        stats.below_log_start += _count(entry)
+                    else:
+                        stats.duplicate_records += _count(entry)
                     continue
+                if self._floor is not None and entry.base_offset < self._floor <= entry.last_offset \
+                        and not entry.is_control:
+                    stats.below_log_start += _below(entry, buf, self._floor, opts.decompress_limit)
                 txn: str | None = None
                 marker = None
                 if entry.is_control:
@@ -783,10 +877,13 @@ class Exporter:
                         next_offset = entry.last_offset + 1
                         continue
                 sel = Selection()
-                if next_offset is not None and entry.base_offset < next_offset:
+                # a legacy compressed wrapper's offset is its last inner message's (its first one's is inside it):
+                # an offset bound always applies to its records
+                legacy = entry.is_legacy
+                if next_offset is not None and (legacy or entry.base_offset < next_offset):
                     sel.lo_offset = next_offset
                 if window is not None:
-                    if window.offset is not None and entry.base_offset < window.offset:
+                    if window.offset is not None and (legacy or entry.base_offset < window.offset):
                         sel.lo_offset = max(sel.lo_offset or window.offset, window.offset)
                     if window.start_ms is not None:
                         sel.start_ms = window.start_ms
@@ -814,15 +911,38 @@ class Exporter:
                         state.taken += n
                 if n:
                     stats.batches += 1
+                    # a batch written in part (a window's edge, --count): its first and last written records' offsets
+                    # (a legacy wrapper's first offset is inside it)
+                    partial = not sel.everything and (legacy or n < _count(entry))
+                    span = _written_span(item) if partial or (stats.first_offset is None and legacy and entry.codec) \
+                        else None
                     if stats.first_offset is None:
-                        stats.first_offset = max(entry.base_offset, sel.lo_offset or entry.base_offset)
-                    stats.last_offset = entry.last_offset
+                        stats.first_offset = span[0] if span is not None else entry.base_offset
+                    stats.last_offset = span[1] if span is not None and partial else entry.last_offset
                 if entry.is_legacy and sink.keeps_markers and n:
                     stats.converted_entries += 1
                 next_offset = entry.last_offset + 1
             if not more or self._stopped:
                 break
         return next_offset
+
+
+def _below(entry: Entry, buf: Any, floor: int, limit: int) -> int:
+    """How many records of the batch straddling the log start offset lie below it (a legacy wrapper: decoded)."""
+    try:
+        return sum(1 for r in entry.iter_records(buf, limit) if r.offset < floor)
+    except KafkalogError:
+        return 0
+
+
+def _written_span(item: BatchItem) -> tuple[int, int] | None:
+    """(first, last) offset of the records a sink wrote of a batch taken in part: its selection's records (decoded
+    again: only a window's edge batches and legacy wrappers come here)."""
+    try:
+        recs = item.records()
+    except KafkalogError:
+        return None
+    return (recs[0].offset, recs[-1].offset) if recs else None
 
 
 def _count(entry: Entry) -> int:
@@ -856,13 +976,14 @@ class Destination:
         self.directory = directory
         self.staging = self.out + STAGING_SUFFIX
         self._writers: list[DirectWriter] = []
+        self.warnings: list[str] = []  # for the caller to print (stderr)
         parent = os.path.dirname(self.out)
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as exc:
             raise UnreadableFileError(f"cannot create the output's directory: {exc.strerror or exc}", file=parent,
                                       expected="a directory export can create", found="an error") from None
-        self._lock = _lock_output(out, self.out + LOCK_SUFFIX)
+        self._lock = _lock_output(out, self.out + LOCK_SUFFIX, self.warnings)
         try:
             if os.path.lexists(self.out) and not (os.path.isdir(self.out) and directory
                                                   and not os.listdir(self.out)):
@@ -956,7 +1077,7 @@ class Destination:
             self._lock.release()
 
 
-def _lock_output(out: str, path: str) -> HeldLock:
+def _lock_output(out: str, path: str, warnings: list[str]) -> HeldLock:
     """kafkalog's lock of one ``--out`` (``<out>.kafkalog-lock``, held from before the existence check to after the
     rename or the clean-up): a second export to the same --out while the first runs is refused, never mixed into
     the first's staging files (it would otherwise remove them as a killed run's partial export and write its own)."""
@@ -974,6 +1095,10 @@ def _lock_output(out: str, path: str) -> HeldLock:
                             expected="no other export to this --out", found=f"a running export{who}",
                             hint="wait for it to finish (its output appears under this name when it is complete; "
                                  "interrupted, it leaves nothing), or give another --out")
+    if state.kind == "unsupported":
+        warnings.append(f"{path}: the file system of --out supports no file lock (flock and fcntl both refused): "
+                        "the export goes on unlocked, so a second export to the same --out at the same time is not "
+                        "detected; run only one")
     return held
 
 

@@ -38,7 +38,7 @@ from typing import IO
 
 from kafkalog_cli.broker import producer_state_manager as pst
 from kafkalog_cli.broker.checkpoints import LOG_START_FILE, RECOVERY_POINT_FILE
-from kafkalog_cli.broker.leader_epoch_cache import first_of_each_higher_epoch
+from kafkalog_cli.broker.leader_epoch_cache import first_of_each_higher_epoch, truncate_from_start
 from kafkalog_cli.broker.log_segment import IndexBuilder
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.format.batch import LOG_APPEND_TIME, Batch, Record
@@ -88,6 +88,7 @@ class KafkaDirSink:
     def __init__(self, dest: Destination) -> None:
         self.dest = dest
         self.recovery_points: list[tuple[str, int, int]] = []
+        self.log_starts: list[tuple[str, int, int]] = []  # a source's log start offset above its first segment's base
         self._reset()
 
     def _reset(self) -> None:
@@ -102,6 +103,7 @@ class KafkaDirSink:
         self.aborted: list[tuple[int, int, int, int]] = []
         self.epochs: list[tuple[int, int]] = []
         self.next_offset: int | None = None
+        self.first_base: int | None = None  # the first segment's base offset
 
     def begin(self, part: SourcePartition) -> None:
         self._reset()
@@ -156,10 +158,16 @@ class KafkaDirSink:
         self.next_offset = b.last_offset + 1
         return written
 
+    def open_producers(self) -> set[int]:
+        """The producers whose transaction is open in what was written so far (their marker not yet written)."""
+        return set(self.state.ongoing.values())
+
     def _roll(self, base: int) -> None:
         if self.log is not None:  # the producer snapshot a broker takes when it rolls (UnifiedLog.roll)
             self._write(layout.segment_name(base, "snapshot"), self.state.snapshot_bytes(java_map=True))
         self._close_segment()
+        if self.first_base is None:
+            self.first_base = base
         self.log_base = base
         self.log_path = os.path.join(self.pdir, layout.segment_name(base))
         self.log = open(self.log_path, "xb")  # noqa: SIM115 - closed by _close_segment
@@ -198,8 +206,12 @@ class KafkaDirSink:
         leo = self.next_offset
         self._write(layout.segment_name(leo, "snapshot"), self.state.snapshot_bytes(java_map=True))
         epochs = first_of_each_higher_epoch(self.epochs)
+        if part.log_start is not None and self.first_base is not None and part.log_start > self.first_base:
+            epochs = truncate_from_start(epochs, min(part.log_start, leo))  # as the broker keeps its cache
         self._write("leader-epoch-checkpoint", comp.encode_leader_epoch_checkpoint(epochs))
         self.recovery_points.append((part.topic, part.partition, leo))
+        if part.log_start is not None and self.first_base is not None and part.log_start > self.first_base:
+            self.log_starts.append((part.topic, part.partition, min(part.log_start, leo)))
 
     def close(self) -> None:
         """The log dir's checkpoints (call once, after the last partition)."""
@@ -207,8 +219,9 @@ class KafkaDirSink:
         text = "0\n" + f"{len(rp)}\n" + "".join(f"{t} {p} {o}\n" for t, p, o in rp)
         with open(self.dest.path(RECOVERY_POINT_FILE), "x") as f:
             f.write(text)
+        ls = self.log_starts
         with open(self.dest.path(LOG_START_FILE), "x") as f:
-            f.write("0\n0\n")
+            f.write("0\n" + f"{len(ls)}\n" + "".join(f"{t} {p} {o}\n" for t, p, o in ls))
 
 
 def _clean_count(item: BatchItem) -> int | None:

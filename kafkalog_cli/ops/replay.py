@@ -39,15 +39,18 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalog_cli.errors import KafkalogError, UnreadableFileError
 from kafkalog_cli.format.partitioners import java_default
 from kafkalog_cli.ops import replay_offsets as ro
 from kafkalog_cli.ops.replay_source import Item, Source, SourceBatch, SourceRecord
 from kafkalog_cli.storage.verify_model import Problem
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.lock import HeldLock
 
 DEFAULT_OFFSET_HEADER = "kafkalog.source.offset"
 CHECKPOINT = "checkpoint.json"
@@ -94,14 +97,18 @@ class ReplayOptions:
     producer_props: tuple[tuple[str, str], ...] = ()
     groups_from: tuple[str, ...] = ()
     timeout_s: float = 30.0  # metadata lookups
+    below_log_start: bool = False  # also a partition directory's records below its log start offset
     stall_s: float = 120.0  # no delivery report for this long with records outstanding: stop (resumable)
 
     def identity(self, sources: list[Source], partitions: int) -> dict[str, Any]:
         """What a checkpoint must match to be resumed by this run (not the bootstrap: addresses change; the
         destination's partition count: records were bound to partitions by it)."""
-        return {"inputs": [s.path for s in sources], "topic": self.topic, "partitions": partitions,
-                "partitioner": self.partitioner, "offset_header": self.offset_header, "isolation": self.isolation,
-                "source_topics": list(self.source_topics)}
+        ident = {"inputs": [s.path for s in sources], "topic": self.topic, "partitions": partitions,
+                 "partitioner": self.partitioner, "offset_header": self.offset_header, "isolation": self.isolation,
+                 "source_topics": list(self.source_topics)}
+        if self.below_log_start:  # only when given: the checkpoints of earlier replays stay resumable
+            ident["below_log_start"] = True
+        return ident
 
 
 @dataclass
@@ -118,6 +125,8 @@ class PartitionPlan:
     open: int = 0  # transactional records with no marker in the source
     control: int = 0
     duplicates: int = 0  # offsets at or below one already read for this partition (another copy)
+    below_log_start: int = 0  # a partition directory's records below its log start offset (never read by consumers)
+    log_start: int | None = None
     destinations: dict[int, int] = field(default_factory=dict)  # destination partition -> records
     delivered: int = 0  # acknowledged (this run and earlier ones)
 
@@ -144,7 +153,7 @@ class Plan:
 
     @property
     def left_out(self) -> int:
-        return sum(p.aborted + p.open + p.control + p.duplicates for p in self.partitions.values())
+        return sum(p.aborted + p.open + p.control + p.duplicates + p.below_log_start for p in self.partitions.values())
 
 
 def _wanted(rec: SourceRecord, isolation: str) -> str | None:
@@ -335,7 +344,14 @@ def load_groups(paths: list[str]) -> tuple[dict[str, dict[tuple[str, int], int]]
 def plan(sources: list[Source], opts: ReplayOptions, partitions: int) -> Plan:
     """Read every input once and count; ``partitions`` is the destination's partition count (0: unknown)."""
     parts: dict[tuple[str, int], PartitionPlan] = {}
+    for s in sources:
+        s.keep_below_log_start = opts.below_log_start
     _count(sources, opts, partitions, parts)
+    for s in sources:
+        if s.below_log_start and s.topic is not None and s.partition is not None:
+            pp = parts.setdefault((s.topic, s.partition), PartitionPlan(s.topic, s.partition))
+            pp.below_log_start += s.below_log_start
+            pp.log_start = s.log_start
     findings = [p for s in sources for p in s.findings]
     notes: list[str] = []
     topics = sorted({t for t, _p in parts})
@@ -893,9 +909,78 @@ def execute(p: Plan, *, progress: Callable[[int], None] | None = None,
                                  "where it stopped); another --state-dir would start a new replay and produce every "
                                  "record again")
     try:
-        return _execute(p, progress, log)
+        others = _lock_sources(p, log)
+        try:
+            return _execute(p, progress, log)
+        finally:
+            if others is not None:
+                others.release()
     finally:
         held.release()
+
+
+DESTINATION_LOCK = "kafkalog-replay-sources.lock"
+
+
+def destination_lock_path() -> str:
+    """The lock file every replay on this host shares (``$KAFKALOG_LOCK_DIR``, else the temporary directory)."""
+    import tempfile
+
+    return os.path.join(os.environ.get("KAFKALOG_LOCK_DIR") or tempfile.gettempdir(), DESTINATION_LOCK)
+
+
+def source_lock_keys(cluster: str, topic: str, sources: Iterable[tuple[str, int]]) -> list[int]:
+    """One byte offset per (destination cluster, topic, source topic-partition): two replays on this host that
+    would produce the same source partition into the same topic lock the same byte."""
+    import hashlib
+
+    return [int.from_bytes(hashlib.sha256(f"{cluster}\n{topic}\n{st}\n{sp}".encode()).digest()[:7], "big")
+            for st, sp in sources]
+
+
+def _cluster_identity(opts: ReplayOptions) -> str:
+    """The destination cluster's id (the same cluster whatever broker --bootstrap-server names), else the sorted
+    bootstrap list."""
+    boot = ",".join(sorted(s.strip().lower() for s in opts.bootstrap.split(",") if s.strip()))
+    try:
+        from confluent_kafka.admin import AdminClient
+
+        conf = {k: v for k, v in client_config(opts).items() if k in ("bootstrap.servers",) or k.startswith(
+            ("security.", "sasl.", "ssl.", "client."))}
+        md = AdminClient({**conf, "logger": _logger(None)}).list_topics(opts.topic, timeout=opts.timeout_s)
+        cid = md.cluster_id
+    except Exception:  # noqa: BLE001 - the id is a better key, not a requirement: the produce loop reports errors
+        cid = None
+    return f"cluster {cid}" if cid else f"bootstrap {boot}"
+
+
+def _lock_sources(p: Plan, log: Callable[[str], None] | None) -> HeldLock | None:
+    """Refuse a second replay on this host that produces any of the same source partitions into the same topic
+    with another state dir (the state dir's own lock cannot see it; both would produce every record): a POSIX lock
+    of one byte per (cluster, topic, source partition) in a file every replay shares. Disjoint replays (other
+    source partitions, another topic) go on side by side. Where the file cannot be locked, a warning."""
+    from kafkalog_cli.storage.lock import lock_ranges
+
+    opts = p.options
+    cluster = _cluster_identity(opts)
+    path = destination_lock_path()
+    try:
+        held, st = lock_ranges(path, source_lock_keys(cluster, opts.topic, p.partitions))
+    except OSError as exc:
+        if log is not None:
+            log(f"kafkalog: warning: {path}: cannot lock ({exc.strerror or exc}): another replay of the same "
+                f"records into {opts.topic!r} with another state dir would not be detected; run only one")
+        return None
+    if held is None:
+        who = f" (pid {st.pid})" if st.pid else ""
+        raise ReplayRefused(f"another kafkalog replay{who} is producing some of the same source partitions into "
+                            f"{opts.topic!r} ({cluster}) with another state dir", file=opts.state_dir,
+                            expected="one replay per source partition and destination topic",
+                            found=f"a running replay{who}, locked in {path}",
+                            hint="wait for it to finish; two replays of the same records, each with its own state "
+                                 "dir, would both produce every record (a state dir recognises only its own "
+                                 "deliveries)")
+    return held
 
 
 def _execute(p: Plan, progress: Callable[[int], None] | None, log: Callable[[str], None] | None) -> ReplayResult:
@@ -1023,11 +1108,16 @@ def _produce_one(run: _Run, producer: Any, opts: ReplayOptions, it: Item, dp: in
                  rate_t0: float) -> bool:
     """One record, waiting for ``--rate`` and for room in the client's queue; False when the replay stops."""
     if rate:
-        wait = rate_t0 + run.sent / rate - time.monotonic()
-        if wait > 0:
+        due = rate_t0 + run.sent / rate
+        while True:  # poll() returns as soon as it has served a delivery report: wait again until the record is due
+            wait = due - time.monotonic()
+            if wait <= 0:
+                break
             producer.poll(wait)
             run.drain()
             run.checkpoint()
+            if run.stopping:
+                return False
     while True:
         try:
             producer.produce(opts.topic, it[3], it[2], dp, on_delivery=run.on_delivery, timestamp=it[1],

@@ -97,7 +97,7 @@ class SourceBatch:
     Python object per record there), or a run of an export's records."""
 
     __slots__ = ("topic", "partition", "txn", "control", "tstype", "_recs", "_entry", "_buf", "_path", "_src",
-                 "_decoded")
+                 "_decoded", "floor")
 
     def __init__(self, topic: str, partition: int, txn: str | None, control: bool, tstype: str, *,
                  recs: list[SourceRecord] | None = None, entry: Any = None, buf: Any = None, path: str = "",
@@ -105,6 +105,7 @@ class SourceBatch:
         self.topic, self.partition, self.txn, self.control, self.tstype = topic, partition, txn, control, tstype
         self._recs, self._entry, self._buf, self._path, self._src = recs, entry, buf, path, src
         self._decoded = recs is not None
+        self.floor: int | None = None  # the log start offset inside this batch: its records below are left out
 
     def records(self) -> list[SourceRecord] | None:
         """The records (the reference decode); None when they do not decode (a ``bad-record`` finding, once)."""
@@ -149,7 +150,22 @@ class SourceBatch:
 
     def count(self, after: int | None) -> tuple[int, int, int, int] | None:
         """(records, taken, first, last): the batch's records, those above ``after`` (the running maximum, as
-        ``python_count``) and their first and last offsets; None when the records do not decode (a finding)."""
+        ``python_count``) and their first and last offsets; None when the records do not decode (a finding). A
+        batch holding the log start offset (``floor``): its records below it are neither taken nor in ``records``
+        (they are counted on the source, ``below_log_start``)."""
+        floor = self.floor
+        if floor is not None and (after is None or after < floor - 1):
+            full = self._count(after)
+            cut = self._count(floor - 1)
+            if full is None or cut is None:
+                return None
+            below = full[1] - cut[1]
+            if self._src is not None:
+                self._src.below_log_start += below
+            return (cut[0] - below, *cut[1:])
+        return self._count(after)
+
+    def _count(self, after: int | None) -> tuple[int, int, int, int] | None:
         c = self._compiled()
         if c is not None and after != INT64_MIN:
             mod, data, start, end = c
@@ -166,6 +182,8 @@ class SourceBatch:
         """The produce() tuples of the records above ``after`` (``python_items``; ``_accel.replay_items`` where it
         applies); None when the records do not decode (a finding)."""
         prefix = f"{self.topic}-{self.partition}@".encode() if header else b""
+        if self.floor is not None and (after is None or after < self.floor - 1):
+            after = self.floor - 1
         c = self._compiled()
         if c is not None and after != INT64_MIN and self.tstype != "none":
             mod, data, start, end = c
@@ -193,11 +211,15 @@ class Source:
     partition: int | None = None
     findings: list[Problem] = field(default_factory=list)
     _reader: Callable[[Source], Iterator[SourceRecord]] | None = None
+    keep_below_log_start: bool = False  # --below-log-start
+    log_start: int | None = None  # a live partition directory's log start offset (its log dir's checkpoint)
+    below_log_start: int = 0  # records below it left out by the last walk
 
     def batches(self) -> Iterator[SourceBatch]:
         """The input's records as batches, in input order (a partition directory's intact batches; an export's
         records in runs of one source partition and outcome)."""
         self.findings = []
+        self.below_log_start = 0
         if self.kind in ("partition-dir", "segment"):
             yield from _partition_batches(self)
             return
@@ -293,20 +315,52 @@ def resolve(args: list[str]) -> tuple[list[Source], list[str]]:
 
 
 # ------------------------------------------------------------------------------------------ partition dirs
-def _txn_outcomes(segments: list[str], src: Source) -> dict[int, list[tuple[int, int, bool]]]:
+def _log_start(src: Source) -> int | None:
+    """A live partition directory's log start offset (its log dir's ``log-start-offset-checkpoint``: DeleteRecords,
+    or retention that advanced it before it deleted a segment); None for a suffixed copy (``-delete``, ``-stray``:
+    the checkpoint's entry of that name is another log's) or when unknown."""
+    from kafkalog_cli.broker.checkpoints import LOG_START_FILE, read_offset_checkpoint
+
+    pdir = src.path if src.kind == "partition-dir" else os.path.dirname(src.path)
+    if src.topic is None or src.partition is None or src.partition < 0 \
+            or os.path.basename(pdir) != f"{src.topic}-{src.partition}":
+        return None
+    off, _why = read_offset_checkpoint(os.path.dirname(pdir), LOG_START_FILE, (src.topic, src.partition))
+    return off if off is not None and off > 0 else None
+
+
+def _later_segments(path: str) -> list[str]:
+    """The segments after ``path`` in its directory (a lone segment given by name: the markers of its open
+    transactions may be in them, as export reads them), [] when the file is not a segment of a directory."""
+    from kafkalog_cli.storage import layout
+
+    name = os.path.basename(path)
+    if not layout.is_segment_name(name):
+        return []
+    base = int(name[:20])
+    try:
+        return [p for b, p in layout.segment_logs(os.path.dirname(path)) if b > base]
+    except (KafkalogError, OSError):
+        return []
+
+
+def _txn_outcomes(segments: list[str], src: Source,
+                  markers_only: list[str] | None = None) -> dict[int, list[tuple[int, int, bool]]]:
     """pid -> [(first offset, marker offset, aborted)] of the transactions the partition's markers close, from its
     intact batches (``repair_view.replay_log`` over them, in offset order); the findings of the walk go to ``src``.
-    A transactional batch in none of them is in a transaction still open (no marker)."""
+    A transactional batch in none of them is in a transaction still open (no marker). ``markers_only``: later
+    segments read for their markers alone (their findings are not the source's)."""
     from kafkalog_cli.broker import repair_view as rv
     from kafkalog_cli.format.batch import Batch
     from kafkalog_cli.storage.segment import MappedFile, read_entry
     from kafkalog_cli.storage.segment_check import map_segment
 
     items: list[tuple[Batch, int | None]] = []
-    for path in segments:
+    for path in [*segments, *(markers_only or [])]:
         report, smap = map_segment(path)
-        for p in report.problems:
-            src.findings.append(p)
+        if path in segments:
+            for p in report.problems:
+                src.findings.append(p)
         if not smap.entries:
             continue
         with MappedFile(path) as mf:
@@ -359,13 +413,17 @@ def _partition_batches(src: Source) -> Iterator[SourceBatch]:
     from kafkalog_cli.storage.segment import MappedFile, read_entry
     from kafkalog_cli.storage.segment_check import map_segment
 
+    later: list[str] = []
     if src.kind == "segment":
         segments = [src.path]
+        later = _later_segments(src.path)
     else:
         segments = [p for _b, p in segment_logs(src.path)]
-    closed = _txn_outcomes(segments, src)
+    closed = _txn_outcomes(segments, src, later)
     topic = src.topic or "?"
     partition = src.partition if src.partition is not None else -1
+    src.log_start = _log_start(src)
+    floor = None if src.keep_below_log_start else src.log_start
     tsnames = {LOG_APPEND_TIME: "logappend", NO_TIMESTAMP_TYPE: "none"}
     for path in segments:
         _report, smap = map_segment(path)  # the same walk again: findings were taken in the first pass
@@ -377,12 +435,18 @@ def _partition_batches(src: Source) -> Iterator[SourceBatch]:
             for pos, _size, _base, _last in smap.entries:
                 behind.upto(pos)
                 e = read_entry(buf, pos, buf[pos + 16], file=path)
+                if floor is not None and e.last_offset < floor:
+                    src.below_log_start += 1 if e.is_legacy else max(e.records_count, 0)
+                    continue
                 control = e.is_control
                 txn = None
                 if e.is_transactional and not control and not e.is_legacy and e.producer_id >= 0:
                     txn = _outcome(e.producer_id, e.base_offset, closed)
-                yield SourceBatch(topic, partition, txn, control, tsnames.get(e.timestamp_type, "create"), entry=e,
-                                  buf=buf, path=path, src=src)
+                sb = SourceBatch(topic, partition, txn, control, tsnames.get(e.timestamp_type, "create"), entry=e,
+                                 buf=buf, path=path, src=src)
+                if floor is not None and (e.is_legacy or e.base_offset < floor):
+                    sb.floor = floor
+                yield sb
 
 
 # ------------------------------------------------------------------------------------------ NDJSON

@@ -38,6 +38,8 @@ def summary_lines(s: ExportSummary, fmt: str, out: str) -> list[str]:
             dropped.append(f"{p.control_dropped} control")
         if p.duplicate_records:
             dropped.append(f"{p.duplicate_records} duplicate offsets")
+        if p.below_log_start:
+            dropped.append(f"{p.below_log_start} below the log start offset {p.log_start}")
         extra = f"; dropped {', '.join(dropped)}" if dropped else ""
         markers = f", {p.control_records} markers" if p.control_records else ""
         conv = f", {p.converted_entries} v0/v1 entries converted to v2" if p.converted_entries else ""

@@ -43,14 +43,16 @@ def plan_lines(plan: Plan, *, dry_run: bool = True) -> list[str]:
            f"offset header {o.offset_header or 'none'}; {o.isolation}"]
     out.append(f"{'source partition':<28} {'records':>9} {'offsets':>17} {'left out':>9}  destination partitions")
     for pp in parts.values():
-        left = pp.aborted + pp.open + pp.control + pp.duplicates
+        left = pp.aborted + pp.open + pp.control + pp.duplicates + pp.below_log_start
         out.append(f"{pp.name:<28} {pp.records:>9} {_range(pp.first_offset, pp.last_offset):>17} {left:>9}  "
                    f"{_dests(pp.destinations)}")
     total_left = plan.left_out
     out.append(f"total: {plan.records} records to produce from {len(parts)} source partitions; {total_left} left out")
     why = []
     for attr, text in (("aborted", "aborted"), ("open", "in transactions with no marker (open)"),
-                       ("control", "control (markers)"), ("duplicates", "already read from an earlier copy")):
+                       ("control", "control (markers)"), ("duplicates", "already read from an earlier copy"),
+                       ("below_log_start", "below the log start offset (deleted by DeleteRecords or retention, still "
+                                           "on disk; --below-log-start replays them)")):
         n = sum(getattr(pp, attr) for pp in parts.values())
         if n:
             why.append(f"{n} {text}")
@@ -129,6 +131,7 @@ def plan_doc(plan: Plan, *, dry_run: bool = True) -> dict[str, Any]:
         "partitions": [{"topic": pp.topic, "partition": pp.partition, "inputs": pp.inputs, "records": pp.records,
                         "first_offset": pp.first_offset, "last_offset": pp.last_offset, "aborted": pp.aborted,
                         "open": pp.open, "control": pp.control, "duplicates": pp.duplicates,
+                        "below_log_start": pp.below_log_start, "log_start": pp.log_start,
                         "destinations": {str(k): v for k, v in sorted(pp.destinations.items())}}
                        for pp in plan.partitions.values()],
         "findings": [_problem(p) for p in plan.findings],

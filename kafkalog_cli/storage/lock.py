@@ -27,7 +27,7 @@ _FLOCK = struct.Struct("hhqqi4x")
 @dataclass
 class LockState:
     locked: bool
-    kind: str = ""  # "fcntl" | "flock"
+    kind: str = ""  # "fcntl" | "flock"; a lock_file taken without any lock: "unsupported"
     pid: int | None = None
 
 
@@ -202,15 +202,24 @@ def lock_file(path: str) -> tuple[HeldLock | None, LockState]:
     ``(None, LockState(True, "flock", pid))``; raises OSError when the file cannot be created or locked."""
     for _ in range(100):
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        kind = "flock"
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            try:
-                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    return None, LockState(True, "flock", _flock_holder(fd) or _pid_in(fd))
-                raise
-            finally:
-                os.close(fd)
+            if exc.errno in UNSUPPORTED_LOCK_ERRNOS:
+                kind = _posix_lock_fallback(fd)  # a file system without flock(2) (some FUSE and network ones)
+                if kind == "locked":
+                    try:
+                        return None, LockState(True, "fcntl", _holder_pid(fd, fcntl.F_WRLCK) or _pid_in(fd))
+                    finally:
+                        os.close(fd)
+            else:
+                try:
+                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        return None, LockState(True, "flock", _flock_holder(fd) or _pid_in(fd))
+                    raise
+                finally:
+                    os.close(fd)
         if not _same_file(fd, path):
             os.close(fd)
             continue
@@ -219,8 +228,29 @@ def lock_file(path: str) -> tuple[HeldLock | None, LockState]:
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except OSError:
             pass  # the pid is a courtesy for a reader of the file; /proc/locks names the holder anyway
-        return HeldLock(fd, path, remove=True), LockState(False)
+        return HeldLock(fd, path, remove=True), LockState(False, kind)
     raise OSError(errno.EAGAIN, "the lock file was replaced 100 times while it was being locked", path)
+
+
+# flock(2) / fcntl(2) locks the file system does not provide (not "held by another process")
+UNSUPPORTED_LOCK_ERRNOS = frozenset(e for e in (getattr(errno, "EOPNOTSUPP", None), getattr(errno, "ENOTSUP", None),
+                                                getattr(errno, "ENOSYS", None), getattr(errno, "ENOLCK", None))
+                                    if e is not None)
+
+
+def _posix_lock_fallback(fd: int) -> str:
+    """Where flock(2) is not supported, an exclusive POSIX record lock (fcntl F_SETLK) on the same file, which
+    some file systems provide instead: ``"fcntl"`` (held), ``"locked"`` (another process holds it) or
+    ``"unsupported"`` (no lock of either kind: the caller proceeds unlocked, with a warning)."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return "locked"
+        if exc.errno in UNSUPPORTED_LOCK_ERRNOS:
+            return "unsupported"
+        raise
+    return "fcntl"
 
 
 def _pid_in(fd: int) -> int | None:
@@ -241,3 +271,45 @@ def create_lock_file(path: str) -> bool:
         return False
     os.close(fd)
     return True
+
+
+def lock_ranges(path: str, keys: list[int]) -> tuple[HeldLock | None, LockState]:
+    """Take and keep a non-blocking exclusive POSIX record lock (fcntl F_SETLK) of one byte at each offset of
+    ``keys`` in the lock file ``path`` (created when missing, mode 0666 so that every user's runs share it; it is
+    never unlinked: other runs may hold other bytes of it). One file holds the locks of many unrelated runs, each
+    keyed by what it must not share with another run (``keys`` below 2**62); the kernel drops them when the process
+    dies. Returns ``(held, LockState(False))``, or ``(None, LockState(True, "fcntl", pid))`` when another process holds
+    one of the bytes (what it took so far is released). Raises OSError when the file cannot be opened or locked
+    (a file system without POSIX locks: ``UNSUPPORTED_LOCK_ERRNOS``)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    ok = False
+    try:
+        try:
+            if os.fstat(fd).st_uid == os.geteuid():
+                os.fchmod(fd, 0o666)  # the umask narrowed it: another user's replay must be able to lock it too
+        except OSError:
+            pass
+        for key in sorted(set(keys)):
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, key, os.SEEK_SET)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EAGAIN):
+                    return None, LockState(True, "fcntl", _range_holder(fd, key))
+                raise
+        ok = True
+        return HeldLock(fd, path), LockState(False)
+    finally:
+        if not ok:
+            os.close(fd)
+
+
+def _range_holder(fd: int, key: int) -> int | None:
+    """The pid holding a POSIX lock over byte ``key`` (F_GETLK), or None."""
+    try:
+        res = fcntl.fcntl(fd, fcntl.F_GETLK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, key, 1, 0))
+        l_type, _w, _s, _l, pid = _FLOCK.unpack(res[: _FLOCK.size])
+        if l_type != fcntl.F_UNLCK and pid > 0:
+            return pid
+    except (OSError, struct.error):
+        pass
+    return None
