@@ -31,10 +31,11 @@ class LockState:
     pid: int | None = None
 
 
-def _holder_pid(fd: int, lock_type: int) -> int | None:
-    """The pid holding a conflicting POSIX lock (F_GETLK), or None when the kernel does not say."""
+def _holder_pid(fd: int, lock_type: int, start: int = 0, length: int = 0) -> int | None:
+    """The pid holding a POSIX lock that conflicts with ``lock_type`` over ``length`` bytes from ``start`` (0: to the
+    end of the file) (F_GETLK), or None when the kernel does not say."""
     try:
-        probe = _FLOCK.pack(lock_type, os.SEEK_SET, 0, 0, 0)
+        probe = _FLOCK.pack(lock_type, os.SEEK_SET, start, length, 0)
         res = fcntl.fcntl(fd, fcntl.F_GETLK, probe)
         l_type, _w, _s, _l, pid = _FLOCK.unpack(res[: _FLOCK.size])
         if l_type != fcntl.F_UNLCK and pid > 0:
@@ -294,22 +295,10 @@ def lock_ranges(path: str, keys: list[int]) -> tuple[HeldLock | None, LockState]
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, key, os.SEEK_SET)
             except OSError as exc:
                 if exc.errno in (errno.EACCES, errno.EAGAIN):
-                    return None, LockState(True, "fcntl", _range_holder(fd, key))
+                    return None, LockState(True, "fcntl", _holder_pid(fd, fcntl.F_WRLCK, key, 1))
                 raise
         ok = True
         return HeldLock(fd, path), LockState(False)
     finally:
         if not ok:
             os.close(fd)
-
-
-def _range_holder(fd: int, key: int) -> int | None:
-    """The pid holding a POSIX lock over byte ``key`` (F_GETLK), or None."""
-    try:
-        res = fcntl.fcntl(fd, fcntl.F_GETLK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, key, 1, 0))
-        l_type, _w, _s, _l, pid = _FLOCK.unpack(res[: _FLOCK.size])
-        if l_type != fcntl.F_UNLCK and pid > 0:
-            return pid
-    except (OSError, struct.error):
-        pass
-    return None
